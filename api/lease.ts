@@ -1,0 +1,166 @@
+// The Lease contract between agent and controller (SPEC section 4): deterministic names, the desired
+// object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
+
+import { createHash } from 'node:crypto';
+import { RESERVED_EXTENSION_NAME } from './extension.ts';
+import {
+  LEASE_NAMESPACE,
+  LeaseAnnotation,
+  LeaseLabel,
+  LeaseRole,
+  isExtensionState,
+  type ExtensionState,
+} from './names.ts';
+
+const MAX_NAME = 253;
+const HASH_LENGTH = 10;
+/** Messages on a Lease are short and never carry response bodies. */
+export const MAX_LEASE_MESSAGE = 256;
+
+/**
+ * `<extension>.<node>`: readable, unique (an extension name is a DNS label, so the first dot splits it) and
+ * a valid DNS subdomain. When that exceeds 253 characters the node part is truncated and a hash of the
+ * full pair appended, which keeps names deterministic and unique for any node name up to 253 characters.
+ */
+export function extensionLeaseName(nodeName: string, extension: string): string {
+  const plain = `${extension}.${nodeName}`;
+  if (plain.length <= MAX_NAME) return plain;
+  const hash = createHash('sha256').update(`${nodeName}/${extension}`).digest('hex').slice(0, HASH_LENGTH);
+  const room = MAX_NAME - HASH_LENGTH - 1;
+  return `${plain.slice(0, room).replace(/[.-]+$/, '')}-${hash}`;
+}
+
+/** The agent's own heartbeat Lease (the extension name it uses is reserved). */
+export function agentLeaseName(nodeName: string): string {
+  return extensionLeaseName(nodeName, RESERVED_EXTENSION_NAME);
+}
+
+export interface NodeRef {
+  name: string;
+  uid: string;
+}
+
+export interface ProbeStateRecord {
+  state: ExtensionState;
+  reason: string;
+  message: string;
+  /** When this state began (RFC 3339). */
+  since: string;
+}
+
+/** The JSON shape of a coordination.k8s.io/v1 Lease, as much as nodecare reads and writes. */
+export interface LeaseObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }>;
+    deletionTimestamp?: string | Date;
+  };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    renewTime?: string | Date;
+    acquireTime?: string | Date;
+  };
+}
+
+/** Kubernetes MicroTime: RFC 3339 with six fractional digits. */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export interface DesiredLease {
+  node: NodeRef;
+  /** undefined for the agent heartbeat. */
+  extension: string | undefined;
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  renewTime: Date;
+  /** Extension leases carry the probe state; the heartbeat carries none. */
+  record: ProbeStateRecord | undefined;
+  resourceVersion?: string;
+}
+
+export function truncateMessage(message: string): string {
+  const oneLine = message.replace(/\s+/g, ' ').trim();
+  return oneLine.length <= MAX_LEASE_MESSAGE ? oneLine : `${oneLine.slice(0, MAX_LEASE_MESSAGE - 1)}…`;
+}
+
+/** Builds the whole desired Lease (STYLE.md 9): the writer only adds the resourceVersion it last saw. */
+export function buildLease(desired: DesiredLease): LeaseObject {
+  const { node, extension, record } = desired;
+  const labels: Record<string, string> = { [LeaseLabel.role]: extension ? LeaseRole.extension : LeaseRole.agent };
+  if (extension) labels[LeaseLabel.extension] = extension;
+  const annotations: Record<string, string> = { [LeaseAnnotation.node]: node.name };
+  if (record) {
+    annotations[LeaseAnnotation.state] = record.state;
+    annotations[LeaseAnnotation.reason] = record.reason;
+    annotations[LeaseAnnotation.message] = truncateMessage(record.message);
+    annotations[LeaseAnnotation.since] = record.since;
+  }
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: extension ? extensionLeaseName(node.name, extension) : agentLeaseName(node.name),
+      namespace: LEASE_NAMESPACE,
+      ...(desired.resourceVersion ? { resourceVersion: desired.resourceVersion } : {}),
+      labels,
+      annotations,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid }],
+    },
+    spec: {
+      holderIdentity: desired.holderIdentity,
+      leaseDurationSeconds: desired.leaseDurationSeconds,
+      renewTime: microTime(desired.renewTime),
+    },
+  };
+}
+
+/** What the controller keeps of a Lease: a few hundred bytes instead of the whole object. */
+export interface ObservedLease {
+  name: string;
+  resourceVersion: string;
+  node: string;
+  role: LeaseRole;
+  extension: string | undefined;
+  /** undefined on the heartbeat, or when the annotation is missing or not a known state. */
+  state: ExtensionState | undefined;
+  reason: string;
+  message: string;
+  since: string;
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  /** The renewTime as written (the controller compares it for change, never with its own clock). */
+  renewTime: string;
+}
+
+/** Decodes a nodecare Lease; undefined for a Lease that is not ours (no node annotation or role label). */
+export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
+  const { metadata, spec = {} } = obj;
+  const node = metadata.annotations?.[LeaseAnnotation.node];
+  const role = metadata.labels?.[LeaseLabel.role];
+  if (!node || (role !== LeaseRole.extension && role !== LeaseRole.agent)) return undefined;
+  const state = metadata.annotations?.[LeaseAnnotation.state];
+  const renew = spec.renewTime;
+  return {
+    name: metadata.name ?? '',
+    resourceVersion: metadata.resourceVersion ?? '',
+    node,
+    role,
+    extension: role === LeaseRole.extension ? metadata.labels?.[LeaseLabel.extension] : undefined,
+    state: isExtensionState(state) ? state : undefined,
+    reason: metadata.annotations?.[LeaseAnnotation.reason] ?? '',
+    message: metadata.annotations?.[LeaseAnnotation.message] ?? '',
+    since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
+    holderIdentity: spec.holderIdentity ?? '',
+    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    renewTime: renew instanceof Date ? renew.toISOString() : (renew ?? ''),
+  };
+}

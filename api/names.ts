@@ -1,0 +1,63 @@
+// Fixed names of the nodecare contract (SPEC section 1). Users, other tools and our acceptance tests rely on
+// these strings; change them only with a migration note.
+
+export const API_GROUP = 'nodecare.io';
+export const API_VERSION = 'v1alpha1';
+export const GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+
+export const SYSTEM_EXTENSION = { kind: 'SystemExtension', plural: 'systemextensions', shortName: 'sx' } as const;
+export const CLUSTER_HEALTH = { kind: 'ClusterHealth', plural: 'clusterhealths', name: 'cluster' } as const;
+
+export const COMPONENT_NAMESPACE = 'nodecare-system';
+export const LEASE_NAMESPACE = 'nodecare-leases';
+
+/** Node annotation prefix that registers an extension: `extensions.nodecare.io/<extension-name>`. */
+export const EXTENSION_ANNOTATION_PREFIX = 'extensions.nodecare.io/';
+
+export const LeaseAnnotation = {
+  state: 'nodecare.io/state',
+  node: 'nodecare.io/node',
+  reason: 'nodecare.io/reason',
+  message: 'nodecare.io/message',
+  since: 'nodecare.io/since',
+} as const;
+
+export const LeaseLabel = {
+  /** On extension leases: the extension's name. */
+  extension: 'nodecare.io/extension',
+  /** On every nodecare lease: `extension` or `agent` (the agent's own heartbeat). */
+  role: 'nodecare.io/role',
+} as const;
+
+export const LeaseRole = { extension: 'extension', agent: 'agent' } as const;
+export type LeaseRole = (typeof LeaseRole)[keyof typeof LeaseRole];
+
+export const DEFAULT_BOOTSTRAP_TAINT_KEY = 'startup-taint.cluster-autoscaler.kubernetes.io/meta-readiness';
+export const DEFAULT_RUNTIME_TAINT_KEY = 'status-taint.cluster-autoscaler.kubernetes.io/meta-readiness';
+
+export const NODE_CONDITION_TYPE = 'ExtensionsReady';
+export const NODE_STATUS_LABEL = 'nodecare.io/status';
+
+export const NodeStatusLabelValue = {
+  healthy: 'healthy',
+  progressing: 'progressing',
+  unhealthy: 'unhealthy',
+  unknown: 'unknown',
+} as const;
+export type NodeStatusLabelValue = (typeof NodeStatusLabelValue)[keyof typeof NodeStatusLabelValue];
+
+export const METRIC_PREFIX = 'nodecare_';
+
+/** Extension health as carried by a Lease (`nodecare.io/state`). */
+export const ExtensionState = {
+  Healthy: 'Healthy',
+  Unhealthy: 'Unhealthy',
+  Progressing: 'Progressing',
+  Unknown: 'Unknown',
+} as const;
+export type ExtensionState = (typeof ExtensionState)[keyof typeof ExtensionState];
+export const EXTENSION_STATES: readonly ExtensionState[] = Object.values(ExtensionState);
+
+export function isExtensionState(value: unknown): value is ExtensionState {
+  return typeof value === 'string' && (EXTENSION_STATES as readonly string[]).includes(value);
+}

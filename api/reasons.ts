@@ -1,0 +1,59 @@
+// Stable vocabularies (STYLE.md 11): CamelCase reasons for probe results, lease states, node conditions and
+// events. Business code refers to these constants, never to string literals.
+
+/** Reasons a probe or the agent's state machine reports on an extension's Lease. */
+export const ProbeReason = {
+  // Healthy
+  ProbeSucceeded: 'ProbeSucceeded',
+  // Unhealthy: the transport said no
+  ConnectionRefused: 'ConnectionRefused',
+  ProbeTimeout: 'ProbeTimeout',
+  BadStatus: 'BadStatus',
+  BodyMismatch: 'BodyMismatch',
+  NotServing: 'NotServing',
+  NotReady: 'NotReady',
+  TooFewDevices: 'TooFewDevices',
+  ResourceMissing: 'ResourceMissing',
+  ConditionNotMet: 'ConditionNotMet',
+  TooFewPodsReady: 'TooFewPodsReady',
+  CommandFailed: 'CommandFailed',
+  FileMissing: 'FileMissing',
+  FileStale: 'FileStale',
+  ContentMismatch: 'ContentMismatch',
+  ProcessMissing: 'ProcessMissing',
+  HostCheckFailed: 'HostCheckFailed',
+  ConnectionFailed: 'ConnectionFailed',
+  // Unknown: could not determine
+  InvalidRegistration: 'InvalidRegistration',
+  PermissionDenied: 'PermissionDenied',
+  ProbeError: 'ProbeError',
+  CommandError: 'CommandError',
+  // State machine
+  AwaitingFirstProbe: 'AwaitingFirstProbe',
+  StartupGrace: 'StartupGrace',
+} as const;
+export type ProbeReason = (typeof ProbeReason)[keyof typeof ProbeReason];
+
+/** Reasons of the node condition `ExtensionsReady`. */
+export const ConditionReason = {
+  AllExtensionsHealthy: 'AllExtensionsHealthy',
+  ExtensionsUnhealthy: 'ExtensionsUnhealthy',
+  ExtensionsProgressing: 'ExtensionsProgressing',
+  BootstrapTimeout: 'BootstrapTimeout',
+  AgentNotReporting: 'AgentNotReporting',
+} as const;
+export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
+
+/** Event reasons (SPEC section 5), emitted on transitions only. */
+export const EventReason = {
+  BootstrapTaintRemoved: 'BootstrapTaintRemoved',
+  BootstrapTaintAdded: 'BootstrapTaintAdded',
+  RuntimeTaintAdded: 'RuntimeTaintAdded',
+  RuntimeTaintRemoved: 'RuntimeTaintRemoved',
+  ExtensionUnhealthy: 'ExtensionUnhealthy',
+  InvalidRegistration: 'InvalidRegistration',
+  BootstrapTimeout: 'BootstrapTimeout',
+  CorrelatedFailure: 'CorrelatedFailure',
+  PodEvicted: 'PodEvicted',
+} as const;
+export type EventReason = (typeof EventReason)[keyof typeof EventReason];

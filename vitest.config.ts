@@ -1,0 +1,27 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['{api,lib,agent,controller,cli}/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/controlplane/global-setup.ts'],
+          // One worker: the 2 cores are shared with etcd, kube-apiserver and the scheduler.
+          fileParallelism: false,
+          maxWorkers: 1,
+          testTimeout: 90_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
+  },
+});
