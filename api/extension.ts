@@ -130,7 +130,10 @@ export interface ExtensionSpec {
 }
 
 /** What the controller needs of an extension even when its probe does not parse. */
-export type ExtensionPolicy = Pick<ExtensionSpec, 'critical' | 'conditionType' | 'enforcement' | 'startupGraceSeconds'>;
+export type ExtensionPolicy = Pick<
+  ExtensionSpec,
+  'critical' | 'conditionType' | 'enforcement' | 'startupGraceSeconds'
+>;
 
 export const EXTENSION_DEFAULTS = {
   periodSeconds: 10,
@@ -215,14 +218,16 @@ class FieldReader {
   bool(field: string): boolean | undefined {
     const value = this.raw[field];
     if (value === undefined) return undefined;
-    if (typeof value !== 'boolean') return this.problem(field, `expected true or false, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'boolean')
+      return this.problem(field, `expected true or false, got ${JSON.stringify(value)}`);
     return value;
   }
 
   regex(field: string): string | undefined {
     const source = this.string(field);
     if (source === undefined) return undefined;
-    if (source.length > MAX_REGEX_LENGTH) return this.problem(field, `regular expression longer than ${MAX_REGEX_LENGTH}`);
+    if (source.length > MAX_REGEX_LENGTH)
+      return this.problem(field, `regular expression longer than ${MAX_REGEX_LENGTH}`);
     try {
       new RegExp(source);
     } catch (err) {
@@ -243,7 +248,8 @@ class FieldReader {
   object(field: string, options: { required?: boolean } = {}): FieldReader | undefined {
     const value = this.raw[field];
     if (value === undefined) return options.required ? this.problem(field, 'required') : undefined;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return this.problem(field, 'expected an object');
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      return this.problem(field, 'expected an object');
     return new FieldReader(value as Record<string, unknown>, this.at(field), this.problems);
   }
 
@@ -252,7 +258,10 @@ class FieldReader {
     if (value === undefined) return fallback;
     const parsed = typeof value === 'number' || typeof value === 'string' ? parseQuantity(value) : undefined;
     if (parsed === undefined || parsed < 0) {
-      return this.problem(field, `expected a non-negative number or quantity such as "2" or "8Gi", got ${JSON.stringify(value)}`);
+      return this.problem(
+        field,
+        `expected a non-negative number or quantity such as "2" or "8Gi", got ${JSON.stringify(value)}`,
+      );
     }
     return parsed;
   }
@@ -269,7 +278,10 @@ function parseStatusRanges(reader: FieldReader): StatusRange[] | undefined {
     const low = match ? Number(match[1]) : NaN;
     const high = match ? Number(match[2] ?? match[1]) : NaN;
     if (!match || low < 100 || high > 599 || low > high) {
-      return reader.problem('expectStatus', `expected status codes or ranges such as "200-399" or "200,204", got ${JSON.stringify(raw)}`);
+      return reader.problem(
+        'expectStatus',
+        `expected status codes or ranges such as "200-399" or "200,204", got ${JSON.stringify(raw)}`,
+      );
     }
     ranges.push([low, high]);
   }
@@ -315,7 +327,8 @@ const PROBE_PARSERS = {
   tcp: (r) => {
     r.rejectUnknown(['host', 'port']);
     const host = r.string('host') ?? '127.0.0.1';
-    const port = r.int('port', 1, 65535) ?? (r.raw.port === undefined ? r.problem('port', 'required') : undefined);
+    const port =
+      r.int('port', 1, 65535) ?? (r.raw.port === undefined ? r.problem('port', 'required') : undefined);
     return port === undefined ? undefined : { kind: 'tcp', host, port };
   },
   grpc: (r) => {
@@ -327,7 +340,8 @@ const PROBE_PARSERS = {
       const path = r.absolutePath('address');
       return path === undefined ? undefined : { kind: 'grpc', address: `unix://${path}`, service };
     }
-    if (!parseHostPort(address)) return r.problem('address', `expected "host:port" or "unix:///path", got "${address}"`);
+    if (!parseHostPort(address))
+      return r.problem('address', `expected "host:port" or "unix:///path", got "${address}"`);
     return { kind: 'grpc', address, service };
   },
   csi: (r) => {
@@ -360,7 +374,8 @@ const PROBE_PARSERS = {
     r.rejectUnknown(['namespace', 'selector', 'min']);
     const namespace = r.string('namespace', { required: true });
     const selector = r.raw.selector;
-    if (selector === undefined) r.problem('selector', 'required (a label selector with matchLabels/matchExpressions)');
+    if (selector === undefined)
+      r.problem('selector', 'required (a label selector with matchLabels/matchExpressions)');
     const selectorProblems = validateSelector(selector, r.at('selector'));
     r.problems.push(...selectorProblems);
     const min = r.int('min', 1, 10_000) ?? 1;
@@ -432,7 +447,10 @@ const PROBE_PARSERS = {
 function parseProbe(r: FieldReader): ProbeSpec | undefined {
   const kinds = Object.keys(r.raw);
   if (kinds.length !== 1) {
-    return r.problem('', `expected exactly one probe kind (one of ${PROBE_KINDS.join(', ')}), got ${kinds.length === 0 ? 'none' : kinds.join(', ')}`);
+    return r.problem(
+      '',
+      `expected exactly one probe kind (one of ${PROBE_KINDS.join(', ')}), got ${kinds.length === 0 ? 'none' : kinds.join(', ')}`,
+    );
   }
   const kind = kinds[0] as string;
   if (!(PROBE_KINDS as readonly string[]).includes(kind)) {
@@ -456,7 +474,8 @@ const SPEC_FIELDS = [
 
 function readPolicy(r: FieldReader): ExtensionPolicy {
   const conditionType = r.string('conditionType') ?? EXTENSION_DEFAULTS.conditionType;
-  if (!PASCAL_CASE.test(conditionType)) r.problem('conditionType', `expected a PascalCase condition type, got "${conditionType}"`);
+  if (!PASCAL_CASE.test(conditionType))
+    r.problem('conditionType', `expected a PascalCase condition type, got "${conditionType}"`);
   const enforcement = r.string('enforcement') ?? EXTENSION_DEFAULTS.enforcement;
   if (enforcement !== Enforcement.Enforce && enforcement !== Enforcement.DryRun) {
     r.problem('enforcement', `expected Enforce or DryRun, got "${enforcement}"`);
@@ -482,7 +501,10 @@ export interface SpecParse {
 export function parseExtensionSpec(raw: unknown, extraFields: readonly string[] = []): SpecParse {
   const problems: string[] = [];
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { policy: DEFAULT_POLICY, result: { ok: false, problems: ['expected a JSON object with a "probe" field'] } };
+    return {
+      policy: DEFAULT_POLICY,
+      result: { ok: false, problems: ['expected a JSON object with a "probe" field'] },
+    };
   }
   const r = new FieldReader(raw as Record<string, unknown>, '', problems);
   r.rejectUnknown([...SPEC_FIELDS, ...extraFields]);
@@ -517,7 +539,10 @@ export function parseAnnotationValue(value: string): SpecParse {
     try {
       raw = JSON.parse(text);
     } catch (err) {
-      return { policy: DEFAULT_POLICY, result: { ok: false, problems: [`value is not valid JSON (${(err as Error).message})`] } };
+      return {
+        policy: DEFAULT_POLICY,
+        result: { ok: false, problems: [`value is not valid JSON (${(err as Error).message})`] },
+      };
     }
     const parsed = parseExtensionSpec(raw);
     if (!parsed.result.ok && typeof raw === 'object' && raw !== null && 'nodeSelector' in raw) {
@@ -531,8 +556,14 @@ export function parseAnnotationValue(value: string): SpecParse {
 }
 
 function shorthandProbe(text: string): ParseResult<Record<string, unknown>> {
-  const probe = (value: Record<string, unknown>): ParseResult<Record<string, unknown>> => ({ ok: true, value });
-  const problem = (message: string): ParseResult<Record<string, unknown>> => ({ ok: false, problems: [message] });
+  const probe = (value: Record<string, unknown>): ParseResult<Record<string, unknown>> => ({
+    ok: true,
+    value,
+  });
+  const problem = (message: string): ParseResult<Record<string, unknown>> => ({
+    ok: false,
+    problems: [message],
+  });
   const scheme = /^([a-z]+):\/\//.exec(text)?.[1];
   switch (scheme) {
     case 'http':

@@ -82,6 +82,8 @@ export interface DesiredLease {
   holderIdentity: string;
   leaseDurationSeconds: number;
   renewTime: Date;
+  /** The node's current bootID as the agent sees it ('' when the node reports none). */
+  bootId: string;
   /** Extension leases carry the probe state; the heartbeat carries none. */
   record: ProbeStateRecord | undefined;
   resourceVersion?: string;
@@ -95,9 +97,14 @@ export function truncateMessage(message: string): string {
 /** Builds the whole desired Lease (STYLE.md 9): the writer only adds the resourceVersion it last saw. */
 export function buildLease(desired: DesiredLease): LeaseObject {
   const { node, extension, record } = desired;
-  const labels: Record<string, string> = { [LeaseLabel.role]: extension ? LeaseRole.extension : LeaseRole.agent };
+  const labels: Record<string, string> = {
+    [LeaseLabel.role]: extension ? LeaseRole.extension : LeaseRole.agent,
+  };
   if (extension) labels[LeaseLabel.extension] = extension;
-  const annotations: Record<string, string> = { [LeaseAnnotation.node]: node.name };
+  const annotations: Record<string, string> = {
+    [LeaseAnnotation.node]: node.name,
+    [LeaseAnnotation.bootId]: desired.bootId,
+  };
   if (record) {
     annotations[LeaseAnnotation.state] = record.state;
     annotations[LeaseAnnotation.reason] = record.reason;
@@ -135,6 +142,7 @@ export interface ObservedLease {
   reason: string;
   message: string;
   since: string;
+  bootId: string;
   holderIdentity: string;
   leaseDurationSeconds: number;
   /** The renewTime as written (the controller compares it for change, never with its own clock). */
@@ -159,6 +167,7 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
     reason: metadata.annotations?.[LeaseAnnotation.reason] ?? '',
     message: metadata.annotations?.[LeaseAnnotation.message] ?? '',
     since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
+    bootId: metadata.annotations?.[LeaseAnnotation.bootId] ?? '',
     holderIdentity: spec.holderIdentity ?? '',
     leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
     renewTime: renew instanceof Date ? renew.toISOString() : (renew ?? ''),

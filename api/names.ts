@@ -5,7 +5,11 @@ export const API_GROUP = 'nodecare.io';
 export const API_VERSION = 'v1alpha1';
 export const GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 
-export const SYSTEM_EXTENSION = { kind: 'SystemExtension', plural: 'systemextensions', shortName: 'sx' } as const;
+export const SYSTEM_EXTENSION = {
+  kind: 'SystemExtension',
+  plural: 'systemextensions',
+  shortName: 'sx',
+} as const;
 export const CLUSTER_HEALTH = { kind: 'ClusterHealth', plural: 'clusterhealths', name: 'cluster' } as const;
 
 export const COMPONENT_NAMESPACE = 'nodecare-system';
@@ -20,6 +24,14 @@ export const LeaseAnnotation = {
   reason: 'nodecare.io/reason',
   message: 'nodecare.io/message',
   since: 'nodecare.io/since',
+  /** The node's status.nodeInfo.bootID when the agent wrote the lease (a reboot invalidates old results). */
+  bootId: 'nodecare.io/boot-id',
+} as const;
+
+/** Node annotations the controller owns. */
+export const NodeAnnotation = {
+  /** The bootID for which the controller completed bootstrap; a different bootID means the node rebooted. */
+  bootstrappedBootId: 'nodecare.io/bootstrapped-boot-id',
 } as const;
 
 export const LeaseLabel = {

@@ -69,7 +69,12 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   };
 }
 
-function toRegistration(name: string, source: RegistrationSource, parse: SpecParse, extraProblems: string[]): Registration {
+function toRegistration(
+  name: string,
+  source: RegistrationSource,
+  parse: SpecParse,
+  extraProblems: string[],
+): Registration {
   const { policy, result } = parse;
   const problems = [...(result.ok ? [] : result.problems), ...extraProblems];
   if (result.ok && problems.length === 0) return { name, source, policy, valid: true, spec: result.value };
@@ -107,7 +112,8 @@ export function resolveRegistrations(
       continue;
     }
     const parse = parseAnnotationValue(value);
-    const unsafe = safety && parse.result.ok ? annotationSafetyProblems(parse.result.value.probe, safety) : [];
+    const unsafe =
+      safety && parse.result.ok ? annotationSafetyProblems(parse.result.value.probe, safety) : [];
     byName.set(name, toRegistration(name, 'annotation', parse, unsafe));
   }
   return { byName, badAnnotationKeys };
@@ -144,7 +150,9 @@ function pathProblem(field: string, path: string, safety: AnnotationSafety): str
 export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSafety): string[] {
   switch (probe.kind) {
     case 'exec':
-      return ['probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations'];
+      return [
+        'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
+      ];
     case 'http': {
       const url = new URL(probe.url);
       return [
@@ -155,7 +163,8 @@ export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSaf
     case 'tcp':
       return hostProblem('probe.tcp.host', probe.host, safety);
     case 'grpc': {
-      if (probe.address.startsWith('unix://')) return pathProblem('probe.grpc.address', probe.address.slice(7), safety);
+      if (probe.address.startsWith('unix://'))
+        return pathProblem('probe.grpc.address', probe.address.slice(7), safety);
       const target = parseHostPort(probe.address);
       return target ? hostProblem('probe.grpc.address', target.host, safety) : [];
     }

@@ -14,7 +14,10 @@ export interface LabelSelector {
 const OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
 /** An empty (or absent) selector matches everything, as for a SystemExtension's `nodeSelector`. */
-export function matchesSelector(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>>): boolean {
+export function matchesSelector(
+  selector: LabelSelector | undefined,
+  labels: Readonly<Record<string, string>>,
+): boolean {
   if (!selector) return true;
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
     if (labels[key] !== value) return false;
@@ -47,7 +50,8 @@ export function matchesSelector(selector: LabelSelector | undefined, labels: Rea
 /** Returns the problems of a raw selector, each prefixed with `path`; empty when it is valid. */
 export function validateSelector(raw: unknown, path: string): string[] {
   if (raw === undefined || raw === null) return [];
-  if (typeof raw !== 'object' || Array.isArray(raw)) return [`${path}: expected an object with matchLabels/matchExpressions`];
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    return [`${path}: expected an object with matchLabels/matchExpressions`];
   const problems: string[] = [];
   const { matchLabels, matchExpressions, ...rest } = raw as Record<string, unknown>;
   for (const key of Object.keys(rest)) problems.push(`${path}.${key}: unknown field`);

@@ -1,0 +1,46 @@
+// One result shape for every probe kind (STYLE.md 8). A probe never throws: transport failures are
+// Unhealthy, "could not determine" is Unknown, and every probe honours the abort signal as its deadline.
+
+import type { ProbeKind, ProbeOf } from '../../api/extension.ts';
+import type { ProbeReason } from '../../api/reasons.ts';
+
+export type ProbeOutcome = 'Healthy' | 'Unhealthy' | 'Unknown';
+
+export interface ProbeResult {
+  outcome: ProbeOutcome;
+  reason: ProbeReason;
+  /** Short and human; never carries response bodies or file contents. */
+  message: string;
+}
+
+/** The fields of the agent's own Node that nodeResource and nodeCondition probes read. */
+export interface NodeFacts {
+  allocatable: Readonly<Record<string, string>>;
+  conditions: ReadonlyArray<{ type: string; status: string; reason?: string }>;
+}
+
+/** A pod on this node as the podReady probe sees it. */
+export interface PodFacts {
+  name: string;
+  ready: boolean;
+}
+
+/** Narrow ports to what the agent already watches; probes never call the API server themselves. */
+export interface ProbeEnvironment {
+  /** The agent's Node as last observed, or undefined before the first observation. */
+  node(): NodeFacts | undefined;
+  /** Pods on this node in `namespace` matching the selector, from the agent's pod cache. */
+  pods(namespace: string, selector: import('../../api/selector.ts').LabelSelector): Promise<PodFacts[]>;
+}
+
+export interface ProbeContext {
+  /** Aborts at the probe's deadline (timeoutSeconds) or when the agent stops. */
+  signal: AbortSignal;
+  timeoutMs: number;
+  env: ProbeEnvironment;
+}
+
+export type Probe<K extends ProbeKind = ProbeKind> = (
+  spec: ProbeOf<K>,
+  ctx: ProbeContext,
+) => Promise<ProbeResult>;
