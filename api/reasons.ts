@@ -27,6 +27,7 @@ export const ProbeReason = {
   InvalidRegistration: 'InvalidRegistration',
   PermissionDenied: 'PermissionDenied',
   ProbeError: 'ProbeError',
+  NodeNotObserved: 'NodeNotObserved',
   CommandError: 'CommandError',
   // State machine
   AwaitingFirstProbe: 'AwaitingFirstProbe',

@@ -37,6 +37,8 @@ export interface ProbeContext {
   /** Aborts at the probe's deadline (timeoutSeconds) or when the agent stops. */
   signal: AbortSignal;
   timeoutMs: number;
+  /** Milliseconds since the epoch, from the agent's Clock (file ages are measured against it). */
+  now(): number;
   env: ProbeEnvironment;
 }
 

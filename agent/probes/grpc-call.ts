@@ -1,0 +1,130 @@
+// The gRPC plumbing shared by the grpc, csi and devicePlugin probes: one client per probe (its own
+// subchannel pool, so closing it closes the connection), cancellation on the deadline, capped message size,
+// and one classification of failures into results.
+
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import type { MethodDefinition } from '@grpc/proto-loader';
+import { ProbeReason } from '../../api/reasons.ts';
+import { describeError, errorCode, fileError, timedOut, unhealthy, unknown } from './result.ts';
+import type { ProbeContext, ProbeResult } from './types.ts';
+
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+const CLIENT_OPTIONS = {
+  'grpc.use_local_subchannel_pool': 1,
+  'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+  'grpc.enable_retries': 0,
+};
+
+export type CallOutcome = { ok: true; value: unknown } | { ok: false; result: ProbeResult };
+
+/** Calls a unary method; `address` is a gRPC target (`host:port` or `unix:///path`). */
+export function callUnary(
+  address: string,
+  method: MethodDefinition<object, object>,
+  request: object,
+  ctx: ProbeContext,
+): Promise<CallOutcome> {
+  return withClient(address, ctx, (client, done) => {
+    return new Promise((resolve, reject) => {
+      const call = client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        new Metadata(),
+        {},
+        (err, value) => (err ? reject(err) : resolve(value)),
+      );
+      ctx.signal.addEventListener('abort', () => call.cancel(), { once: true, signal: done });
+    });
+  });
+}
+
+/** Opens a server stream, resolves with its first message (undefined if it ends first) and cancels it. */
+export function firstStreamMessage(
+  address: string,
+  method: MethodDefinition<object, object>,
+  request: object,
+  ctx: ProbeContext,
+): Promise<CallOutcome> {
+  return withClient(address, ctx, (client, done) => {
+    return new Promise((resolve, reject) => {
+      const call = client.makeServerStreamRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        new Metadata(),
+      );
+      call.once('data', (message: unknown) => {
+        resolve(message);
+        call.cancel();
+      });
+      call.on('error', reject); // After the first message this is our own CANCELLED, and ignored.
+      call.once('end', () => resolve(undefined));
+      ctx.signal.addEventListener('abort', () => call.cancel(), { once: true, signal: done });
+    });
+  });
+}
+
+async function withClient(
+  address: string,
+  ctx: ProbeContext,
+  call: (client: Client, done: AbortSignal) => Promise<unknown>,
+): Promise<CallOutcome> {
+  if (ctx.signal.aborted) return { ok: false, result: timedOut(ctx) };
+  if (address.startsWith('unix://')) {
+    const problem = await checkSocket(address.slice('unix://'.length));
+    if (problem) return { ok: false, result: problem };
+  }
+  const client = new Client(address, credentials.createInsecure(), CLIENT_OPTIONS);
+  const done = new AbortController();
+  try {
+    return { ok: true, value: await call(client, done.signal) };
+  } catch (err) {
+    return { ok: false, result: classify(err, address, ctx) };
+  } finally {
+    done.abort();
+    client.close();
+  }
+}
+
+/** A missing socket is the extension being down; one we may not open is "could not determine". */
+async function checkSocket(path: string): Promise<ProbeResult | undefined> {
+  try {
+    await access(path, constants.R_OK | constants.W_OK);
+    return undefined;
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') {
+      return unhealthy(ProbeReason.ConnectionFailed, `socket ${path} does not exist`);
+    }
+    return fileError(`socket ${path}`, err);
+  }
+}
+
+function classify(err: unknown, address: string, ctx: ProbeContext): ProbeResult {
+  if (ctx.signal.aborted) return timedOut(ctx);
+  const { code, details } = err as Partial<ServiceError>;
+  if (code === undefined) return unknown(ProbeReason.ProbeError, describeError(err));
+  switch (code) {
+    case status.UNAVAILABLE: {
+      // The transport's own words (not the server's), e.g. "connect ECONNREFUSED 127.0.0.1:50051".
+      const errno = /\bE[A-Z]{3,}\b/.exec(details ?? '')?.[0];
+      if (errno === 'EACCES' || errno === 'EPERM') {
+        return unknown(ProbeReason.PermissionDenied, `${address}: ${errno}`);
+      }
+      if (errno === 'ECONNREFUSED') return unhealthy(ProbeReason.ConnectionRefused, `connection refused (${address})`);
+      return unhealthy(ProbeReason.ConnectionFailed, `${address} unavailable${errno ? ` (${errno})` : ''}`);
+    }
+    case status.DEADLINE_EXCEEDED:
+      return timedOut(ctx);
+    case status.UNIMPLEMENTED:
+    case status.NOT_FOUND:
+      return unhealthy(ProbeReason.NotServing, `gRPC ${status[code]}`);
+    default:
+      // Server-supplied details are not echoed: only the status code leaves the node.
+      return unhealthy(ProbeReason.BadStatus, `gRPC ${status[code] ?? code}`);
+  }
+}

@@ -1,0 +1,17 @@
+// nodeCondition probe (SPEC 3): the node condition `type` has `status`, e.g. one written by
+// node-problem-detector. An absent condition does not hold. Reads the agent's watched Node.
+
+import { ProbeReason } from '../../api/reasons.ts';
+import { healthy, unhealthy, unknown } from './result.ts';
+import type { Probe } from './types.ts';
+
+export const nodeCondition: Probe<'nodeCondition'> = async (spec, ctx) => {
+  const node = ctx.env.node();
+  if (!node) return unknown(ProbeReason.NodeNotObserved, 'node not observed yet');
+  const condition = node.conditions.find((c) => c.type === spec.type);
+  if (!condition) return unhealthy(ProbeReason.ConditionNotMet, `condition ${spec.type} not reported`);
+  const observed = `${spec.type} is ${condition.status}${condition.reason ? ` (${condition.reason})` : ''}`;
+  return condition.status === spec.status
+    ? healthy(observed)
+    : unhealthy(ProbeReason.ConditionNotMet, `${observed}, want ${spec.status}`);
+};

@@ -1,0 +1,440 @@
+// A real local Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager) for
+// integration tests, the demo and the benchmark. Binaries come from build.sh (built from the Go module
+// proxy, cached by version). Every failure says which step failed, with the last lines of that log.
+
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile, open } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { Agent, request } from 'undici';
+
+const HERE = import.meta.dirname;
+const READY_TIMEOUT_MS = 90_000;
+// kube-apiserver's graceful shutdown waits for long-running watches to drain; tests need no such grace.
+const STOP_GRACE_MS = 3_000;
+const DIR_PREFIX = 'nodecare-cp-';
+
+export class ControlPlaneError extends Error {
+  readonly step: string;
+  constructor(step: string, message: string) {
+    super(`control plane ${step}: ${message}`);
+    this.step = step;
+  }
+}
+
+export interface ControlPlaneOptions {
+  /** Run kube-scheduler (default true). */
+  scheduler?: boolean;
+  /** Run kube-controller-manager with garbage collection, namespaces and service accounts (default true). */
+  controllerManager?: boolean;
+  /** Extra kube-apiserver flags, e.g. the scale flags of the benchmark. */
+  apiserverFlags?: string[];
+  /** Progress lines ("starting etcd …"); default: stderr. */
+  log?: (line: string) => void;
+}
+
+interface Component {
+  name: string;
+  args: string[];
+  logPath: string;
+  process?: ChildProcess;
+}
+
+export interface ControlPlane {
+  dir: string;
+  server: string;
+  kubeconfigPath: string;
+  adminToken: string;
+  binDir: string;
+  /** The pinned Kubernetes version the binaries were built at (e.g. v1.36.3). */
+  version: string;
+  /** Runs the bundled kubectl against this control plane. */
+  kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** Stops kube-apiserver (SIGTERM, then SIGKILL) and starts it again on the same port. */
+  restartApiServer(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Builds (or reuses) the binaries; build progress goes to stderr. Returns the directory holding them. */
+export async function ensureBinaries(log: (line: string) => void = defaultLog): Promise<string> {
+  const script = join(HERE, 'build.sh');
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      for (const line of d.toString().split('\n')) if (line.trim()) log(line);
+    });
+    child.on('error', (err) => reject(new ControlPlaneError('build', err.message)));
+    child.on('close', (code) => {
+      const dir = stdout.trim().split('\n').pop() ?? '';
+      if (code === 0 && dir && existsSync(join(dir, 'kube-testenv'))) return resolve(dir);
+      reject(new ControlPlaneError('build', `build.sh exited ${code}\n${tail(stderr, 30)}`));
+    });
+  });
+}
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const log = options.log ?? defaultLog;
+  await killLeftovers(log);
+  const binDir = await ensureBinaries(log);
+  const kubeBin = join(binDir, 'kube-testenv');
+  const version = /kube-(v[0-9.]+)-/.exec(binDir)?.[1] ?? 'unknown';
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const dir = await mkdtemp(join(base, DIR_PREFIX));
+  const pki = join(dir, 'pki');
+  await mkdir(pki);
+
+  const [etcdClient, etcdPeer, apiPort] = await freePorts(3);
+  const adminToken = randomBytes(24).toString('hex');
+  const schedulerToken = randomBytes(24).toString('hex');
+  const kcmToken = randomBytes(24).toString('hex');
+  await writeFile(
+    join(dir, 'tokens.csv'),
+    [
+      `${adminToken},nodecare-admin,uid-admin,"system:masters"`,
+      `${schedulerToken},system:kube-scheduler,uid-scheduler`,
+      `${kcmToken},system:kube-controller-manager,uid-kcm`,
+    ].join('\n') + '\n',
+    { mode: 0o600 },
+  );
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  await writeFile(join(pki, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  await writeFile(join(pki, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+
+  const server = `https://127.0.0.1:${apiPort}`;
+  const components: Component[] = [];
+  const pidFile = join(dir, 'pids');
+  const started: Component[] = [];
+
+  const launch = async (component: Component, bin: string): Promise<void> => {
+    const out = await open(component.logPath, 'a');
+    const child = spawn(bin, component.args, { stdio: ['ignore', out.fd, out.fd], detached: false });
+    await out.close();
+    component.process = child;
+    started.push(component);
+    await writeFile(pidFile, started.map((c) => c.process?.pid).join('\n') + '\n');
+  };
+
+  const etcd: Component = {
+    name: 'etcd',
+    logPath: join(dir, 'etcd.log'),
+    args: [
+      '--name=default',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ],
+  };
+  const apiserver: Component = {
+    name: 'kube-apiserver',
+    logPath: join(dir, 'kube-apiserver.log'),
+    args: [
+      'kube-apiserver',
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${pki}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--authorization-mode=Node,RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${join(pki, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      // No kubelet mounts tokens here; the ServiceAccount admission plugin would only get in the way.
+      '--disable-admission-plugins=ServiceAccount',
+      ...(options.apiserverFlags ?? []),
+    ],
+  };
+  components.push(etcd, apiserver);
+
+  const fail = async (step: string, component: Component, message: string): Promise<never> => {
+    const logText = await readFile(component.logPath, 'utf8').catch(() => '');
+    await stopAll(started);
+    throw new ControlPlaneError(
+      step,
+      `${message}\n--- last lines of ${component.logPath} ---\n${tail(logText, 25)}`,
+    );
+  };
+
+  log(`[controlplane] starting etcd on 127.0.0.1:${etcdClient} (dir ${dir})`);
+  await launch(etcd, join(binDir, 'etcd'));
+  await waitFor(
+    etcd,
+    async () => (await get(`http://127.0.0.1:${etcdClient}/health`)).status === 200,
+    30_000,
+  ).catch((err: Error) => fail('start etcd', etcd, err.message));
+
+  const startApiServer = async (): Promise<void> => {
+    log(`[controlplane] starting kube-apiserver ${version} on ${server}`);
+    await launch(apiserver, kubeBin);
+    const ready = async (): Promise<boolean> => (await get(`${server}/readyz`, adminToken)).status === 200;
+    await waitFor(apiserver, ready, READY_TIMEOUT_MS).catch((err: Error) =>
+      fail('start kube-apiserver', apiserver, err.message),
+    );
+  };
+  await startApiServer();
+  const ca = await readFile(join(pki, 'apiserver.crt'), 'utf8');
+
+  const kubeconfig = (user: string, token: string): string =>
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'local',
+          cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') },
+        },
+      ],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'local', context: { cluster: 'local', user } }],
+      'current-context': 'local',
+    });
+  const kubeconfigPath = join(dir, 'admin.kubeconfig');
+  await writeFile(kubeconfigPath, kubeconfig('nodecare-admin', adminToken), { mode: 0o600 });
+  await waitFor(
+    apiserver,
+    async () => (await get(`${server}/api/v1/namespaces/default`, adminToken)).status === 200,
+    30_000,
+  ).catch((err: Error) => fail('wait for namespace default', apiserver, err.message));
+
+  if (options.scheduler !== false) {
+    const path = join(dir, 'scheduler.kubeconfig');
+    await writeFile(path, kubeconfig('system:kube-scheduler', schedulerToken), { mode: 0o600 });
+    const [port] = await freePorts(1);
+    const scheduler: Component = {
+      name: 'kube-scheduler',
+      logPath: join(dir, 'kube-scheduler.log'),
+      args: [
+        'kube-scheduler',
+        `--kubeconfig=${path}`,
+        `--authentication-kubeconfig=${path}`,
+        `--authorization-kubeconfig=${path}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${port}`,
+      ],
+    };
+    components.push(scheduler);
+    log('[controlplane] starting kube-scheduler');
+    await launch(scheduler, kubeBin);
+    await waitFor(
+      scheduler,
+      async () => (await get(`https://127.0.0.1:${port}/healthz`)).status === 200,
+      60_000,
+    ).catch((err: Error) => fail('start kube-scheduler', scheduler, err.message));
+  }
+  if (options.controllerManager !== false) {
+    const path = join(dir, 'kcm.kubeconfig');
+    await writeFile(path, kubeconfig('system:kube-controller-manager', kcmToken), { mode: 0o600 });
+    const [port] = await freePorts(1);
+    const kcm: Component = {
+      name: 'kube-controller-manager',
+      logPath: join(dir, 'kube-controller-manager.log'),
+      args: [
+        'kube-controller-manager',
+        `--kubeconfig=${path}`,
+        `--authentication-kubeconfig=${path}`,
+        `--authorization-kubeconfig=${path}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${port}`,
+        // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
+        '--controllers=garbagecollector,namespace,serviceaccount',
+        `--service-account-private-key-file=${join(pki, 'sa.key')}`,
+        `--root-ca-file=${join(pki, 'apiserver.crt')}`,
+      ],
+    };
+    components.push(kcm);
+    log('[controlplane] starting kube-controller-manager (garbagecollector, namespace, serviceaccount)');
+    await launch(kcm, kubeBin);
+    await waitFor(
+      kcm,
+      async () => (await get(`https://127.0.0.1:${port}/healthz`)).status === 200,
+      60_000,
+    ).catch((err: Error) => fail('start kube-controller-manager', kcm, err.message));
+  }
+  log(`[controlplane] ready: ${server} (kubeconfig ${kubeconfigPath})`);
+
+  return {
+    dir,
+    server,
+    kubeconfigPath,
+    adminToken,
+    binDir,
+    version,
+    kubectl: (args, input) => runKubectl(kubeBin, kubeconfigPath, args, input),
+    async restartApiServer(downMs = 0) {
+      await stopComponent(apiserver);
+      started.splice(started.indexOf(apiserver), 1);
+      if (downMs > 0) await sleep(downMs);
+      await startApiServer();
+    },
+    async stop() {
+      await stopAll(started);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function defaultLog(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function tail(text: string, lines: number): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => {
+      const srv = createServer();
+      return new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(0, '127.0.0.1', () => resolve(srv));
+      });
+    }),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+
+async function get(url: string, token?: string): Promise<{ status: number }> {
+  try {
+    const res = await request(url, {
+      dispatcher: insecure,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      signal: AbortSignal.timeout(5_000),
+    });
+    await res.body.dump();
+    return { status: res.statusCode };
+  } catch {
+    return { status: 0 };
+  }
+}
+
+async function waitFor(
+  component: Component,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const child = component.process;
+    if (child && child.exitCode !== null)
+      throw new Error(`${component.name} exited with code ${child.exitCode}`);
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${component.name} not ready after ${timeoutMs / 1000}s`);
+    await sleep(250);
+  }
+}
+
+async function stopComponent(component: Component): Promise<void> {
+  const child = component.process;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(killer);
+}
+
+async function stopAll(started: Component[]): Promise<void> {
+  for (const component of [...started].reverse()) await stopComponent(component);
+}
+
+/** Kills processes a crashed earlier run left behind (by the PIDs it recorded) and removes its directory. */
+async function killLeftovers(log: (line: string) => void): Promise<void> {
+  for (const base of ['/dev/shm', tmpdir()]) {
+    const entries = await readdir(base).catch(() => [] as string[]);
+    for (const entry of entries.filter((e) => e.startsWith(DIR_PREFIX))) {
+      const dir = join(base, entry);
+      const pids = (await readFile(join(dir, 'pids'), 'utf8').catch(() => ''))
+        .split('\n')
+        .map(Number)
+        .filter(Boolean);
+      const owner = pids.find((pid) => isAlive(pid));
+      if (owner !== undefined && (await ownerRunning(dir))) continue; // another live run owns it
+      for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+      log(`[controlplane] removed leftovers of an earlier run: ${dir}`);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** A run is live while the process that started it (the parent of its components) is alive. */
+async function ownerRunning(dir: string): Promise<boolean> {
+  const pids = (await readFile(join(dir, 'pids'), 'utf8').catch(() => ''))
+    .split('\n')
+    .map(Number)
+    .filter(Boolean);
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid > 1 && isAlive(ppid)) return true;
+  }
+  return false;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const execFileAsync = promisify(execFile);
+
+async function runKubectl(
+  kubeBin: string,
+  kubeconfigPath: string,
+  args: string[],
+  input?: string,
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  if (input === undefined) {
+    try {
+      const { stdout, stderr } = await execFileAsync(
+        kubeBin,
+        ['kubectl', `--kubeconfig=${kubeconfigPath}`, ...args],
+        {
+          maxBuffer: 32 * 1024 * 1024,
+        },
+      );
+      return { stdout, stderr, code: 0 };
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string; code?: number };
+      return {
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? '',
+        code: typeof e.code === 'number' ? e.code : 1,
+      };
+    }
+  }
+  return new Promise((resolve) => {
+    const child = spawn(kubeBin, ['kubectl', `--kubeconfig=${kubeconfigPath}`, ...args]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => resolve({ stdout, stderr, code: code ?? 1 }));
+    child.stdin.end(input);
+  });
+}

@@ -1,0 +1,43 @@
+// Shared helpers for integration tests against the real control plane started by global-setup.ts.
+
+import { randomBytes } from 'node:crypto';
+import { KubeConfig } from '@kubernetes/client-node';
+import { inject } from 'vitest';
+
+export function adminKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(inject('kubeconfig'));
+  return kc;
+}
+
+/** A name unique to this run: tests never rely on deleting what earlier tests made. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails with the last observation. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  {
+    timeoutMs = 30_000,
+    intervalMs = 200,
+    what = 'condition',
+  }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
