@@ -87,6 +87,7 @@ export class FakeClock implements Clock {
   }
 }
 
+/** Lets every promise chain that is ready run to its next real wait (a macrotask drains all microtasks). */
 async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
+  for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
