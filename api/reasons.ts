@@ -58,3 +58,18 @@ export const EventReason = {
   PodEvicted: 'PodEvicted',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
+/**
+ * Reasons the controller gives an extension when it does not take the state from a live Lease of the node's
+ * current boot (its own view: agent gone, lease missing or expired, registration invalid).
+ */
+export const ControllerReason = {
+  InvalidRegistration: 'InvalidRegistration',
+  AwaitingAgent: 'AwaitingAgent',
+  AgentNotReporting: 'AgentNotReporting',
+  AwaitingFirstReport: 'AwaitingFirstReport',
+  LeaseMissing: 'LeaseMissing',
+  LeaseExpired: 'LeaseExpired',
+  LeaseStateInvalid: 'LeaseStateInvalid',
+} as const;
+export type ControllerReason = (typeof ControllerReason)[keyof typeof ControllerReason];

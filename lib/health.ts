@@ -16,7 +16,12 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-export async function startHealthServer(port: number, checks: HealthChecks, registry: Registry, host = '0.0.0.0'): Promise<HealthServer> {
+export async function startHealthServer(
+  port: number,
+  checks: HealthChecks,
+  registry: Registry,
+  host = '0.0.0.0',
+): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const reply = (code: number, body: string, type = 'text/plain; charset=utf-8'): void => {

@@ -6,7 +6,10 @@ export type { Logger };
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-export function createLogger(options: { level: string; name: string }, destination?: DestinationStream): Logger {
+export function createLogger(
+  options: { level: string; name: string },
+  destination?: DestinationStream,
+): Logger {
   return pino(
     {
       name: options.name,

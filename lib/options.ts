@@ -35,13 +35,18 @@ export function renderHelp(program: string, summary: string, table: OptionTable)
   for (const [name, spec] of Object.entries(table)) {
     const value = spec.type === 'boolean' ? '' : ` <${spec.type === 'list' ? 'value' : spec.type}>`;
     const extras = [
-      spec.default !== undefined && spec.default !== '' ? `default ${JSON.stringify(spec.default)}` : undefined,
+      spec.default !== undefined && spec.default !== ''
+        ? `default ${JSON.stringify(spec.default)}`
+        : undefined,
       spec.env ? `env ${spec.env}` : undefined,
       spec.choices ? `one of ${spec.choices.join('|')}` : undefined,
       spec.type === 'list' ? 'repeatable' : undefined,
       spec.required ? 'required' : undefined,
     ].filter(Boolean);
-    lines.push(`  --${name}${value}`, `      ${spec.description}${extras.length ? ` (${extras.join('; ')})` : ''}`);
+    lines.push(
+      `  --${name}${value}`,
+      `      ${spec.description}${extras.length ? ` (${extras.join('; ')})` : ''}`,
+    );
   }
   lines.push('  --help', '      Show this help and exit.');
   return lines.join('\n');
@@ -56,19 +61,35 @@ export function parseOptions(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { help: boolean; values: OptionValues } {
-  const parseTable: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = { help: { type: 'boolean' } };
+  const parseTable: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+    help: { type: 'boolean' },
+  };
   for (const [name, spec] of Object.entries(table)) {
-    parseTable[name] = { type: spec.type === 'boolean' ? 'boolean' : 'string', ...(spec.type === 'list' ? { multiple: true } : {}) };
+    parseTable[name] = {
+      type: spec.type === 'boolean' ? 'boolean' : 'string',
+      ...(spec.type === 'list' ? { multiple: true } : {}),
+    };
   }
   const problems: string[] = [];
   let parsed: Record<string, string | boolean | string[] | undefined>;
   try {
-    parsed = parseArgs({ args: [...argv], options: parseTable, strict: true, allowPositionals: false, allowNegative: true }).values as typeof parsed;
+    parsed = parseArgs({
+      args: [...argv],
+      options: parseTable,
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    }).values as typeof parsed;
   } catch (err) {
     // parseArgs stops at the first problem; report it with the rest of what we can check.
     problems.push((err as Error).message.replace(/\. To specify.*$/s, ''));
-    parsed = parseArgs({ args: [...argv], options: parseTable, strict: false, allowPositionals: true, allowNegative: true })
-      .values as typeof parsed;
+    parsed = parseArgs({
+      args: [...argv],
+      options: parseTable,
+      strict: false,
+      allowPositionals: true,
+      allowNegative: true,
+    }).values as typeof parsed;
   }
   if (parsed.help === true) return { help: true, values: {} };
   const values: OptionValues = {};
@@ -93,19 +114,29 @@ export function parseOptions(
       case 'integer':
       case 'number': {
         const n = Number(raw);
-        if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n) || (spec.type === 'integer' && !Number.isInteger(n))) {
-          problems.push(`${source}: expected ${spec.type === 'integer' ? 'an integer' : 'a number'}, got "${String(raw)}"`);
+        if (
+          typeof raw !== 'string' ||
+          raw.trim() === '' ||
+          !Number.isFinite(n) ||
+          (spec.type === 'integer' && !Number.isInteger(n))
+        ) {
+          problems.push(
+            `${source}: expected ${spec.type === 'integer' ? 'an integer' : 'a number'}, got "${String(raw)}"`,
+          );
         } else if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
           problems.push(`${source}: ${n} is out of range [${spec.min ?? '-∞'}, ${spec.max ?? '∞'}]`);
         } else values[name] = n;
         break;
       }
       case 'list':
-        values[name] = (Array.isArray(raw) ? raw : [String(raw)]).flatMap((v) => v.split(',')).filter(Boolean);
+        values[name] = (Array.isArray(raw) ? raw : [String(raw)])
+          .flatMap((v) => v.split(','))
+          .filter(Boolean);
         break;
       case 'string':
         if (typeof raw !== 'string') problems.push(`${source}: expected a value`);
-        else if (spec.choices && !spec.choices.includes(raw)) problems.push(`${source}: expected one of ${spec.choices.join(', ')}, got "${raw}"`);
+        else if (spec.choices && !spec.choices.includes(raw))
+          problems.push(`${source}: expected one of ${spec.choices.join(', ')}, got "${raw}"`);
         else values[name] = raw;
         break;
       default: {

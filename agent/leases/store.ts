@@ -33,7 +33,10 @@ export class KubeLeaseStore implements LeaseStore {
   }
 
   replace(lease: LeaseObject): Promise<LeaseObject> {
-    return this.client.request<LeaseObject>('PUT', `${this.base}/${lease.metadata.name}`, { body: lease, timeoutMs: this.timeoutMs });
+    return this.client.request<LeaseObject>('PUT', `${this.base}/${lease.metadata.name}`, {
+      body: lease,
+      timeoutMs: this.timeoutMs,
+    });
   }
 
   async delete(name: string): Promise<void> {
@@ -104,6 +107,7 @@ export class FakeLeaseStore implements LeaseStore {
 
   async delete(name: string): Promise<void> {
     this.enter('delete', name);
-    if (!this.leases.delete(name)) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
+    if (!this.leases.delete(name))
+      throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
   }
 }

@@ -17,7 +17,12 @@ function desired(state: 'Healthy' | 'Unhealthy', renewMs: number): DesiredLease 
     leaseDurationSeconds: 360,
     renewTime: new Date(renewMs),
     bootId: 'boot-1',
-    record: { state, reason: state === 'Healthy' ? 'ProbeSucceeded' : 'ProbeTimeout', message: '', since: new Date(renewMs).toISOString() },
+    record: {
+      state,
+      reason: state === 'Healthy' ? 'ProbeSucceeded' : 'ProbeTimeout',
+      message: '',
+      since: new Date(renewMs).toISOString(),
+    },
   };
 }
 

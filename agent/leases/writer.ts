@@ -124,7 +124,11 @@ export class LeaseWriter {
     }
   }
 
-  private async writeOnce(name: string, desired: DesiredLease, last: LeaseObject | undefined): Promise<LeaseObject> {
+  private async writeOnce(
+    name: string,
+    desired: DesiredLease,
+    last: LeaseObject | undefined,
+  ): Promise<LeaseObject> {
     const { store, metrics } = this.deps;
     if (!last) {
       try {
@@ -140,7 +144,9 @@ export class LeaseWriter {
       }
     }
     try {
-      const updated = await store.replace(buildLease({ ...desired, resourceVersion: last.metadata.resourceVersion }));
+      const updated = await store.replace(
+        buildLease({ ...desired, resourceVersion: last.metadata.resourceVersion }),
+      );
       metrics?.write('update', 'ok');
       return updated;
     } catch (err) {

@@ -110,7 +110,12 @@ export class KubeClient {
       body = { message: text.slice(0, 200) };
     }
     const retryAfter = response.headers['retry-after'];
-    throw classifyResponse(response.statusCode, body, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, what);
+    throw classifyResponse(
+      response.statusCode,
+      body,
+      Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      what,
+    );
   }
 
   get<T>(path: string, options?: RequestOptions): Promise<T> {
@@ -121,7 +126,12 @@ export class KubeClient {
    * Streams watch events to `onEvent` until the server ends the watch (resolves), the stream fails or goes
    * silent for WATCH_INACTIVITY_MS (rejects with a KubeError), or `signal` aborts (resolves).
    */
-  async watch<T>(path: string, query: Query, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
+  async watch<T>(
+    path: string,
+    query: Query,
+    onEvent: (event: WatchEvent<T>) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     const what = `WATCH ${path}`;
     const local = new AbortController();
     const abortAll = (): void => local.abort(signal.reason);
@@ -129,7 +139,13 @@ export class KubeClient {
     let inactivity: NodeJS.Timeout | undefined;
     const touch = (): void => {
       clearTimeout(inactivity);
-      inactivity = setTimeout(() => local.abort(new KubeError(KubeErrorCode.Timeout, 0, `${what}: no data for ${WATCH_INACTIVITY_MS} ms`)), WATCH_INACTIVITY_MS);
+      inactivity = setTimeout(
+        () =>
+          local.abort(
+            new KubeError(KubeErrorCode.Timeout, 0, `${what}: no data for ${WATCH_INACTIVITY_MS} ms`),
+          ),
+        WATCH_INACTIVITY_MS,
+      );
       inactivity.unref();
     };
     try {
@@ -145,7 +161,9 @@ export class KubeClient {
         });
       } catch (err) {
         if (signal.aborted) return;
-        throw local.signal.reason instanceof KubeError ? local.signal.reason : classifyTransportError(err, what);
+        throw local.signal.reason instanceof KubeError
+          ? local.signal.reason
+          : classifyTransportError(err, what);
       }
       if (response.statusCode !== 200) {
         const text = await response.body.text().catch(() => '');
@@ -172,7 +190,9 @@ export class KubeClient {
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof KubeError) throw err;
-        throw local.signal.reason instanceof KubeError ? local.signal.reason : classifyTransportError(err, what);
+        throw local.signal.reason instanceof KubeError
+          ? local.signal.reason
+          : classifyTransportError(err, what);
       }
     } finally {
       clearTimeout(inactivity);

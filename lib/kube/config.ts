@@ -93,10 +93,13 @@ async function fromKubeconfig(path: string): Promise<Connection> {
   const base = dirname(path);
   const contextName = doc['current-context'];
   const context = doc.contexts?.find((c) => c.name === contextName)?.context;
-  if (!context) throw new KubeConfigError(`kubeconfig ${path}: current-context "${contextName ?? ''}" not found`);
+  if (!context)
+    throw new KubeConfigError(`kubeconfig ${path}: current-context "${contextName ?? ''}" not found`);
   const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
   if (!cluster || typeof cluster.server !== 'string') {
-    throw new KubeConfigError(`kubeconfig ${path}: cluster "${String(context.cluster)}" not found or has no server`);
+    throw new KubeConfigError(
+      `kubeconfig ${path}: cluster "${String(context.cluster)}" not found or has no server`,
+    );
   }
   const user = doc.users?.find((u) => u.name === context.user)?.user ?? {};
   const source = `kubeconfig ${path} context ${contextName}`;
@@ -120,14 +123,21 @@ async function fromKubeconfig(path: string): Promise<Connection> {
   } else if (typeof user.tokenFile === 'string') {
     authHeaders = rotatingToken(isAbsolute(user.tokenFile) ? user.tokenFile : resolve(base, user.tokenFile));
   } else if (typeof user.username === 'string') {
-    const header = { authorization: `Basic ${Buffer.from(`${user.username}:${String(user.password ?? '')}`).toString('base64')}` };
+    const header = {
+      authorization: `Basic ${Buffer.from(`${user.username}:${String(user.password ?? '')}`).toString('base64')}`,
+    };
     authHeaders = async () => header;
   }
   return { server: cluster.server.replace(/\/+$/, ''), tls, authHeaders, source };
 }
 
 /** exec / auth-provider credentials: let client-node run the plugin and cache its credential. */
-async function delegateToClientNode(path: string, server: string, tls: TlsOptions, source: string): Promise<Connection> {
+async function delegateToClientNode(
+  path: string,
+  server: string,
+  tls: TlsOptions,
+  source: string,
+): Promise<Connection> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   kc.loadFromFile(path);

@@ -53,11 +53,17 @@ interface StatusBody {
 }
 
 /** Maps an HTTP error answer (status, parsed Status body, Retry-After) to a KubeError. */
-export function classifyResponse(status: number, body: unknown, retryAfterHeader: string | undefined, what: string): KubeError {
+export function classifyResponse(
+  status: number,
+  body: unknown,
+  retryAfterHeader: string | undefined,
+  what: string,
+): KubeError {
   const statusBody = (typeof body === 'object' && body !== null ? body : {}) as StatusBody;
   const message = `${what}: ${status} ${statusBody.message ?? statusBody.reason ?? 'error'}`;
   const retryAfterSeconds = Number(retryAfterHeader ?? statusBody.details?.retryAfterSeconds);
-  const retryAfterMs = Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : undefined;
+  const retryAfterMs =
+    Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : undefined;
   switch (status) {
     case 401:
       return new KubeError(KubeErrorCode.Unauthorized, status, message);
@@ -66,7 +72,11 @@ export function classifyResponse(status: number, body: unknown, retryAfterHeader
     case 404:
       return new KubeError(KubeErrorCode.NotFound, status, message);
     case 409:
-      return new KubeError(statusBody.reason === 'AlreadyExists' ? KubeErrorCode.AlreadyExists : KubeErrorCode.Conflict, status, message);
+      return new KubeError(
+        statusBody.reason === 'AlreadyExists' ? KubeErrorCode.AlreadyExists : KubeErrorCode.Conflict,
+        status,
+        message,
+      );
     case 410:
       return new KubeError(KubeErrorCode.Gone, status, message);
     case 422:
@@ -78,18 +88,37 @@ export function classifyResponse(status: number, body: unknown, retryAfterHeader
     case 504:
       return new KubeError(KubeErrorCode.Timeout, status, message, retryAfterMs);
     default:
-      return new KubeError(status >= 500 ? KubeErrorCode.ServerError : KubeErrorCode.Invalid, status, message, retryAfterMs);
+      return new KubeError(
+        status >= 500 ? KubeErrorCode.ServerError : KubeErrorCode.Invalid,
+        status,
+        message,
+        retryAfterMs,
+      );
   }
 }
 
 /** Maps a transport failure (abort, refused, reset, TLS) to a KubeError. */
 export function classifyTransportError(err: unknown, what: string): KubeError {
   if (err instanceof KubeError) return err;
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as {
+    name?: string;
+    code?: string;
+    message?: string;
+    cause?: { code?: string; message?: string };
+  };
   const name = e?.name ?? '';
   const code = e?.code ?? e?.cause?.code ?? '';
-  if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return new KubeError(KubeErrorCode.Timeout, 0, `${what}: timed out`);
   }
-  return new KubeError(KubeErrorCode.Network, 0, `${what}: ${code || name || 'network error'} ${e?.message ?? ''}`.trim());
+  return new KubeError(
+    KubeErrorCode.Network,
+    0,
+    `${what}: ${code || name || 'network error'} ${e?.message ?? ''}`.trim(),
+  );
 }

@@ -109,7 +109,7 @@ export class Reflector<R extends Meta, T> {
     const { client, path, transform, handlers, pageSize = 500 } = this.options;
     const fresh = new Map<string, T>();
     let continueToken: string | undefined;
-    let resourceVersion = '';
+    let resourceVersion: string;
     do {
       const page = await client.get<ListBody<R>>(path, {
         query: { ...this.selectors(), limit: pageSize, continue: continueToken },
@@ -146,7 +146,12 @@ export class Reflector<R extends Meta, T> {
     const timeoutSeconds = 300 + Math.floor(random() * 300);
     await client.watch<R>(
       path,
-      { ...this.selectors(), resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+      {
+        ...this.selectors(),
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      },
       (event) => {
         const rv = event.object.metadata?.resourceVersion;
         if (rv) this.resourceVersion = rv;

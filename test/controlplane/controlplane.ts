@@ -101,7 +101,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     [
       `${adminToken},nodecare-admin,uid-admin,"system:masters"`,
       `${schedulerToken},system:kube-scheduler,uid-scheduler`,
-      `${kcmToken},system:kube-controller-manager,uid-kcm`,
+      // Upstream runs each controller with its own ServiceAccount (--use-service-account-credentials); here the
+      // controller-manager is test infrastructure with one identity, so it gets full rights (GC touches everything).
+      `${kcmToken},system:kube-controller-manager,uid-kcm,"system:masters"`,
     ].join('\n') + '\n',
     { mode: 0o600 },
   );

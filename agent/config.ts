@@ -1,0 +1,180 @@
+// nodecare-agent configuration: flags, environment and an optional config file, validated together before
+// any I/O (STYLE.md 10). Every problem is reported at once.
+
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { load } from 'js-yaml';
+import { parseExtensionSpec, validateExtensionName, type ExtensionSpec } from '../api/index.ts';
+import { LOG_LEVELS } from '../lib/log.ts';
+import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+
+export const AGENT_OPTIONS = {
+  kubeconfig: {
+    type: 'string',
+    description: 'Path to a kubeconfig (else $KUBECONFIG, else in-cluster config).',
+    env: 'KUBECONFIG',
+  },
+  'node-name': {
+    type: 'string',
+    description: 'The node this agent serves.',
+    env: 'NODE_NAME',
+    required: true,
+  },
+  identity: {
+    type: 'string',
+    description: 'Holder identity written to the leases (the agent pod name).',
+    env: 'POD_NAME',
+    default: '',
+  },
+  config: {
+    type: 'string',
+    description: 'Optional config file (YAML or JSON): extensions (exec allowed) and settings.',
+  },
+  'health-port': {
+    type: 'integer',
+    description: 'Port of /healthz, /readyz and /metrics; 0 picks a free port.',
+    default: 8095,
+    min: 0,
+    max: 65535,
+  },
+  'health-address': {
+    type: 'string',
+    description: 'Address the health server binds to.',
+    default: '0.0.0.0',
+  },
+  'log-level': { type: 'string', description: 'Log level.', default: 'info', choices: LOG_LEVELS },
+  'allowed-path': {
+    type: 'list',
+    description: 'Directories under which probes registered by node annotations may reach sockets and files.',
+    default: [
+      '/var/lib/kubelet/plugins',
+      '/var/lib/kubelet/plugins_registry',
+      '/var/lib/kubelet/device-plugins',
+      '/run',
+      '/var/run',
+    ],
+  },
+  'heartbeat-duration-seconds': {
+    type: 'integer',
+    description: 'Duration of the agent heartbeat lease; it is renewed every quarter of it (kubelet: 40).',
+    default: 40,
+    min: 8,
+    max: 3600,
+  },
+  'extension-renew-seconds': {
+    type: 'integer',
+    description:
+      'Renewal interval of unchanged extension leases (changes are written at once); their duration is 3x this.',
+    default: 120,
+    min: 5,
+    max: 3600,
+  },
+  'request-timeout-seconds': {
+    type: 'integer',
+    description: 'Deadline of each API request.',
+    default: 5,
+    min: 1,
+    max: 60,
+  },
+} satisfies OptionTable;
+
+export const AGENT_SUMMARY =
+  'nodecare-agent probes the system extensions its node requires and keeps one Lease per extension with the result.';
+
+export interface AgentConfig {
+  kubeconfig: string | undefined;
+  nodeName: string;
+  identity: string;
+  healthPort: number;
+  healthAddress: string;
+  logLevel: string;
+  allowedPaths: string[];
+  heartbeatDurationSeconds: number;
+  extensionRenewSeconds: number;
+  requestTimeoutMs: number;
+  /** Extensions from the config file: trusted (exec allowed), overridden by annotations and SystemExtensions. */
+  fileExtensions: ReadonlyMap<string, ExtensionSpec>;
+}
+
+export type AgentConfigResult = { help: string } | { config: AgentConfig };
+
+interface ConfigFile {
+  extensions?: Record<string, unknown>;
+  allowedPaths?: unknown;
+}
+
+function readConfigFile(
+  path: string,
+  problems: string[],
+): { extensions: Map<string, ExtensionSpec>; allowedPaths?: string[] } {
+  const extensions = new Map<string, ExtensionSpec>();
+  let doc: ConfigFile;
+  try {
+    doc = (load(readFileSync(path, 'utf8')) ?? {}) as ConfigFile;
+  } catch (err) {
+    problems.push(`--config ${path}: ${(err as Error).message.split('\n')[0]}`);
+    return { extensions };
+  }
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    problems.push(`--config ${path}: expected a mapping with "extensions" and optional "allowedPaths"`);
+    return { extensions };
+  }
+  for (const key of Object.keys(doc)) {
+    if (key !== 'extensions' && key !== 'allowedPaths')
+      problems.push(`--config ${path}: ${key}: unknown field`);
+  }
+  for (const [name, raw] of Object.entries(doc.extensions ?? {})) {
+    const nameProblem = validateExtensionName(name);
+    if (nameProblem) problems.push(`--config ${path}: extensions.${nameProblem}`);
+    const { result } = parseExtensionSpec(raw);
+    if (!result.ok) problems.push(...result.problems.map((p) => `--config ${path}: extensions.${name}.${p}`));
+    else if (!nameProblem) extensions.set(name, result.value);
+  }
+  let allowedPaths: string[] | undefined;
+  if (doc.allowedPaths !== undefined) {
+    if (
+      !Array.isArray(doc.allowedPaths) ||
+      doc.allowedPaths.some((p) => typeof p !== 'string' || !p.startsWith('/'))
+    ) {
+      problems.push(`--config ${path}: allowedPaths: expected a list of absolute paths`);
+    } else allowedPaths = doc.allowedPaths as string[];
+  }
+  return { extensions, allowedPaths };
+}
+
+/** Parses and validates everything; throws OptionsError with every problem. No network I/O. */
+export function loadAgentConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): AgentConfigResult {
+  const { help, values } = parseOptions(AGENT_OPTIONS, argv, env);
+  if (help) return { help: renderHelp('nodecare-agent', AGENT_SUMMARY, AGENT_OPTIONS) };
+  const problems: string[] = [];
+  const file =
+    typeof values.config === 'string'
+      ? readConfigFile(values.config, problems)
+      : { extensions: new Map<string, ExtensionSpec>() };
+  const allowedPaths = (values['allowed-path'] as string[]).concat(file.allowedPaths ?? []);
+  for (const p of allowedPaths)
+    if (!p.startsWith('/')) problems.push(`--allowed-path: "${p}" is not an absolute path`);
+  const nodeName = values['node-name'] as string;
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) || nodeName.length > 253) {
+    problems.push(`--node-name: "${nodeName}" is not a valid node name (DNS subdomain)`);
+  }
+  if (problems.length > 0) throw new OptionsError(problems);
+  return {
+    config: Object.freeze({
+      kubeconfig: values.kubeconfig as string | undefined,
+      nodeName,
+      identity: (values.identity as string) || `${hostname()}/${nodeName}`,
+      healthPort: values['health-port'] as number,
+      healthAddress: values['health-address'] as string,
+      logLevel: values['log-level'] as string,
+      allowedPaths,
+      heartbeatDurationSeconds: values['heartbeat-duration-seconds'] as number,
+      extensionRenewSeconds: values['extension-renew-seconds'] as number,
+      requestTimeoutMs: (values['request-timeout-seconds'] as number) * 1000,
+      fileExtensions: file.extensions,
+    }),
+  };
+}

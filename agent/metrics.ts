@@ -1,0 +1,72 @@
+// nodecare-agent metrics (STYLE.md 12): nodecare_agent_ prefix, base units, _total only on counters, bounded
+// labels, no node-name label (the scraper adds it), one registry passed in.
+
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { EXTENSION_STATES } from '../api/index.ts';
+import type { LeaseWriterMetrics } from './leases/writer.ts';
+
+export class AgentMetrics implements LeaseWriterMetrics {
+  readonly probeDuration: Histogram<'kind'>;
+  readonly probeResults: Counter<'kind' | 'outcome'>;
+  readonly extensionState: Gauge<'extension' | 'state'>;
+  readonly leaseWrites: Counter<'operation' | 'result'>;
+  readonly watchErrors: Counter<'source'>;
+  readonly extensions: Gauge;
+  readonly invalidRegistrations: Gauge;
+
+  constructor(registry: Registry) {
+    // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work.
+    collectDefaultMetrics({ register: registry });
+    this.probeDuration = new Histogram({
+      name: 'nodecare_agent_probe_duration_seconds',
+      help: 'Duration of probe attempts by probe kind.',
+      labelNames: ['kind'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    this.probeResults = new Counter({
+      name: 'nodecare_agent_probe_results_total',
+      help: 'Probe attempts by probe kind and outcome.',
+      labelNames: ['kind', 'outcome'],
+      registers: [registry],
+    });
+    this.extensionState = new Gauge({
+      name: 'nodecare_agent_extension_state',
+      help: 'Published state of each extension on this node (1 for the current state).',
+      labelNames: ['extension', 'state'],
+      registers: [registry],
+    });
+    this.leaseWrites = new Counter({
+      name: 'nodecare_agent_lease_writes_total',
+      help: 'Lease write attempts by operation and result.',
+      labelNames: ['operation', 'result'],
+      registers: [registry],
+    });
+    this.watchErrors = new Counter({
+      name: 'nodecare_agent_watch_errors_total',
+      help: 'List or watch failures by source; each is retried with backoff.',
+      labelNames: ['source'],
+      registers: [registry],
+    });
+    this.extensions = new Gauge({
+      name: 'nodecare_agent_extensions',
+      help: 'Extensions this node requires.',
+      registers: [registry],
+    });
+    this.invalidRegistrations = new Gauge({
+      name: 'nodecare_agent_invalid_registrations',
+      help: 'Extensions whose registration does not parse or validate.',
+      registers: [registry],
+    });
+  }
+
+  write(operation: 'create' | 'update' | 'delete', result: 'ok' | 'conflict' | 'error'): void {
+    this.leaseWrites.inc({ operation, result });
+  }
+
+  setState(extension: string, state: string | undefined): void {
+    for (const s of EXTENSION_STATES) this.extensionState.set({ extension, state: s }, s === state ? 1 : 0);
+    if (state === undefined)
+      for (const s of EXTENSION_STATES) this.extensionState.remove({ extension, state: s });
+  }
+}

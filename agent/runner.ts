@@ -1,0 +1,180 @@
+// One extension on one node: the probe loop (with jitter), the threshold state machine (state.ts) and the
+// Lease that carries the result. A change of state or reason is written at once; everything else (including
+// a message that changed alone) rides on the renewal cadence, which keeps the write budget (SPEC P4) no
+// matter how chatty a probe's messages are.
+
+import type { DesiredLease, NodeRef, ProbeSpec, ProbeStateRecord, Registration } from '../api/index.ts';
+import type { Clock, Timer } from '../lib/clock.ts';
+import type { Logger } from '../lib/log.ts';
+import type { LeaseWriter } from './leases/writer.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { ProbeContext, ProbeEnvironment, ProbeResult } from './probes/types.ts';
+import { initialMachine, invalidRegistration, transition, type ExtensionMachine } from './state.ts';
+
+/** Where the runner's Lease goes: the node (for the owner reference), its boot and the holder identity. */
+export interface LeaseTarget {
+  node: NodeRef;
+  bootId: string;
+  holderIdentity: string;
+}
+
+export interface RunnerDeps {
+  clock: Clock;
+  log: Logger;
+  writer: LeaseWriter;
+  metrics: AgentMetrics;
+  env: ProbeEnvironment;
+  runProbe(spec: ProbeSpec, ctx: ProbeContext): Promise<ProbeResult>;
+  target(): LeaseTarget | undefined;
+  /** Renewal interval of an unchanged lease; the lease duration is three times this. */
+  renewIntervalMs: number;
+  random: () => number;
+}
+
+const JITTER = 0.1;
+
+export class ExtensionRunner {
+  readonly name: string;
+  private readonly deps: RunnerDeps;
+  private registration: Registration;
+  private graceStartMs: number;
+  private machine: ExtensionMachine;
+  private probeTimer: Timer | undefined;
+  private renewTimer: Timer | undefined;
+  private readonly stopping = new AbortController();
+  private lastWrittenMs = -Infinity;
+  private lastWrittenRecord: ProbeStateRecord | undefined;
+  private probing = false;
+
+  constructor(name: string, registration: Registration, graceStartMs: number, deps: RunnerDeps) {
+    this.name = name;
+    this.deps = deps;
+    this.registration = registration;
+    this.graceStartMs = graceStartMs;
+    this.machine = initialMachine(deps.clock.now(), graceStartMs);
+  }
+
+  get record(): ProbeStateRecord {
+    return this.machine.published;
+  }
+
+  get current(): Registration {
+    return this.registration;
+  }
+
+  start(): void {
+    this.begin();
+  }
+
+  /** A changed registration is a new registration: fresh state machine, fresh grace, probed at once. */
+  update(registration: Registration, graceStartMs: number): void {
+    this.registration = registration;
+    this.graceStartMs = graceStartMs;
+    this.machine = initialMachine(this.deps.clock.now(), graceStartMs);
+    this.begin();
+  }
+
+  /** Re-publishes at once (the node's uid or boot changed, so the lease must be rewritten). */
+  republish(): void {
+    this.lastWrittenRecord = undefined;
+    this.publish();
+  }
+
+  stop(): void {
+    this.stopping.abort();
+    this.probeTimer?.cancel();
+    this.renewTimer?.cancel();
+    this.deps.metrics.setState(this.name, undefined);
+  }
+
+  private begin(): void {
+    const { clock, random } = this.deps;
+    const reg = this.registration;
+    this.probeTimer?.cancel();
+    this.renewTimer?.cancel();
+    if (!reg.valid) {
+      this.machine = { ...this.machine, published: invalidRegistration(reg.problems, clock.now()) };
+      this.deps.log.warn({ problems: reg.problems, source: reg.source }, 'Rejected invalid registration');
+    }
+    this.publish();
+    this.renewLoop();
+    // Spread first probes over up to a second so that many extensions do not fire together.
+    if (reg.valid) this.scheduleProbe(random() * Math.min(1_000, reg.spec.periodSeconds * 1000));
+  }
+
+  private scheduleProbe(delayMs: number): void {
+    if (this.stopping.signal.aborted) return;
+    this.probeTimer = this.deps.clock.setTimer(delayMs, () => void this.tick());
+  }
+
+  /** Renewal runs on its own timer, so a probe period longer than the renewal interval never lets the lease lapse. */
+  private renewLoop(): void {
+    if (this.stopping.signal.aborted) return;
+    this.renewTimer = this.deps.clock.setTimer(this.deps.renewIntervalMs, () => {
+      this.publish();
+      this.renewLoop();
+    });
+  }
+
+  private async tick(): Promise<void> {
+    const reg = this.registration;
+    if (!reg.valid || this.probing || this.stopping.signal.aborted) return;
+    const { clock, metrics, random } = this.deps;
+    const { spec } = reg;
+    const timeoutMs = spec.timeoutSeconds * 1000;
+    this.probing = true;
+    const started = performance.now();
+    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.stopping.signal]);
+    const result = await this.deps.runProbe(spec.probe, {
+      signal,
+      timeoutMs,
+      now: () => clock.now(),
+      env: this.deps.env,
+    });
+    this.probing = false;
+    if (this.stopping.signal.aborted) return; // stopping is not a failure: publish nothing
+    if (this.registration !== reg) return; // re-registered while probing: the new loop owns the lease
+    metrics.probeDuration.observe({ kind: spec.probe.kind }, (performance.now() - started) / 1000);
+    metrics.probeResults.inc({ kind: spec.probe.kind, outcome: result.outcome });
+    const step = transition(this.machine, {
+      result,
+      nowMs: clock.now(),
+      spec,
+      graceStartMs: this.graceStartMs,
+    });
+    this.machine = step.machine;
+    if (step.changed && step.record.state !== this.lastWrittenRecord?.state) {
+      this.deps.log.info(
+        { state: step.record.state, reason: step.record.reason, detail: step.record.message },
+        'Extension state changed',
+      );
+    }
+    this.publish();
+    const period = spec.periodSeconds * 1000;
+    this.scheduleProbe(period * (1 - JITTER + 2 * JITTER * random()));
+  }
+
+  /** Writes the lease when state or reason changed, or when the renewal is due. */
+  private publish(): void {
+    const record = this.machine.published;
+    const now = this.deps.clock.now();
+    const last = this.lastWrittenRecord;
+    const urgent = !last || last.state !== record.state || last.reason !== record.reason;
+    if (!urgent && now - this.lastWrittenMs < this.deps.renewIntervalMs) return;
+    const target = this.deps.target();
+    if (!target) return; // node not observed yet; the agent republishes once it is
+    this.lastWrittenMs = now;
+    this.lastWrittenRecord = record;
+    this.deps.metrics.setState(this.name, record.state);
+    const desired: DesiredLease = {
+      node: target.node,
+      extension: this.name,
+      holderIdentity: target.holderIdentity,
+      leaseDurationSeconds: Math.ceil((this.deps.renewIntervalMs * 3) / 1000),
+      renewTime: new Date(now),
+      bootId: target.bootId,
+      record,
+    };
+    void this.deps.writer.write(desired);
+  }
+}

@@ -1,0 +1,179 @@
+// What the agent watches, stripped on ingest to what it uses: its own Node (field selector), the
+// SystemExtensions (parsed once per change), and — only while a podReady probe exists — the pods on its node.
+
+import {
+  EXTENSION_ANNOTATION_PREFIX,
+  GROUP_VERSION,
+  SYSTEM_EXTENSION,
+  parseSystemExtension,
+  type LabelSelector,
+  type ParsedSystemExtension,
+  type SystemExtensionObject,
+} from '../api/index.ts';
+import { matchesSelector } from '../api/selector.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
+import type { NodeFacts, PodFacts } from './probes/types.ts';
+
+export interface NodeSnapshot extends NodeFacts {
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  labels: Record<string, string>;
+  /** Only the `extensions.nodecare.io/` annotations. */
+  annotations: Record<string, string>;
+  /** InternalIP and ExternalIP addresses (targets annotation probes may reach). */
+  addresses: string[];
+  bootId: string;
+}
+
+interface RawNode {
+  metadata?: {
+    name?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  status?: {
+    allocatable?: Record<string, string>;
+    conditions?: Array<{ type: string; status: string; reason?: string }>;
+    addresses?: Array<{ type: string; address: string }>;
+    nodeInfo?: { bootID?: string };
+  };
+}
+
+export function toNodeSnapshot(raw: RawNode): NodeSnapshot {
+  const annotations: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
+    if (key.startsWith(EXTENSION_ANNOTATION_PREFIX)) annotations[key] = value;
+  }
+  return {
+    name: raw.metadata?.name ?? '',
+    uid: raw.metadata?.uid ?? '',
+    resourceVersion: raw.metadata?.resourceVersion ?? '',
+    labels: raw.metadata?.labels ?? {},
+    annotations,
+    addresses: (raw.status?.addresses ?? [])
+      .filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')
+      .map((a) => a.address),
+    allocatable: raw.status?.allocatable ?? {},
+    conditions: (raw.status?.conditions ?? []).map(({ type, status, reason }) => ({ type, status, reason })),
+    bootId: raw.status?.nodeInfo?.bootID ?? '',
+  };
+}
+
+interface RawPod {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
+  status?: { conditions?: Array<{ type: string; status: string }> };
+}
+
+interface PodEntry extends PodFacts {
+  namespace: string;
+  labels: Record<string, string>;
+}
+
+export function toPodEntry(raw: RawPod): PodEntry {
+  return {
+    name: raw.metadata?.name ?? '',
+    namespace: raw.metadata?.namespace ?? '',
+    labels: raw.metadata?.labels ?? {},
+    ready:
+      !raw.metadata?.deletionTimestamp &&
+      (raw.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+  };
+}
+
+export interface WatchDeps {
+  client: KubeClient;
+  clock: Clock;
+  nodeName: string;
+  onChange(): void;
+  onError(source: string, err: unknown): void;
+}
+
+export class AgentWatches {
+  readonly node: Reflector<RawNode, NodeSnapshot>;
+  readonly systemExtensions: Reflector<
+    SystemExtensionObject & { metadata: { name?: string } },
+    ParsedSystemExtension
+  >;
+  private pods: Reflector<RawPod, PodEntry> | undefined;
+  private readonly deps: WatchDeps;
+
+  constructor(deps: WatchDeps) {
+    this.deps = deps;
+    const handlers = <T>(source: string): ReflectorHandlers<T> => ({
+      added: () => deps.onChange(),
+      updated: () => deps.onChange(),
+      deleted: () => deps.onChange(),
+      synced: () => deps.onChange(),
+      error: (err) => deps.onError(source, err),
+    });
+    this.node = new Reflector({
+      client: deps.client,
+      clock: deps.clock,
+      path: '/api/v1/nodes',
+      fieldSelector: `metadata.name=${deps.nodeName}`,
+      transform: toNodeSnapshot,
+      handlers: handlers<NodeSnapshot>('node'),
+    });
+    this.systemExtensions = new Reflector({
+      client: deps.client,
+      clock: deps.clock,
+      path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
+      transform: parseSystemExtension,
+      handlers: handlers<ParsedSystemExtension>('systemextensions'),
+    });
+  }
+
+  start(): void {
+    this.node.start();
+    this.systemExtensions.start();
+  }
+
+  get synced(): boolean {
+    return this.node.synced && this.systemExtensions.synced;
+  }
+
+  currentNode(): NodeSnapshot | undefined {
+    return this.node.store.values().next().value;
+  }
+
+  /** Starts or stops the pod watch so it runs only while some podReady probe needs it. */
+  setPodWatch(wanted: boolean): void {
+    if (wanted && !this.pods) {
+      this.pods = new Reflector({
+        client: this.deps.client,
+        clock: this.deps.clock,
+        path: '/api/v1/pods',
+        fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
+        transform: toPodEntry,
+        handlers: { error: (err) => this.deps.onError('pods', err) },
+      });
+      this.pods.start();
+    } else if (!wanted && this.pods) {
+      void this.pods.stop();
+      this.pods = undefined;
+    }
+  }
+
+  async podsMatching(namespace: string, selector: LabelSelector): Promise<PodFacts[]> {
+    const pods = this.pods;
+    if (!pods) return [];
+    if (!pods.synced) throw new Error('pod cache not synced yet');
+    return [...pods.store.values()]
+      .filter((p) => p.namespace === namespace && matchesSelector(selector, p.labels))
+      .map(({ name, ready }) => ({ name, ready }));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.node.stop(), this.systemExtensions.stop(), this.pods?.stop()]);
+  }
+}

@@ -1,0 +1,127 @@
+// The node condition `ExtensionsReady` and the status label (SPEC section 5). Messages are deterministic
+// (sorted by extension name, no times or ages) so that equal inputs give an equal condition and the
+// reconciler never writes it as a heartbeat.
+
+import { truncateMessage } from '../../api/lease.ts';
+import { ExtensionState, NODE_CONDITION_TYPE, NodeStatusLabelValue } from '../../api/names.ts';
+import { ConditionReason } from '../../api/reasons.ts';
+import { AGENT_MESSAGES, type AgentStatus } from './extension-state.ts';
+import { NodeState } from './node-state.ts';
+import type { ConditionStatus, DesiredCondition, EffectiveState, ObservedCondition } from './types.ts';
+
+/** Kubernetes allows 32 KiB; a node condition is read by people, so keep it to about 1 KB. */
+export const MAX_CONDITION_MESSAGE = 1024;
+
+export function isFailing(state: ExtensionState): boolean {
+  return state === ExtensionState.Unhealthy || state === ExtensionState.Unknown;
+}
+
+/** `gpu-plugin Unhealthy (ProbeTimeout): connect timed out` */
+export function describeExtension(name: string, s: EffectiveState): string {
+  const reason = s.reason ? ` (${s.reason})` : '';
+  const message = s.message ? `: ${truncateMessage(s.message)}` : '';
+  return `${name} ${s.state}${reason}${message}`;
+}
+
+/**
+ * Joins items with "; ", keeping as many whole items as fit in `max` characters together with the
+ * "; and N more" suffix the rest need.
+ */
+export function joinCapped(items: readonly string[], max = MAX_CONDITION_MESSAGE): string {
+  const all = items.join('; ');
+  if (all.length <= max) return all;
+  let kept = '';
+  for (let i = 0; i < items.length; i++) {
+    const next = kept ? `${kept}; ${items[i]}` : (items[i] as string);
+    const suffix = `; and ${items.length - i - 1} more`;
+    if (next.length + suffix.length > max) {
+      const rest = `and ${items.length - i} more`;
+      return kept ? `${kept}; ${rest}` : rest;
+    }
+    kept = next;
+  }
+  return kept;
+}
+
+/** Every extension that is not Healthy, as "name State (Reason): message", sorted by name. */
+export function describeNotHealthy(extensions: ReadonlyArray<EffectiveState & { name: string }>): string {
+  const items = extensions
+    .filter((e) => e.state !== ExtensionState.Healthy)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((e) => describeExtension(e.name, e));
+  return joinCapped(items);
+}
+
+function condition(status: ConditionStatus, reason: ConditionReason, message: string): DesiredCondition {
+  return { type: NODE_CONDITION_TYPE, status, reason, message };
+}
+
+/**
+ * In order: BootstrapTimeout (the most actionable), the agent not reporting (nothing else can be known),
+ * all Healthy, any Unhealthy or Unknown, else Progressing. With no required extension the condition
+ * follows the agent alone.
+ */
+export function buildCondition(input: {
+  state: NodeState;
+  agent: AgentStatus;
+  extensions: ReadonlyArray<EffectiveState & { name: string }>;
+  bootstrapTimeoutSeconds: number;
+}): DesiredCondition {
+  const { state, agent, extensions } = input;
+  const notHealthy = describeNotHealthy(extensions);
+  if (state === NodeState.BootstrapTimeout) {
+    const waitingFor = notHealthy || (agent.kind === 'reporting' ? '' : agentMessage(agent));
+    return condition(
+      'False',
+      ConditionReason.BootstrapTimeout,
+      `Bootstrap did not complete within ${input.bootstrapTimeoutSeconds}s${waitingFor ? `: ${waitingFor}` : '.'}`,
+    );
+  }
+  if (agent.kind === 'notReporting') {
+    return condition('Unknown', ConditionReason.AgentNotReporting, AGENT_MESSAGES[agent.cause]);
+  }
+  if (extensions.length === 0) {
+    return agent.kind === 'reporting'
+      ? condition('True', ConditionReason.AllExtensionsHealthy, 'No extensions required.')
+      : condition('False', ConditionReason.ExtensionsProgressing, AGENT_MESSAGES.awaiting);
+  }
+  if (!notHealthy) {
+    return condition('True', ConditionReason.AllExtensionsHealthy, 'All required extensions are Healthy.');
+  }
+  if (extensions.some((e) => isFailing(e.state))) {
+    return condition('False', ConditionReason.ExtensionsUnhealthy, notHealthy);
+  }
+  return condition('False', ConditionReason.ExtensionsProgressing, notHealthy);
+}
+
+function agentMessage(agent: Exclude<AgentStatus, { kind: 'reporting' }>): string {
+  return agent.kind === 'awaiting' ? AGENT_MESSAGES.awaiting : AGENT_MESSAGES[agent.cause];
+}
+
+/** The status label follows the condition; BootstrapTimeout reads as unhealthy. */
+export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
+  switch (reason) {
+    case ConditionReason.AllExtensionsHealthy:
+      return NodeStatusLabelValue.healthy;
+    case ConditionReason.ExtensionsProgressing:
+      return NodeStatusLabelValue.progressing;
+    case ConditionReason.ExtensionsUnhealthy:
+    case ConditionReason.BootstrapTimeout:
+      return NodeStatusLabelValue.unhealthy;
+    case ConditionReason.AgentNotReporting:
+      return NodeStatusLabelValue.unknown;
+    default: {
+      const unreachable: never = reason;
+      throw new Error(`unknown condition reason ${String(unreachable)}`);
+    }
+  }
+}
+
+export function sameCondition(observed: ObservedCondition | undefined, desired: DesiredCondition): boolean {
+  return (
+    observed !== undefined &&
+    observed.status === desired.status &&
+    observed.reason === desired.reason &&
+    observed.message === desired.message
+  );
+}

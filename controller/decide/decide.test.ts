@@ -1,0 +1,1304 @@
+import { describe, expect, it } from 'vitest';
+import { agentLeaseName, extensionLeaseName } from '../../api/lease.ts';
+import { ExtensionState, NodeAnnotation, type NodeStatusLabelValue } from '../../api/names.ts';
+import { ConditionReason, ControllerReason, EventReason, ProbeReason } from '../../api/reasons.ts';
+import { decideNode } from './decide.ts';
+import { NodeState } from './node-state.ts';
+import {
+  agent,
+  applied,
+  BOOT,
+  BOOTSTRAP_TAINT,
+  bootstrappedNode,
+  ext,
+  input,
+  lease,
+  leases,
+  memory,
+  MINUTE,
+  NODE,
+  node,
+  POLICY,
+  RUNTIME_TAINT,
+  SECOND,
+  seen,
+  T0,
+  taint,
+} from './testing.ts';
+import type { ConditionStatus, DecisionInput, NodeDecision } from './types.ts';
+
+const NOW = T0 + 30 * SECOND;
+/** Observed 10 s ago: live for another 30 s. */
+const FRESH = NOW - 10 * SECOND;
+const GPU_LEASE = extensionLeaseName(NODE, 'gpu');
+const AGENT_LEASE = agentLeaseName(NODE);
+const unhealthyGpu = {
+  state: ExtensionState.Unhealthy,
+  reason: ProbeReason.ProbeTimeout,
+  message: 'connect timed out',
+};
+
+interface Expected {
+  state: NodeState;
+  taints: { bootstrap: boolean; runtime: boolean };
+  condition: [ConditionStatus, ConditionReason];
+  label?: NodeStatusLabelValue;
+  events: EventReason[];
+  /** The bootstrapped-boot-id the decision wants on the node; undefined = leave it. */
+  annotation?: string;
+  message?: string | RegExp;
+  staleLeases?: string[];
+  extensions?: Record<string, [ExtensionState, string]>;
+}
+
+interface Case {
+  name: string;
+  input: DecisionInput;
+  expected: Expected;
+}
+
+function check(d: NodeDecision, e: Expected): void {
+  expect(d.state).toBe(e.state);
+  expect(d.desiredTaints).toEqual(e.taints);
+  expect([d.condition.status, d.condition.reason]).toEqual(e.condition);
+  expect(d.condition.type).toBe('ExtensionsReady');
+  if (e.label) expect(d.label).toBe(e.label);
+  expect(d.events.map((ev) => ev.reason)).toEqual(e.events);
+  expect(d.desiredAnnotations.bootstrappedBootId).toBe(e.annotation);
+  if (e.message !== undefined) expect(d.condition.message).toMatch(e.message);
+  expect(d.staleLeases).toEqual(e.staleLeases ?? []);
+  for (const [name, [state, reason]] of Object.entries(e.extensions ?? {})) {
+    const verdict = d.extensions.find((v) => v.name === name);
+    expect(verdict && [verdict.state, verdict.reason]).toEqual([state, reason]);
+  }
+}
+
+const bootstrapCases: Case[] = [
+  {
+    name: 'new node, leases missing → Bootstrapping with bootstrap taint',
+    input: input({ now: NOW, required: [ext('gpu')] }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      label: 'progressing',
+      events: [EventReason.BootstrapTaintAdded],
+      extensions: { gpu: [ExtensionState.Progressing, ControllerReason.AwaitingAgent] },
+    },
+  },
+  {
+    name: 'new node tainted at admission → Bootstrapping, no taint event',
+    input: input({ now: NOW, node: node({ taints: [BOOTSTRAP_TAINT] }), required: [ext('gpu')] }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+    },
+  },
+  {
+    name: 'agent reported, extension lease not written yet → Progressing (AwaitingFirstReport) within the grace',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      message: 'gpu Progressing (AwaitingFirstReport): No lease has been written.',
+      events: [],
+      extensions: { gpu: [ExtensionState.Progressing, ControllerReason.AwaitingFirstReport] },
+    },
+  },
+  {
+    name: 'agent reported, extension lease still missing after the grace → Unknown (LeaseMissing), still Bootstrapping',
+    input: input({
+      now: T0 + 3 * MINUTE,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(T0 + 3 * MINUTE - SECOND),
+      previous: memory(
+        { gpu: ExtensionState.Progressing },
+        { bootSeenMs: T0, bootstrapStartedMs: T0, requiredSinceMs: new Map([['gpu', T0]]) },
+      ),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      label: 'unhealthy',
+      events: [EventReason.ExtensionUnhealthy],
+      extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseMissing] },
+    },
+  },
+  {
+    name: 'critical extension Unhealthy while bootstrapping → condition ExtensionsUnhealthy, no runtime taint',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      message: 'gpu Unhealthy (ProbeTimeout): connect timed out',
+      events: [EventReason.ExtensionUnhealthy],
+    },
+  },
+  {
+    name: 'all critical Healthy and agent reported → bootstrap taint removed, annotation written, BootstrapTaintRemoved event',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {}, csi: {} }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      label: 'healthy',
+      message: 'All required extensions are Healthy.',
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'critical Healthy but the agent heartbeat is from an earlier boot → still Bootstrapping',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: 'boot-0' }),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      extensions: { gpu: [ExtensionState.Progressing, ControllerReason.AwaitingAgent] },
+    },
+  },
+  {
+    name: 'non-critical extension not Healthy does not hold bootstrap → Ready, condition False, no taint',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu'), ext('logs', { critical: false })],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {}, logs: { state: ExtensionState.Unhealthy, reason: 'BadStatus' } }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      label: 'unhealthy',
+      events: [EventReason.BootstrapTaintRemoved, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'DryRun extension still Progressing does not hold bootstrap',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu'), ext('csi', { enforcement: 'DryRun' })],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'tripped extension → no runtime taint but bootstrap unaffected (a bootstrapping node keeps its taint)',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+      policy: { ...POLICY, trippedExtensions: new Set(['gpu']) },
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.ExtensionUnhealthy],
+    },
+  },
+  {
+    name: 'only non-critical and DryRun extensions → bootstrap taint not added',
+    input: input({
+      now: NOW,
+      required: [ext('logs', { critical: false }), ext('csi', { enforcement: 'DryRun' })],
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+    },
+  },
+  {
+    name: 'no required extensions, agent not reported yet → no bootstrap taint, condition Progressing',
+    input: input({ now: NOW }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      message: 'Waiting for the nodecare agent to report on this boot.',
+      events: [],
+    },
+  },
+  {
+    name: 'no required extensions, agent reported → condition True "No extensions required.", annotation written',
+    input: input({ now: NOW, agent: agent(FRESH) }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      message: 'No extensions required.',
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'no required extensions, bootstrap taint from admission, agent reported → taint removed',
+    input: input({ now: NOW, node: node({ taints: [BOOTSTRAP_TAINT] }), agent: agent(FRESH) }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'no required extensions, bootstrap taint from admission, agent not reported → taint kept',
+    input: input({ now: NOW, node: node({ taints: [BOOTSTRAP_TAINT] }) }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+    },
+  },
+];
+
+const rebootedNode = bootstrappedNode({ bootId: 'boot-2' });
+const rebootCases: Case[] = [
+  {
+    name: 'bootID changed on a Ready node → Bootstrapping again',
+    input: input({
+      now: NOW,
+      node: rebootedNode,
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: 'boot-2' }),
+      leases: leases(FRESH, { gpu: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [EventReason.BootstrapTaintAdded],
+      extensions: { gpu: [ExtensionState.Progressing, ControllerReason.AwaitingFirstReport] },
+    },
+  },
+  {
+    name: 'old-boot lease Healthy does not end bootstrap after reboot',
+    input: input({
+      now: NOW,
+      node: { ...rebootedNode, taints: [BOOTSTRAP_TAINT] },
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: 'boot-2' }),
+      leases: leases(FRESH, { gpu: { bootId: BOOT } }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      message: 'gpu Progressing (AwaitingFirstReport): The lease was written before the node rebooted.',
+      events: [],
+    },
+  },
+  {
+    name: 'reboot of a Degraded node → runtime taint swapped for the bootstrap taint',
+    input: input({
+      now: NOW,
+      node: { ...rebootedNode, taints: [RUNTIME_TAINT] },
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: 'boot-2' }),
+      leases: leases(FRESH, { gpu: { ...unhealthyGpu, bootId: BOOT } }),
+      previous: memory({ gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [EventReason.BootstrapTaintAdded, EventReason.RuntimeTaintRemoved],
+    },
+  },
+  {
+    name: 'after reboot, new-boot leases Healthy → bootstrap completes, annotation = new bootID',
+    input: input({
+      now: NOW,
+      node: { ...rebootedNode, taints: [BOOTSTRAP_TAINT] },
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: 'boot-2' }),
+      leases: leases(FRESH, { gpu: { bootId: 'boot-2' } }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: 'boot-2',
+    },
+  },
+  {
+    name: 'node reporting no bootID (empty) bootstraps and completes like any other',
+    input: input({
+      now: NOW,
+      node: node({ bootId: '', taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH, { bootId: '' }),
+      leases: leases(FRESH, { gpu: { bootId: '' } }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: '',
+    },
+  },
+];
+
+const oldNode = node({ creationTimestampMs: T0 - 60 * MINUTE });
+const adoptionCases: Case[] = [
+  {
+    name: 'adopted old node without annotation → not bootstrapping',
+    input: input({
+      now: NOW,
+      node: oldNode,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'adopted old node with a failing critical extension → Degraded at once',
+    input: input({
+      now: NOW,
+      node: oldNode,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'adopted old node whose agent has not reported yet → Ready within the grace, no taint',
+    input: input({ now: NOW, node: oldNode, required: [ext('gpu')] }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'old node without annotation but carrying the bootstrap taint → bootstrapping since creation, timed out',
+    input: input({ now: NOW, node: { ...oldNode, taints: [BOOTSTRAP_TAINT] }, required: [ext('gpu')] }),
+    expected: {
+      state: NodeState.BootstrapTimeout,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['False', ConditionReason.BootstrapTimeout],
+      label: 'unhealthy',
+      message:
+        'Bootstrap did not complete within 900s: gpu Progressing (AwaitingAgent): Waiting for the nodecare agent to report on this boot.',
+      events: [EventReason.BootstrapTimeout],
+    },
+  },
+];
+
+const ready = bootstrappedNode();
+const degraded = bootstrappedNode({ taints: [RUNTIME_TAINT] });
+const runtimeCases: Case[] = [
+  {
+    name: 'all Healthy → Ready, no taints, condition True',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {}, csi: {} }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      label: 'healthy',
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'critical extension Unhealthy → Degraded, runtime taint, RuntimeTaintAdded and ExtensionUnhealthy',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu, csi: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy, csi: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      label: 'unhealthy',
+      message: 'gpu Unhealthy (ProbeTimeout): connect timed out',
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'lease not renewed for its duration → Unknown, runtime taint, staleLeases',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: new Map([['gpu', seen(lease('gpu'), NOW - 40 * SECOND)]]),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      message: 'gpu Unknown (LeaseExpired): The lease was not renewed within its 40s duration.',
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+      staleLeases: [GPU_LEASE],
+      extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseExpired] },
+    },
+  },
+  {
+    name: 'lease seen renewed 1 ms before its duration ends → still Healthy',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: new Map([['gpu', seen(lease('gpu'), NOW - 40 * SECOND + 1)]]),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'non-critical extension Unhealthy → condition False but no taint',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('logs', { critical: false })],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { logs: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'DryRun extension Unhealthy → no taint, condition False',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu', { enforcement: 'DryRun' })],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'tripped extension → no runtime taint but bootstrap unaffected (a bootstrapped node gets no runtime taint)',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+      policy: { ...POLICY, trippedExtensions: new Set(['gpu']) },
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'breaker trips while Degraded → the runtime taint it caused is removed',
+    input: input({
+      now: NOW,
+      node: degraded,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+      previous: memory({ gpu: unhealthyGpu }),
+      policy: { ...POLICY, trippedExtensions: new Set(['gpu']) },
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Progressing extension on a Ready node → stays Ready',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: { state: ExtensionState.Progressing, reason: ProbeReason.StartupGrace } }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      label: 'progressing',
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Progressing extension on a Degraded node → stays Degraded until Healthy',
+    input: input({
+      now: NOW,
+      node: degraded,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: { state: ExtensionState.Progressing, reason: ProbeReason.StartupGrace } }),
+      previous: memory({ gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Degraded node, every blocking extension Healthy → Ready, RuntimeTaintRemoved',
+    input: input({
+      now: NOW,
+      node: degraded,
+      required: [ext('gpu'), ext('logs', { critical: false })],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {}, logs: unhealthyGpu }),
+      previous: memory({ gpu: unhealthyGpu, logs: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'agent heartbeat expired → every extension Unknown (AgentNotReporting), runtime taint, condition Unknown',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(NOW - 40 * SECOND),
+      leases: leases(FRESH, { gpu: {}, csi: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy, csi: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['Unknown', ConditionReason.AgentNotReporting],
+      label: 'unknown',
+      message: "The nodecare agent's heartbeat lease expired.",
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+      staleLeases: [AGENT_LEASE],
+      extensions: {
+        gpu: [ExtensionState.Unknown, ControllerReason.AgentNotReporting],
+        csi: [ExtensionState.Unknown, ControllerReason.AgentNotReporting],
+      },
+    },
+  },
+  {
+    name: 'agent heartbeat missing after a controller restart → grace, a Ready node stays Ready',
+    input: input({ now: NOW, node: ready, required: [ext('gpu')], leases: leases(FRESH, { gpu: {} }) }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      annotation: BOOT,
+      extensions: { gpu: [ExtensionState.Progressing, ControllerReason.AwaitingAgent] },
+    },
+  },
+  {
+    name: 'agent heartbeat missing after a controller restart → a Degraded node keeps its taint',
+    input: input({ now: NOW, node: degraded, required: [ext('gpu')] }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'agent heartbeat missing beyond the grace → Unknown (AgentNotReporting), runtime taint',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      leases: leases(FRESH, { gpu: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['Unknown', ConditionReason.AgentNotReporting],
+      message: 'The nodecare agent has not reported on this boot.',
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'invalid critical registration → Unknown (InvalidRegistration), runtime taint, InvalidRegistration event',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu', {}, ['probe: required', 'periodSeconds: expected an integer from 1 to 3600'])],
+      agent: agent(FRESH),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      message:
+        'gpu Unknown (InvalidRegistration): probe: required; periodSeconds: expected an integer from 1 to 3600',
+      events: [EventReason.RuntimeTaintAdded, EventReason.InvalidRegistration],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'agent reports InvalidRegistration on the lease → InvalidRegistration event',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, {
+        gpu: {
+          state: ExtensionState.Unknown,
+          reason: ProbeReason.InvalidRegistration,
+          message: 'probe.tcp.host: target "10.0.0.9" is not allowed from a node annotation',
+        },
+      }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintAdded, EventReason.InvalidRegistration],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'extension newly registered on a Ready node → Progressing (AwaitingFirstReport) within the grace',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['False', ConditionReason.ExtensionsProgressing],
+      events: [],
+      annotation: BOOT,
+      extensions: { csi: [ExtensionState.Progressing, ControllerReason.AwaitingFirstReport] },
+    },
+  },
+  {
+    name: 'extension registered, lease still missing after the grace → Unknown (LeaseMissing), runtime taint',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('csi')],
+      agent: agent(FRESH),
+      previous: memory(
+        { csi: ExtensionState.Progressing },
+        { requiredSinceMs: new Map([['csi', NOW - 2 * MINUTE]]) },
+      ),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+      extensions: { csi: [ExtensionState.Unknown, ControllerReason.LeaseMissing] },
+    },
+  },
+  {
+    name: 'lease without a valid state → Unknown (LeaseStateInvalid)',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: { state: undefined } }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+      extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseStateInvalid] },
+    },
+  },
+  {
+    name: 'no required extensions, agent heartbeat expired → condition Unknown, no taint',
+    input: input({ now: NOW, node: ready, agent: agent(NOW - 60 * SECOND), previous: memory({}) }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.AgentNotReporting],
+      label: 'unknown',
+      events: [],
+      annotation: BOOT,
+      staleLeases: [AGENT_LEASE],
+    },
+  },
+  {
+    name: 'bootstrap taint put back on a bootstrapped node → removed',
+    input: input({ now: NOW, node: bootstrappedNode({ taints: [BOOTSTRAP_TAINT] }), agent: agent(FRESH) }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [EventReason.BootstrapTaintRemoved],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'taints with other keys are not ours (custom keys from the policy)',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({ taints: [RUNTIME_TAINT, taint('example.com/other')] }),
+      agent: agent(FRESH),
+      policy: { ...POLICY, bootstrapTaintKey: 'example.com/booting', runtimeTaintKey: 'example.com/broken' },
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['True', ConditionReason.AllExtensionsHealthy],
+      events: [],
+      annotation: BOOT,
+    },
+  },
+];
+
+const allCases = [...bootstrapCases, ...rebootCases, ...adoptionCases, ...runtimeCases];
+
+describe('decideNode: bootstrap', () => {
+  it.each(bootstrapCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+});
+
+describe('decideNode: reboot', () => {
+  it.each(rebootCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+});
+
+describe('decideNode: adoption of nodes that predate nodecare', () => {
+  it.each(adoptionCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+});
+
+describe('decideNode: after bootstrap', () => {
+  it.each(runtimeCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+});
+
+describe('decideNode: level-triggered, no heartbeat writes', () => {
+  it.each(allCases)(
+    'no heartbeat writes: same inputs twice → same condition, no events ($name)',
+    ({ input: i }) => {
+      const first = decideNode(i);
+      const second = decideNode({ ...i, node: applied(i.node, first, i.policy), previous: first.memory });
+      expect(second.events).toEqual([]);
+      expect(second.condition).toEqual(first.condition);
+      expect(second.state).toBe(first.state);
+      expect(second.desiredTaints).toEqual(first.desiredTaints);
+      expect(second.desiredAnnotations).toEqual(first.desiredAnnotations);
+    },
+  );
+
+  it.each(allCases)(
+    'controller restart with the decision already on the node → no events ($name)',
+    ({ input: i }) => {
+      const first = decideNode(i);
+      const again = decideNode({ ...i, node: applied(i.node, first, i.policy), previous: undefined });
+      expect(again.events).toEqual([]);
+    },
+  );
+
+  it('controller restart with another condition on the node → ExtensionUnhealthy for what fails now', () => {
+    const i = input({
+      now: NOW,
+      node: {
+        ...degraded,
+        extensionsReadyCondition: { status: 'True', reason: 'AllExtensionsHealthy', message: '' },
+      },
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+    });
+    expect(decideNode(i).events.map((e) => e.reason)).toEqual([EventReason.ExtensionUnhealthy]);
+  });
+
+  it('memory keeps only extensions still required, with the time each was first required', () => {
+    const d = decideNode(
+      input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu'), ext('csi')],
+        agent: agent(FRESH),
+        leases: leases(FRESH, { gpu: {}, csi: {} }),
+        previous: memory({ gpu: ExtensionState.Healthy, old: ExtensionState.Unhealthy }),
+      }),
+    );
+    expect([...d.memory.requiredSinceMs]).toEqual([
+      ['csi', NOW],
+      ['gpu', T0 - 60 * MINUTE],
+    ]);
+    expect([...d.memory.extensionStates.keys()]).toEqual(['csi', 'gpu']);
+    expect(d.extensions.map((v) => v.name)).toEqual(['csi', 'gpu']);
+  });
+});
+
+describe('decideNode: bootstrap timeout', () => {
+  it('bootstrap timeout → condition BootstrapTimeout, one Warning event then none', () => {
+    const required = [ext('gpu')];
+    const at = (now: number, n: DecisionInput['node'], previous: DecisionInput['previous']): NodeDecision =>
+      decideNode(input({ now, node: n, required, agent: agent(now - SECOND), previous }));
+
+    const start = at(NOW, node(), undefined);
+    expect(start.state).toBe(NodeState.Bootstrapping);
+    let n = applied(node(), start);
+
+    const graceOver = at(NOW + 2 * MINUTE, n, start.memory);
+    expect(graceOver.state).toBe(NodeState.Bootstrapping);
+    expect(graceOver.events.map((e) => e.reason)).toEqual([EventReason.ExtensionUnhealthy]);
+    n = applied(n, graceOver);
+
+    const justBefore = at(T0 + 15 * MINUTE - 1, n, graceOver.memory);
+    expect(justBefore.state).toBe(NodeState.Bootstrapping);
+    expect(justBefore.nextDeadlineMs).toBe(T0 + 15 * MINUTE);
+
+    const timedOut = at(T0 + 15 * MINUTE, n, justBefore.memory);
+    expect(timedOut.state).toBe(NodeState.BootstrapTimeout);
+    expect(timedOut.desiredTaints).toEqual({ bootstrap: true, runtime: false });
+    expect(timedOut.condition).toEqual({
+      type: 'ExtensionsReady',
+      status: 'False',
+      reason: ConditionReason.BootstrapTimeout,
+      message:
+        'Bootstrap did not complete within 900s: gpu Unknown (LeaseMissing): No lease has been written.',
+    });
+    expect(timedOut.label).toBe('unhealthy');
+    expect(timedOut.events).toEqual([
+      { type: 'Warning', reason: EventReason.BootstrapTimeout, message: timedOut.condition.message },
+    ]);
+    n = applied(n, timedOut);
+
+    const later = at(T0 + 20 * MINUTE, n, timedOut.memory);
+    expect(later.state).toBe(NodeState.BootstrapTimeout);
+    expect(later.events).toEqual([]);
+
+    const afterRestart = at(T0 + 21 * MINUTE, n, undefined);
+    expect(afterRestart.state).toBe(NodeState.BootstrapTimeout);
+    expect(afterRestart.events.map((e) => e.reason)).not.toContain(EventReason.BootstrapTimeout);
+
+    const recovered = decideNode(
+      input({
+        now: T0 + 22 * MINUTE,
+        node: n,
+        required,
+        agent: agent(T0 + 22 * MINUTE),
+        leases: leases(T0 + 22 * MINUTE, { gpu: {} }),
+        previous: later.memory,
+      }),
+    );
+    expect(recovered.state).toBe(NodeState.Ready);
+    expect(recovered.events.map((e) => e.reason)).toEqual([EventReason.BootstrapTaintRemoved]);
+    expect(recovered.desiredAnnotations).toEqual({ bootstrappedBootId: BOOT });
+    expect(recovered.memory.timeoutReported).toBe(false);
+  });
+
+  it('bootstrap timeout after a reboot counts from when the reboot was seen, not from creation', () => {
+    const n = { ...bootstrappedNode({ bootId: 'boot-2' }), taints: [BOOTSTRAP_TAINT] };
+    const seenAt = T0 + 60 * MINUTE;
+    const first = decideNode(input({ now: seenAt, node: n, required: [ext('gpu')], previous: memory({}) }));
+    expect(first.state).toBe(NodeState.Bootstrapping);
+    expect(first.memory.bootstrapStartedMs).toBe(seenAt);
+    const stillIn = decideNode(
+      input({ now: seenAt + 15 * MINUTE - 1, node: n, required: [ext('gpu')], previous: first.memory }),
+    );
+    expect(stillIn.state).toBe(NodeState.Bootstrapping);
+    const out = decideNode(
+      input({ now: seenAt + 15 * MINUTE, node: n, required: [ext('gpu')], previous: stillIn.memory }),
+    );
+    expect(out.state).toBe(NodeState.BootstrapTimeout);
+    expect(out.condition.message).toBe(
+      'Bootstrap did not complete within 900s: gpu Unknown (AgentNotReporting): The nodecare agent has not reported on this boot.',
+    );
+  });
+
+  it('no required extensions and no agent: the untainted node is adopted at the timeout instead', () => {
+    const n = node();
+    const before = decideNode(input({ now: T0 + 15 * MINUTE - 1, node: n, previous: memory({}) }));
+    expect(before.state).toBe(NodeState.Bootstrapping);
+    expect(before.nextDeadlineMs).toBe(T0 + 15 * MINUTE);
+    const at = decideNode(input({ now: T0 + 15 * MINUTE, node: n, previous: before.memory }));
+    expect(at.state).toBe(NodeState.Ready);
+    expect(at.condition.reason).toBe(ConditionReason.AgentNotReporting);
+    expect(at.desiredTaints).toEqual({ bootstrap: false, runtime: false });
+    expect(at.events).toEqual([]);
+  });
+});
+
+describe('decideNode: next deadline', () => {
+  const deadlineCases: Array<{ name: string; input: DecisionInput; deadline: number | undefined }> = [
+    {
+      name: 'deadline = earliest lease expiry',
+      input: input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu'), ext('csi')],
+        agent: agent(NOW - 5 * SECOND),
+        leases: new Map([
+          ['gpu', seen(lease('gpu'), NOW - 30 * SECOND)],
+          ['csi', seen(lease('csi'), NOW - 20 * SECOND)],
+        ]),
+      }),
+      deadline: NOW + 10 * SECOND,
+    },
+    {
+      name: 'deadline = agent heartbeat expiry when it comes first',
+      input: input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu')],
+        agent: agent(NOW - 35 * SECOND),
+        leases: leases(NOW, { gpu: {} }),
+      }),
+      deadline: NOW + 5 * SECOND,
+    },
+    {
+      name: 'deadline = end of the agent grace while awaiting the agent',
+      input: input({ now: NOW, required: [ext('gpu')] }),
+      deadline: NOW + 2 * MINUTE,
+    },
+    {
+      name: 'deadline = end of the missing-lease grace',
+      input: input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu')],
+        agent: agent(NOW),
+        previous: memory(
+          { gpu: ExtensionState.Progressing },
+          { requiredSinceMs: new Map([['gpu', NOW - 100 * SECOND]]) },
+        ),
+      }),
+      deadline: NOW + 20 * SECOND,
+    },
+    {
+      name: 'deadline = bootstrap timeout when it comes first',
+      input: input({
+        now: T0 + 899 * SECOND,
+        node: node({ taints: [BOOTSTRAP_TAINT] }),
+        required: [ext('gpu')],
+        agent: agent(T0 + 899 * SECOND),
+        leases: leases(T0 + 899 * SECOND, { gpu: unhealthyGpu }),
+        previous: memory({ gpu: unhealthyGpu }, { bootstrapStartedMs: T0 }),
+      }),
+      deadline: T0 + 900 * SECOND,
+    },
+    {
+      name: 'no deadline when the agent is gone beyond its grace (only a new report can change the answer)',
+      input: input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu')],
+        agent: agent(NOW - 60 * SECOND),
+        leases: leases(FRESH, { gpu: {} }),
+        previous: memory({ gpu: ExtensionState.Healthy }),
+      }),
+      deadline: undefined,
+    },
+    {
+      name: 'no deadline once timed out with nothing reporting',
+      input: input({
+        now: NOW,
+        node: { ...oldNode, taints: [BOOTSTRAP_TAINT] },
+        required: [ext('gpu')],
+        previous: memory({ gpu: ExtensionState.Unknown }, { bootstrapStartedMs: T0 - 60 * MINUTE }),
+      }),
+      deadline: undefined,
+    },
+  ];
+  it.each(deadlineCases)('$name', ({ input: i, deadline }) => {
+    expect(decideNode(i).nextDeadlineMs).toBe(deadline);
+  });
+
+  it('deciding again at the deadline changes the answer', () => {
+    const i = deadlineCases[0]?.input as DecisionInput;
+    const first = decideNode(i);
+    const atDeadline = decideNode({ ...i, now: first.nextDeadlineMs as number, previous: first.memory });
+    expect(first.state).toBe(NodeState.Ready);
+    expect(atDeadline.state).toBe(NodeState.Degraded);
+    expect(atDeadline.staleLeases).toEqual([GPU_LEASE]);
+  });
+});
+
+describe('decideNode: extension events fire once per transition', () => {
+  const other = { state: ExtensionState.Unknown, reason: ControllerReason.LeaseExpired, message: 'x' };
+  const invalid = {
+    state: ExtensionState.Unknown,
+    reason: ControllerReason.InvalidRegistration,
+    message: 'bad',
+  };
+  const cases: Array<{
+    name: string;
+    before: Parameters<typeof memory>[0];
+    now: Partial<{ state: ExtensionState; reason: string; message: string }> | 'invalid';
+    events: EventReason[];
+  }> = [
+    {
+      name: 'Healthy → Unhealthy: ExtensionUnhealthy',
+      before: { gpu: ExtensionState.Healthy },
+      now: unhealthyGpu,
+      events: [EventReason.ExtensionUnhealthy],
+    },
+    {
+      name: 'Progressing → Unknown: ExtensionUnhealthy',
+      before: { gpu: ExtensionState.Progressing },
+      now: { state: ExtensionState.Unknown, reason: ProbeReason.ProbeError },
+      events: [EventReason.ExtensionUnhealthy],
+    },
+    {
+      name: 'newly required and already Unhealthy: ExtensionUnhealthy',
+      before: {},
+      now: unhealthyGpu,
+      events: [EventReason.ExtensionUnhealthy],
+    },
+    {
+      name: 'Unhealthy → Unhealthy (other message): none',
+      before: { gpu: unhealthyGpu },
+      now: { ...unhealthyGpu, message: 'other' },
+      events: [],
+    },
+    { name: 'Unknown → Unhealthy: none', before: { gpu: other }, now: unhealthyGpu, events: [] },
+    {
+      name: 'Healthy → invalid registration: InvalidRegistration only',
+      before: { gpu: ExtensionState.Healthy },
+      now: 'invalid',
+      events: [EventReason.InvalidRegistration],
+    },
+    { name: 'invalid → invalid: none', before: { gpu: invalid }, now: 'invalid', events: [] },
+    {
+      name: 'invalid → fixed but Unhealthy: ExtensionUnhealthy',
+      before: { gpu: invalid },
+      now: unhealthyGpu,
+      events: [EventReason.ExtensionUnhealthy],
+    },
+    {
+      name: 'Unhealthy → invalid: InvalidRegistration',
+      before: { gpu: unhealthyGpu },
+      now: 'invalid',
+      events: [EventReason.InvalidRegistration],
+    },
+    { name: 'Unhealthy → Healthy: none', before: { gpu: unhealthyGpu }, now: {}, events: [] },
+  ];
+  it.each(cases)('$name', ({ before, now, events }) => {
+    const d = decideNode(
+      input({
+        now: NOW,
+        node: bootstrappedNode({ taints: [RUNTIME_TAINT] }),
+        required: [now === 'invalid' ? ext('gpu', {}, ['probe: required']) : ext('gpu', { critical: false })],
+        agent: agent(FRESH),
+        leases: now === 'invalid' ? new Map() : leases(FRESH, { gpu: now }),
+        previous: memory(before),
+      }),
+    );
+    expect(
+      d.events
+        .filter(
+          (e) => e.reason !== EventReason.RuntimeTaintRemoved && e.reason !== EventReason.RuntimeTaintAdded,
+        )
+        .map((e) => e.reason),
+    ).toEqual(events);
+  });
+
+  it('extensions that fail because the agent stopped share one event naming them', () => {
+    const d = decideNode(
+      input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu'), ext('csi'), ext('logs', { critical: false })],
+        agent: agent(NOW - 40 * SECOND),
+        previous: memory({
+          gpu: ExtensionState.Healthy,
+          csi: ExtensionState.Healthy,
+          logs: ExtensionState.Unhealthy,
+        }),
+      }),
+    );
+    expect(d.events).toEqual([
+      {
+        type: 'Warning',
+        reason: EventReason.RuntimeTaintAdded,
+        message: `Added taint ${POLICY.runtimeTaintKey}: csi Unknown (AgentNotReporting): The nodecare agent's heartbeat lease expired.; gpu Unknown (AgentNotReporting): The nodecare agent's heartbeat lease expired.`,
+      },
+      {
+        type: 'Warning',
+        reason: EventReason.ExtensionUnhealthy,
+        message: "The nodecare agent's heartbeat lease expired. Unknown (AgentNotReporting): csi; gpu",
+      },
+    ]);
+  });
+
+  it.each([
+    { name: 'not critical', policy: { critical: false }, tripped: [], note: 'Not critical: no taint.' },
+    {
+      name: 'DryRun',
+      policy: { enforcement: 'DryRun' as const },
+      tripped: [],
+      note: 'Enforcement DryRun: no taint.',
+    },
+    {
+      name: 'tripped',
+      policy: {},
+      tripped: ['gpu'],
+      note: 'The correlated-failure breaker holds back its taint.',
+    },
+  ])('ExtensionUnhealthy says why a $name extension puts no taint on', ({ policy, tripped, note }) => {
+    const d = decideNode(
+      input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu', policy)],
+        agent: agent(FRESH),
+        leases: leases(FRESH, { gpu: unhealthyGpu }),
+        previous: memory({ gpu: ExtensionState.Healthy }),
+        policy: { ...POLICY, trippedExtensions: new Set(tripped) },
+      }),
+    );
+    expect(d.events).toEqual([
+      {
+        type: 'Warning',
+        reason: EventReason.ExtensionUnhealthy,
+        message: `Extension gpu Unhealthy (ProbeTimeout): connect timed out ${note}`,
+      },
+    ]);
+  });
+
+  it('taint events name the taint key and, on removal by the breaker, the extension held back', () => {
+    const d = decideNode(
+      runtimeCases.find((c) => c.name.startsWith('breaker trips'))?.input as DecisionInput,
+    );
+    expect(d.events).toEqual([
+      {
+        type: 'Normal',
+        reason: EventReason.RuntimeTaintRemoved,
+        message: `Removed taint ${POLICY.runtimeTaintKey}: every blocking extension is Healthy. The correlated-failure breaker holds back the taint for gpu.`,
+      },
+    ]);
+  });
+
+  it('BootstrapTaintRemoved says why: bootstrap completed now, or already on this boot', () => {
+    const completed = decideNode(
+      bootstrapCases.find((c) => c.name.startsWith('all critical Healthy'))?.input as DecisionInput,
+    );
+    const putBack = decideNode(
+      runtimeCases.find((c) => c.name.startsWith('bootstrap taint put back'))?.input as DecisionInput,
+    );
+    expect(completed.events[0]?.message).toBe(
+      `Removed taint ${POLICY.bootstrapTaintKey}: the agent has reported and every critical extension is Healthy.`,
+    );
+    expect(putBack.events[0]?.message).toBe(
+      `Removed taint ${POLICY.bootstrapTaintKey}: the node already completed bootstrap on this boot.`,
+    );
+  });
+
+  it('the annotation the decision writes is the controller-owned bootstrapped-boot-id', () => {
+    const d = decideNode(adoptionCases[0]?.input as DecisionInput);
+    expect(applied(oldNode, d).annotations).toEqual({ [NodeAnnotation.bootstrappedBootId]: BOOT });
+  });
+});

@@ -1,0 +1,300 @@
+// The controller's decision for one node (SPEC section 5, STYLE.md 1): a pure function of the node, its
+// leases, the policy, the controller's memory and `now`. No I/O, no clock, no logger.
+
+import { Enforcement } from '../../api/extension.ts';
+import { ExtensionState, NodeAnnotation } from '../../api/names.ts';
+import { ConditionReason, ControllerReason, EventReason } from '../../api/reasons.ts';
+import {
+  buildCondition,
+  describeExtension,
+  describeNotHealthy,
+  isFailing,
+  joinCapped,
+  labelFor,
+  sameCondition,
+} from './condition.ts';
+import { AGENT_MESSAGES, judgeAgent, judgeExtension, type AgentStatus } from './extension-state.ts';
+import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
+import type {
+  DecisionInput,
+  DecisionPolicy,
+  EffectiveState,
+  ExtensionVerdict,
+  NodeDecision,
+  NodeEvent,
+  NodeMemory,
+  ObservedNode,
+  RequiredExtension,
+} from './types.ts';
+
+function hasTaint(node: ObservedNode, key: string): boolean {
+  return node.taints.some((t) => t.key === key);
+}
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+interface Judged {
+  extension: RequiredExtension;
+  verdict: ExtensionVerdict;
+  /** Critical and enforced: holds bootstrap (the breaker does not apply to bootstrap). */
+  holdsBootstrap: boolean;
+  staleLease: string | undefined;
+  deadlineMs: number | undefined;
+}
+
+export function decideNode(input: DecisionInput): NodeDecision {
+  const { node, policy, now } = input;
+  const timeoutMs = policy.bootstrapTimeoutSeconds * 1000;
+  const graceMs = policy.missingLeaseGraceSeconds * 1000;
+  const previous = input.previous;
+  const sameBoot = previous?.bootId === node.bootId;
+
+  // Bootstrap state lives on the node (docs/adr/0002): the marker annotation and the bootstrap taint.
+  const marker = node.annotations[NodeAnnotation.bootstrappedBootId];
+  const bootstrapTainted = hasTaint(node, policy.bootstrapTaintKey);
+  const runtimeTainted = hasTaint(node, policy.runtimeTaintKey);
+  const bootstrapPending =
+    marker !== node.bootId &&
+    (bootstrapTainted || marker !== undefined || now - node.creationTimestampMs < timeoutMs);
+  const bootSeenMs = sameBoot ? previous.bootSeenMs : now;
+  const bootstrapStartedMs = bootstrapPending
+    ? ((sameBoot ? previous.bootstrapStartedMs : undefined) ??
+      (marker === undefined ? node.creationTimestampMs : Math.max(node.creationTimestampMs, now)))
+    : undefined;
+
+  const agent = judgeAgent(input.agent, node.bootId, bootSeenMs + graceMs, now);
+  const requiredSinceMs = new Map<string, number>();
+  const judged: Judged[] = [...input.required].sort(byName).map((extension) => {
+    const since = previous?.requiredSinceMs.get(extension.name) ?? now;
+    requiredSinceMs.set(extension.name, since);
+    const j = judgeExtension(extension, input.leases.get(extension.name), agent, {
+      bootId: node.bootId,
+      graceEndsMs: Math.max(bootSeenMs, since) + graceMs,
+      now,
+    });
+    const holdsBootstrap = extension.policy.critical && extension.policy.enforcement === Enforcement.Enforce;
+    return {
+      extension,
+      holdsBootstrap,
+      staleLease: j.staleLease,
+      deadlineMs: j.deadlineMs,
+      verdict: {
+        name: extension.name,
+        state: j.state,
+        reason: j.reason,
+        message: j.message,
+        critical: extension.policy.critical,
+        blocking: holdsBootstrap && !policy.trippedExtensions.has(extension.name),
+        conditionType: extension.policy.conditionType,
+      },
+    };
+  });
+  const verdicts = judged.map((j) => j.verdict);
+  const blocking = verdicts.filter((v) => v.blocking);
+  const holding = judged.filter((j) => j.holdsBootstrap);
+
+  const bootstrapTimedOut = bootstrapStartedMs !== undefined && now >= bootstrapStartedMs + timeoutMs;
+  const from = recordedNodeState({
+    bootstrapPending,
+    runtimeTainted,
+    timeoutReported: sameBoot && previous.timeoutReported,
+  });
+  const state = nextNodeState(from, {
+    bootstrapPending,
+    bootstrapComplete:
+      agent.kind === 'reporting' && holding.every((j) => j.verdict.state === ExtensionState.Healthy),
+    bootstrapTimedOut,
+    blockingFailing: blocking.some((v) => isFailing(v.state)),
+    blockingAllHealthy: blocking.every((v) => v.state === ExtensionState.Healthy),
+  });
+  const bootstrapping = isBootstrapState(state);
+
+  const desiredTaints = {
+    // Added only when a critical enforced extension needs verifying; kept until done if already there.
+    bootstrap: bootstrapping && (bootstrapTainted || holding.length > 0),
+    runtime: state === NodeState.Degraded,
+  };
+  const condition = buildCondition({
+    state,
+    agent,
+    extensions: verdicts,
+    bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
+  });
+  const extensionStates = new Map<string, EffectiveState>(
+    verdicts.map((v) => [v.name, { state: v.state, reason: v.reason, message: v.message }]),
+  );
+
+  const events = taintEvents({
+    policy,
+    bootstrapPending,
+    bootstrapTainted,
+    runtimeTainted,
+    desiredTaints,
+    judged,
+  });
+  if (
+    state === NodeState.BootstrapTimeout &&
+    !(sameBoot && previous.timeoutReported) &&
+    node.extensionsReadyCondition?.reason !== ConditionReason.BootstrapTimeout
+  ) {
+    events.push({ type: 'Warning', reason: EventReason.BootstrapTimeout, message: condition.message });
+  }
+  // Without memory (first sight after a restart or leader change), a condition on the node equal to ours
+  // means nothing changed while no controller was deciding: report no extension transitions.
+  const before =
+    previous?.extensionStates ??
+    (sameCondition(node.extensionsReadyCondition, condition) ? extensionStates : new Map());
+  events.push(...extensionEvents(judged, before, agent, policy.trippedExtensions));
+
+  const deadlines = judged.map((j) => j.deadlineMs);
+  if (agent.kind === 'reporting') deadlines.push(agent.expiresAtMs);
+  if (agent.kind === 'awaiting') deadlines.push(agent.graceEndsMs);
+  if (bootstrapping && bootstrapStartedMs !== undefined && !bootstrapTimedOut) {
+    deadlines.push(bootstrapStartedMs + timeoutMs);
+  }
+  const future = deadlines.filter((d): d is number => d !== undefined && d > now);
+
+  const memory: NodeMemory = {
+    bootId: node.bootId,
+    bootSeenMs,
+    bootstrapStartedMs: bootstrapping ? bootstrapStartedMs : undefined,
+    timeoutReported: state === NodeState.BootstrapTimeout,
+    requiredSinceMs,
+    extensionStates,
+  };
+  return {
+    state,
+    desiredTaints,
+    condition,
+    label: labelFor(condition.reason),
+    desiredAnnotations: bootstrapping ? {} : { bootstrappedBootId: node.bootId },
+    events,
+    nextDeadlineMs: future.length > 0 ? Math.min(...future) : undefined,
+    staleLeases: [
+      ...(agent.kind === 'notReporting' && agent.staleLease ? [agent.staleLease] : []),
+      ...judged.flatMap((j) => (j.staleLease ? [j.staleLease] : [])),
+    ],
+    extensions: verdicts,
+    memory,
+  };
+}
+
+/** Events for each nodecare taint the decision adds or removes, compared with the node as observed. */
+function taintEvents(d: {
+  policy: DecisionPolicy;
+  bootstrapPending: boolean;
+  bootstrapTainted: boolean;
+  runtimeTainted: boolean;
+  desiredTaints: NodeDecision['desiredTaints'];
+  judged: readonly Judged[];
+}): NodeEvent[] {
+  const { bootstrapTaintKey, runtimeTaintKey, trippedExtensions } = d.policy;
+  const events: NodeEvent[] = [];
+  if (!d.bootstrapTainted && d.desiredTaints.bootstrap) {
+    events.push({
+      type: 'Normal',
+      reason: EventReason.BootstrapTaintAdded,
+      message: `Added taint ${bootstrapTaintKey}: the node is bootstrapping until the agent has reported and every critical extension is Healthy.`,
+    });
+  }
+  if (d.bootstrapTainted && !d.desiredTaints.bootstrap) {
+    const why = d.bootstrapPending
+      ? 'the agent has reported and every critical extension is Healthy.'
+      : 'the node already completed bootstrap on this boot.';
+    events.push({
+      type: 'Normal',
+      reason: EventReason.BootstrapTaintRemoved,
+      message: `Removed taint ${bootstrapTaintKey}: ${why}`,
+    });
+  }
+  if (!d.runtimeTainted && d.desiredTaints.runtime) {
+    const failing = d.judged.map((j) => j.verdict).filter((v) => v.blocking && isFailing(v.state));
+    events.push({
+      type: 'Warning',
+      reason: EventReason.RuntimeTaintAdded,
+      message: `Added taint ${runtimeTaintKey}: ${describeNotHealthy(failing)}`,
+    });
+  }
+  if (d.runtimeTainted && !d.desiredTaints.runtime) {
+    const heldBack = d.judged
+      .filter((j) => j.holdsBootstrap && trippedExtensions.has(j.verdict.name) && isFailing(j.verdict.state))
+      .map((j) => j.verdict.name);
+    const why = d.desiredTaints.bootstrap
+      ? 'the node is bootstrapping again; the bootstrap taint holds it.'
+      : `every blocking extension is Healthy.${
+          heldBack.length > 0
+            ? ` The correlated-failure breaker holds back the taint for ${joinCapped(heldBack, 512)}.`
+            : ''
+        }`;
+    events.push({
+      type: 'Normal',
+      reason: EventReason.RuntimeTaintRemoved,
+      message: `Removed taint ${runtimeTaintKey}: ${why}`,
+    });
+  }
+  return events;
+}
+
+/** Why a failing extension puts no runtime taint on, if it does not. */
+function noTaintNote(j: Judged, tripped: ReadonlySet<string>): string {
+  if (!j.extension.policy.critical) return ' Not critical: no taint.';
+  if (j.extension.policy.enforcement === Enforcement.DryRun) return ' Enforcement DryRun: no taint.';
+  if (tripped.has(j.verdict.name)) return ' The correlated-failure breaker holds back its taint.';
+  return '';
+}
+
+function isInvalidRegistration(s: EffectiveState): boolean {
+  return s.state === ExtensionState.Unknown && s.reason === ControllerReason.InvalidRegistration;
+}
+
+/** A failure worth an ExtensionUnhealthy event (an invalid registration has its own event). */
+function isReportedFailure(s: EffectiveState | undefined): boolean {
+  return s !== undefined && isFailing(s.state) && !isInvalidRegistration(s);
+}
+
+/**
+ * Once per transition: InvalidRegistration when an extension's registration becomes invalid (on the
+ * controller's side, or reported so by the agent), ExtensionUnhealthy when it starts failing. Extensions
+ * that fail because the agent stopped reporting share one event.
+ */
+function extensionEvents(
+  judged: readonly Judged[],
+  before: ReadonlyMap<string, EffectiveState>,
+  agent: AgentStatus,
+  tripped: ReadonlySet<string>,
+): NodeEvent[] {
+  const events: NodeEvent[] = [];
+  const agentGone: string[] = [];
+  for (const j of judged) {
+    const v = j.verdict;
+    const was = before.get(v.name);
+    if (isInvalidRegistration(v)) {
+      if (!was || !isInvalidRegistration(was)) {
+        events.push({
+          type: 'Warning',
+          reason: EventReason.InvalidRegistration,
+          message: `Extension ${v.name} has an invalid registration: ${v.message}`,
+        });
+      }
+    } else if (isReportedFailure(v) && !isReportedFailure(was)) {
+      if (v.reason === ControllerReason.AgentNotReporting) agentGone.push(v.name);
+      else {
+        events.push({
+          type: 'Warning',
+          reason: EventReason.ExtensionUnhealthy,
+          message: `Extension ${describeExtension(v.name, v)}${noTaintNote(j, tripped)}`,
+        });
+      }
+    }
+  }
+  if (agentGone.length > 0 && agent.kind === 'notReporting') {
+    events.push({
+      type: 'Warning',
+      reason: EventReason.ExtensionUnhealthy,
+      message: `${AGENT_MESSAGES[agent.cause]} Unknown (${ControllerReason.AgentNotReporting}): ${joinCapped(agentGone)}`,
+    });
+  }
+  return events;
+}

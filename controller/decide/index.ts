@@ -1,0 +1,21 @@
+// The controller's pure decision core: the reconciler's one entry point into it.
+
+export { decideNode } from './decide.ts';
+export { countFailures, evaluateBreaker, BREAKER_DEFAULTS, type ExtensionFailureCount } from './breaker.ts';
+export { NodeState, NODE_STATES } from './node-state.ts';
+export { DECISION_DEFAULTS } from './types.ts';
+export type {
+  DecisionInput,
+  DecisionPolicy,
+  DesiredCondition,
+  EffectiveState,
+  ExtensionVerdict,
+  NodeDecision,
+  NodeEvent,
+  NodeMemory,
+  NodeTaint,
+  ObservedCondition,
+  ObservedNode,
+  RequiredExtension,
+  SeenLease,
+} from './types.ts';

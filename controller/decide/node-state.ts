@@ -1,0 +1,74 @@
+// The node state machine (SPEC section 5, STYLE.md 4): one transition function, exhaustive over the states.
+
+export const NodeState = {
+  Bootstrapping: 'Bootstrapping',
+  Ready: 'Ready',
+  Degraded: 'Degraded',
+  BootstrapTimeout: 'BootstrapTimeout',
+} as const;
+export type NodeState = (typeof NodeState)[keyof typeof NodeState];
+export const NODE_STATES: readonly NodeState[] = Object.values(NodeState);
+
+/** What the transition reads, all judged for the node's current boot at one instant. */
+export interface NodeObservation {
+  /** The node is not marked bootstrapped for this boot (docs/adr/0002). */
+  bootstrapPending: boolean;
+  /** The agent reported on this boot and every critical enforced extension is Healthy on it. */
+  bootstrapComplete: boolean;
+  /** bootstrapTimeoutSeconds have passed since the bootstrap started. */
+  bootstrapTimedOut: boolean;
+  /** A blocking extension is Unhealthy or Unknown. */
+  blockingFailing: boolean;
+  /** Every blocking extension is Healthy (vacuously true when there is none). */
+  blockingAllHealthy: boolean;
+}
+
+/**
+ * The state the node is in before this decision, read from what survives a controller restart: the
+ * bootstrap annotation and taint, the runtime taint, and (same boot only) whether the timeout was reported.
+ */
+export function recordedNodeState(facts: {
+  bootstrapPending: boolean;
+  runtimeTainted: boolean;
+  timeoutReported: boolean;
+}): NodeState {
+  if (facts.bootstrapPending)
+    return facts.timeoutReported ? NodeState.BootstrapTimeout : NodeState.Bootstrapping;
+  return facts.runtimeTainted ? NodeState.Degraded : NodeState.Ready;
+}
+
+/**
+ * Ready degrades only on a failure (a Progressing extension does not degrade it); Degraded recovers only
+ * when every blocking extension is Healthy (a Progressing one keeps the taint, so a controller restart or
+ * a re-registration never lifts a taint before the extension proved healthy). A reboot sends either back
+ * to Bootstrapping; a completed bootstrap settles at once in the same decision.
+ */
+export function nextNodeState(from: NodeState, o: NodeObservation): NodeState {
+  switch (from) {
+    case NodeState.Bootstrapping:
+      if (!o.bootstrapPending || o.bootstrapComplete) return settle(o);
+      return o.bootstrapTimedOut ? NodeState.BootstrapTimeout : NodeState.Bootstrapping;
+    case NodeState.BootstrapTimeout:
+      if (!o.bootstrapPending || o.bootstrapComplete) return settle(o);
+      return NodeState.BootstrapTimeout;
+    case NodeState.Ready:
+      if (o.bootstrapPending) return nextNodeState(NodeState.Bootstrapping, o);
+      return o.blockingFailing ? NodeState.Degraded : NodeState.Ready;
+    case NodeState.Degraded:
+      if (o.bootstrapPending) return nextNodeState(NodeState.Bootstrapping, o);
+      return o.blockingAllHealthy ? NodeState.Ready : NodeState.Degraded;
+    default: {
+      const unreachable: never = from;
+      throw new Error(`unknown node state ${String(unreachable)}`);
+    }
+  }
+}
+
+/** Leaving bootstrap: the first post-bootstrap state. */
+function settle(o: NodeObservation): NodeState {
+  return o.blockingFailing ? NodeState.Degraded : NodeState.Ready;
+}
+
+export function isBootstrapState(state: NodeState): boolean {
+  return state === NodeState.Bootstrapping || state === NodeState.BootstrapTimeout;
+}

@@ -1,0 +1,158 @@
+// The plain data the decision core reads and returns (STYLE.md 1). The reconciler fills these from its
+// caches, calls decideNode, diffs the answer against the node and writes only the difference.
+
+import type { ExtensionPolicy } from '../../api/extension.ts';
+import type { ObservedLease } from '../../api/lease.ts';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY,
+  DEFAULT_RUNTIME_TAINT_KEY,
+  type ExtensionState,
+  type NODE_CONDITION_TYPE,
+  type NodeStatusLabelValue,
+} from '../../api/names.ts';
+import type { ConditionReason, EventReason } from '../../api/reasons.ts';
+import type { NodeState } from './node-state.ts';
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+export interface NodeTaint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
+/** A node condition as it is on the node now (any status string the API returned). */
+export interface ObservedCondition {
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** The fields of a Node the decision reads, as currently observed. */
+export interface ObservedNode {
+  name: string;
+  uid: string;
+  creationTimestampMs: number;
+  /** status.nodeInfo.bootID ('' when the node reports none). */
+  bootId: string;
+  labels: Readonly<Record<string, string>>;
+  annotations: Readonly<Record<string, string>>;
+  taints: readonly NodeTaint[];
+  /** The `ExtensionsReady` condition currently on the node, if any. */
+  extensionsReadyCondition?: ObservedCondition;
+}
+
+/** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
+export interface RequiredExtension {
+  name: string;
+  policy: ExtensionPolicy;
+  valid: boolean;
+  problems?: readonly string[];
+}
+
+/** A Lease with the controller's own clock reading of when its renewTime last changed. */
+export interface SeenLease {
+  lease: ObservedLease;
+  /** Controller clock when renewTime was seen to change, or when this controller started/became leader. */
+  observedAtMs: number;
+}
+
+export interface DecisionPolicy {
+  bootstrapTaintKey: string;
+  runtimeTaintKey: string;
+  bootstrapTimeoutSeconds: number;
+  /** How long a lease (or the agent heartbeat) may be absent before it counts as Unknown, not Progressing. */
+  missingLeaseGraceSeconds: number;
+  /** Extensions the correlated-failure breaker has tripped: they cause no runtime taint. */
+  trippedExtensions: ReadonlySet<string>;
+}
+
+export const DECISION_DEFAULTS = {
+  bootstrapTaintKey: DEFAULT_BOOTSTRAP_TAINT_KEY,
+  runtimeTaintKey: DEFAULT_RUNTIME_TAINT_KEY,
+  /** The cluster autoscaler's default max node startup time. */
+  bootstrapTimeoutSeconds: 900,
+  missingLeaseGraceSeconds: 120,
+} as const satisfies Omit<DecisionPolicy, 'trippedExtensions'>;
+
+/** An extension's health in the controller's view. */
+export interface EffectiveState {
+  state: ExtensionState;
+  reason: string;
+  message: string;
+}
+
+/**
+ * What the controller remembers about a node between decisions. Losing it (restart, leader change) is
+ * safe: the bootstrap state lives on the node (annotation + taint, see docs/adr/0002), and the rest only
+ * delays deadlines (fresh graces) and suppresses repeated events.
+ */
+export interface NodeMemory {
+  /** The boot the timings below refer to. */
+  bootId: string;
+  /** When this controller first saw this boot (anchor of the agent's grace). */
+  bootSeenMs: number;
+  /** Start of the current bootstrap (for the timeout); undefined when the node is not bootstrapping. */
+  bootstrapStartedMs: number | undefined;
+  /** The BootstrapTimeout event was emitted for this boot. */
+  timeoutReported: boolean;
+  /** When this controller first saw each extension required (anchor of the missing-lease grace). */
+  requiredSinceMs: ReadonlyMap<string, number>;
+  /** The last decided state of each required extension (events fire on transitions only). */
+  extensionStates: ReadonlyMap<string, EffectiveState>;
+}
+
+export interface DecisionInput {
+  node: ObservedNode;
+  required: readonly RequiredExtension[];
+  /** Extension leases of this node, keyed by extension name. */
+  leases: ReadonlyMap<string, SeenLease>;
+  /** The agent's heartbeat lease (role agent). */
+  agent: SeenLease | undefined;
+  /** The memory returned by the last decision for this node; undefined on first sight. */
+  previous: NodeMemory | undefined;
+  policy: DecisionPolicy;
+  /** Controller clock, milliseconds since the epoch. */
+  now: number;
+}
+
+export interface ExtensionVerdict extends EffectiveState {
+  name: string;
+  critical: boolean;
+  /** Critical, enforced and not held back by the breaker: its failure puts the runtime taint on. */
+  blocking: boolean;
+  conditionType: string;
+}
+
+export interface DesiredCondition {
+  type: typeof NODE_CONDITION_TYPE;
+  status: ConditionStatus;
+  reason: ConditionReason;
+  message: string;
+}
+
+export interface NodeEvent {
+  type: 'Normal' | 'Warning';
+  reason: EventReason;
+  message: string;
+}
+
+export interface NodeDecision {
+  state: NodeState;
+  /** Whether each nodecare taint (key from the policy, effect NoSchedule) should be on the node. */
+  desiredTaints: { bootstrap: boolean; runtime: boolean };
+  condition: DesiredCondition;
+  label: NodeStatusLabelValue;
+  /** undefined fields are left as they are on the node. */
+  desiredAnnotations: { bootstrappedBootId?: string };
+  /** Transitions between the node as observed (and the memory) and this decision; emit after writing. */
+  events: NodeEvent[];
+  /** The earliest future time at which the same inputs could give another answer. */
+  nextDeadlineMs: number | undefined;
+  /** Names of Leases judged expired that this decision acts on: re-read them live before writing. */
+  staleLeases: string[];
+  /** Every required extension, sorted by name. */
+  extensions: ExtensionVerdict[];
+  /** Commit as `previous` for the next decision once the writes succeeded. */
+  memory: NodeMemory;
+}

@@ -1,0 +1,325 @@
+// nodecare-agent against the real control plane, with real local extension endpoints: an HTTP server on
+// loopback, a gRPC health server on a unix socket, a heartbeat file, a TCP listener.
+
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  EXTENSION_ANNOTATION_PREFIX,
+  LEASE_NAMESPACE,
+  LeaseAnnotation,
+  agentLeaseName,
+  extensionLeaseName,
+} from '../../api/index.ts';
+import { PROTO_FILES, service } from '../../agent/probes/proto.ts';
+import { serveGrpc } from '../../agent/probes/testing.ts';
+import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { startAgent, type ProgramProcess } from './processes.ts';
+import { applyBaseManifests } from './setup.ts';
+
+const admin = adminKubeConfig();
+const core = admin.makeApiClient(CoreV1Api);
+const coordination = admin.makeApiClient(CoordinationV1Api);
+const custom = admin.makeApiClient(CustomObjectsApi);
+const kubeconfig = inject('kubeconfig');
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+const agents: ProgramProcess[] = [];
+let dir: string;
+
+beforeAll(async () => {
+  await applyBaseManifests();
+  dir = await mkdtemp(join(tmpdir(), 'nodecare-agent-it-'));
+});
+
+afterAll(async () => {
+  await Promise.all(agents.map((a) => a.kill()));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function createNode(
+  name: string,
+  annotations: Record<string, string> = {},
+  labels: Record<string, string> = {},
+) {
+  return core.createNode({
+    body: {
+      metadata: { name, annotations, labels },
+      status: {
+        nodeInfo: { bootID: 'boot-1' } as never,
+        addresses: [{ type: 'InternalIP', address: '10.99.0.1' }],
+      },
+    },
+  });
+}
+
+async function lease(node: string, extension: string) {
+  try {
+    return await coordination.readNamespacedLease({
+      name: extensionLeaseName(node, extension),
+      namespace: LEASE_NAMESPACE,
+    });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 404) return undefined;
+    throw err;
+  }
+}
+
+async function leaseState(node: string, extension: string): Promise<string | undefined> {
+  return (await lease(node, extension))?.metadata?.annotations?.[LeaseAnnotation.state];
+}
+
+function waitForState(node: string, extension: string, state: string, timeoutMs = 30_000) {
+  return eventually(async () => ((await leaseState(node, extension)) === state ? true : undefined), {
+    timeoutMs,
+    intervalMs: 100,
+    what: `lease ${extension} on ${node} to be ${state}`,
+  });
+}
+
+function annotation(name: string, spec: unknown): Record<string, string> {
+  return {
+    [`${EXTENSION_ANNOTATION_PREFIX}${name}`]: typeof spec === 'string' ? spec : JSON.stringify(spec),
+  };
+}
+
+async function httpServer(): Promise<{ server: Server; port: number }> {
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+async function spawnAgent(nodeName: string, extraArgs: string[] = []) {
+  const agent = await startAgent({ kubeconfig, nodeName, allowedPaths: [dir], extraArgs });
+  agents.push(agent);
+  return agent;
+}
+
+const fast = {
+  periodSeconds: 1,
+  failureThreshold: 2,
+  successThreshold: 1,
+  startupGraceSeconds: 0,
+  timeoutSeconds: 1,
+};
+
+describe('nodecare-agent', () => {
+  it('keeps one Lease per annotated extension; a failing endpoint turns Unhealthy within period × threshold + 1 s and recovers', async () => {
+    const nodeName = uniqueName('agent-three');
+    const web = await httpServer();
+    const socket = join(dir, `${nodeName}.sock`);
+    const grpc = await serveGrpc(`unix://${socket}`, (server) =>
+      server.addService(service(PROTO_FILES.health, 'grpc.health.v1.Health'), {
+        Check: (_call: unknown, cb: (err: null, res: { status: string }) => void) =>
+          cb(null, { status: 'SERVING' }),
+      }),
+    );
+    const heartbeat = join(dir, `${nodeName}.heartbeat`);
+    await writeFile(heartbeat, 'alive');
+    await createNode(nodeName, {
+      ...annotation('web', { probe: { http: { url: `http://127.0.0.1:${web.port}/healthz` } }, ...fast }),
+      ...annotation('grpc-plugin', { probe: { grpc: { address: `unix://${socket}` } }, ...fast }),
+      ...annotation('log-heartbeat', { probe: { file: { path: heartbeat, maxAgeSeconds: 60 } }, ...fast }),
+    });
+    await spawnAgent(nodeName);
+
+    for (const ext of ['web', 'grpc-plugin', 'log-heartbeat']) await waitForState(nodeName, ext, 'Healthy');
+    const webLease = await lease(nodeName, 'web');
+    expect(webLease?.metadata?.labels?.['nodecare.io/extension']).toBe('web');
+    expect(webLease?.metadata?.annotations?.[LeaseAnnotation.node]).toBe(nodeName);
+    expect(webLease?.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Node', name: nodeName });
+    expect(webLease?.spec?.holderIdentity).toBe(`nodecare-agent-${nodeName}`);
+    const heartbeatLease = await coordination.readNamespacedLease({
+      name: agentLeaseName(nodeName),
+      namespace: LEASE_NAMESPACE,
+    });
+    expect(heartbeatLease.spec?.leaseDurationSeconds).toBe(40);
+
+    await new Promise<void>((r) => web.server.close(() => r()));
+    web.server.closeAllConnections();
+    const stoppedAt = Date.now();
+    // periodSeconds 1 × failureThreshold 2, plus a second (and the ±10% probe jitter).
+    await waitForState(nodeName, 'web', 'Unhealthy', 1_000 * (1.1 * 2 + 1));
+    expect(Date.now() - stoppedAt).toBeLessThan(3_300);
+    expect(await leaseState(nodeName, 'grpc-plugin')).toBe('Healthy');
+
+    await new Promise<void>((r) => web.server.listen(web.port, '127.0.0.1', r));
+    await waitForState(nodeName, 'web', 'Healthy', 5_000);
+    grpc.server.forceShutdown();
+  });
+
+  it('applies a SystemExtension to matching nodes only and follows relabelling', async () => {
+    const tcp: TcpServer = createTcpServer((s) => s.end());
+    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+    const group = uniqueName('grp');
+    const sxName = uniqueName('sx-tcp');
+    await custom.createClusterCustomObject({
+      group: 'nodecare.io',
+      version: 'v1alpha1',
+      plural: 'systemextensions',
+      body: {
+        apiVersion: 'nodecare.io/v1alpha1',
+        kind: 'SystemExtension',
+        metadata: { name: sxName },
+        spec: {
+          nodeSelector: { matchLabels: { 'test-group': group } },
+          probe: { tcp: { port: (tcp.address() as AddressInfo).port } },
+          ...fast,
+        },
+      },
+    });
+    const matching = uniqueName('sx-yes');
+    const other = uniqueName('sx-no');
+    await createNode(matching, {}, { 'test-group': group });
+    await createNode(other, {}, { 'test-group': 'elsewhere' });
+    await spawnAgent(matching);
+    await spawnAgent(other);
+
+    await waitForState(matching, sxName, 'Healthy');
+    // The other node's agent is running and heartbeating, yet has no lease for this extension.
+    await eventually(
+      async () =>
+        coordination.readNamespacedLease({ name: agentLeaseName(other), namespace: LEASE_NAMESPACE }),
+      {
+        what: 'the other agent heartbeat',
+      },
+    );
+    expect(await lease(other, sxName)).toBeUndefined();
+
+    await core.patchNode(
+      { name: other, body: { metadata: { labels: { 'test-group': group } } } },
+      mergePatch,
+    );
+    await waitForState(other, sxName, 'Healthy', 5_000);
+    await core.patchNode(
+      { name: matching, body: { metadata: { labels: { 'test-group': null } } } },
+      mergePatch,
+    );
+    await eventually(async () => ((await lease(matching, sxName)) === undefined ? true : undefined), {
+      timeoutMs: 5_000,
+      what: 'the lease of the node that no longer matches to be deleted',
+    });
+    tcp.close();
+  });
+
+  it('deletes the Lease when the annotation is removed, and leaves Leases of a deleted Node to garbage collection', async () => {
+    const nodeName = uniqueName('agent-dereg');
+    const web = await httpServer();
+    await createNode(nodeName, {
+      ...annotation('one', `http://127.0.0.1:${web.port}/`),
+      ...annotation('two', `tcp://127.0.0.1:${web.port}`),
+    });
+    const agent = await spawnAgent(nodeName);
+    await waitForState(nodeName, 'one', 'Healthy');
+    await waitForState(nodeName, 'two', 'Healthy');
+
+    await core.patchNode(
+      {
+        name: nodeName,
+        body: { metadata: { annotations: { [`${EXTENSION_ANNOTATION_PREFIX}one`]: null } } },
+      },
+      mergePatch,
+    );
+    await eventually(async () => ((await lease(nodeName, 'one')) === undefined ? true : undefined), {
+      timeoutMs: 5_000,
+      what: 'the deregistered lease to be deleted',
+    });
+    expect(await leaseState(nodeName, 'two')).toBe('Healthy');
+
+    await core.deleteNode({ name: nodeName });
+    await agent.waitForLog('Node is gone; stopped probing (its leases are garbage-collected with it)');
+    await eventually(async () => ((await lease(nodeName, 'two')) === undefined ? true : undefined), {
+      timeoutMs: 60_000,
+      what: 'the garbage collector to delete the lease owned by the deleted node',
+    });
+    web.server.close();
+  });
+
+  it('reports malformed registrations as Unknown / InvalidRegistration, keeps the others working, and recovers when fixed', async () => {
+    const nodeName = uniqueName('agent-bad');
+    const web = await httpServer();
+    const good = annotation('good', { probe: { http: { url: `http://127.0.0.1:${web.port}/` } }, ...fast });
+    const bad = {
+      ...annotation('bad-json', '{"probe": {'),
+      ...annotation('bad-kind', { probe: { carrierPigeon: {} } }),
+      ...annotation('bad-exec', { probe: { exec: { command: ['/bin/true'] } } }),
+      ...annotation('bad-target', { probe: { http: { url: 'http://10.1.2.3:8080/healthz' } } }),
+    };
+    await createNode(nodeName, { ...good, ...bad });
+    await spawnAgent(nodeName);
+
+    await waitForState(nodeName, 'good', 'Healthy');
+    const expectations: Record<string, RegExp> = {
+      'bad-json': /not valid JSON/,
+      'bad-kind': /probe\.carrierPigeon: unknown probe kind/,
+      'bad-exec': /exec probes are accepted only from SystemExtension objects/,
+      'bad-target': /probe\.http\.url: target "10\.1\.2\.3" is not allowed from a node annotation/,
+    };
+    for (const [ext, message] of Object.entries(expectations)) {
+      await waitForState(nodeName, ext, 'Unknown');
+      const annotations = (await lease(nodeName, ext))?.metadata?.annotations ?? {};
+      expect(annotations[LeaseAnnotation.reason]).toBe('InvalidRegistration');
+      expect(annotations[LeaseAnnotation.message]).toMatch(message);
+    }
+
+    await core.patchNode(
+      {
+        name: nodeName,
+        body: { metadata: { annotations: annotation('bad-json', `http://127.0.0.1:${web.port}/`) } },
+      },
+      mergePatch,
+    );
+    await waitForState(nodeName, 'bad-json', 'Healthy', 15_000);
+    expect(await leaseState(nodeName, 'good')).toBe('Healthy');
+    web.server.close();
+  });
+
+  it('stops on SIGTERM within a few seconds without marking extensions failed', async () => {
+    const nodeName = uniqueName('agent-term');
+    const hb = join(dir, `${nodeName}.hb`);
+    await writeFile(hb, 'x');
+    await utimes(hb, new Date(), new Date());
+    await createNode(nodeName, annotation('file', { probe: { file: { path: hb } }, ...fast }));
+    const agent = await spawnAgent(nodeName);
+    await waitForState(nodeName, 'file', 'Healthy');
+    const before = await lease(nodeName, 'file');
+
+    const started = Date.now();
+    const code = await agent.stop(10_000);
+    expect(code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const after = await lease(nodeName, 'file');
+    expect(after?.metadata?.annotations?.[LeaseAnnotation.state]).toBe('Healthy');
+    expect(after?.metadata?.annotations?.[LeaseAnnotation.since]).toBe(
+      before?.metadata?.annotations?.[LeaseAnnotation.since],
+    );
+  });
+
+  it('serves /healthz, /readyz and lint-clean /metrics', async () => {
+    const nodeName = uniqueName('agent-metrics');
+    await createNode(nodeName, annotation('bad', 'ftp://nowhere'));
+    const agent = await spawnAgent(nodeName);
+    const base = `http://127.0.0.1:${agent.healthPort}`;
+    await eventually(async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined), {
+      what: '/readyz',
+    });
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const { lintMetrics } = await import('../../lib/metrics-lint.ts');
+    expect(lintMetrics(text, 'nodecare_agent_')).toEqual([]);
+    expect(text).toMatch(/nodecare_agent_invalid_registrations 1/);
+    expect(text).toMatch(/nodecare_agent_lease_writes_total\{operation="create",result="ok"\} \d+/);
+  });
+});
