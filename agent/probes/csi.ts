@@ -12,7 +12,7 @@ interface ProbeResponse {
   ready?: { value?: boolean } | null;
 }
 
-export const csi: Probe<'csi'> = async (spec, ctx) => {
+export const csiProbe: Probe<'csi'> = async (spec, ctx) => {
   const probe = method(PROTO_FILES.csi, 'csi.v1.Identity', 'Probe');
   const answer = await callUnary(`unix://${spec.socket}`, probe, {}, ctx);
   if (!answer.ok) return answer.result;

@@ -11,7 +11,7 @@ interface ListAndWatchResponse {
   devices?: Array<{ ID?: string; health?: string }>;
 }
 
-export const devicePlugin: Probe<'devicePlugin'> = async (spec, ctx) => {
+export const devicePluginProbe: Probe<'devicePlugin'> = async (spec, ctx) => {
   const listAndWatch = method(PROTO_FILES.devicePlugin, 'v1beta1.DevicePlugin', 'ListAndWatch');
   const answer = await firstStreamMessage(`unix://${spec.socket}`, listAndWatch, {}, ctx);
   if (!answer.ok) return answer.result;

@@ -11,7 +11,7 @@ import type { Probe, ProbeResult } from './types.ts';
 
 export const MAX_STDOUT_BYTES = 4 * 1024;
 
-export const exec: Probe<'exec'> = (spec, ctx) =>
+export const execProbe: Probe<'exec'> = (spec, ctx) =>
   new Promise<ProbeResult>((resolve) => {
     const [file, ...args] = spec.command as [string, ...string[]];
     if (ctx.signal.aborted) return resolve(timedOut(ctx.timeoutMs));
@@ -29,7 +29,8 @@ export const exec: Probe<'exec'> = (spec, ctx) =>
     const onAbort = (): void => {
       killGroup(child.pid);
       // A command that exited but left children holding stdout open still has its exit code.
-      finish(child.exitCode === null ? timedOut(ctx.timeoutMs) : judge(child.exitCode, null, stdout));
+      const exited = child.exitCode !== null || child.signalCode !== null;
+      finish(exited ? judge(child.exitCode, child.signalCode, stdout) : timedOut(ctx.timeoutMs));
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     child.once('error', (err) => finish(spawnError(file, err)));
@@ -41,7 +42,9 @@ function judge(code: number | null, signal: NodeJS.Signals | null, stdout: Buffe
   if (code === 0) return healthy(line || 'exit 0');
   const detail = signal ? `killed by ${signal}` : `exit ${code}`;
   const message = line ? `${detail}: ${line}` : detail;
-  return code === 1 ? unhealthy(ProbeReason.CommandFailed, message) : unknown(ProbeReason.CommandError, message);
+  return code === 1
+    ? unhealthy(ProbeReason.CommandFailed, message)
+    : unknown(ProbeReason.CommandError, message);
 }
 
 function firstLine(stdout: Buffer[]): string {

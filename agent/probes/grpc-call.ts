@@ -115,7 +115,8 @@ function classify(err: unknown, address: string, ctx: ProbeContext): ProbeResult
       if (errno === 'EACCES' || errno === 'EPERM') {
         return unknown(ProbeReason.PermissionDenied, `${address}: ${errno}`);
       }
-      if (errno === 'ECONNREFUSED') return unhealthy(ProbeReason.ConnectionRefused, `connection refused (${address})`);
+      if (errno === 'ECONNREFUSED')
+        return unhealthy(ProbeReason.ConnectionRefused, `connection refused (${address})`);
       return unhealthy(ProbeReason.ConnectionFailed, `${address} unavailable${errno ? ` (${errno})` : ''}`);
     }
     case status.DEADLINE_EXCEEDED:

@@ -6,7 +6,7 @@ import { method, PROTO_FILES } from './proto.ts';
 import { healthy, unhealthy } from './result.ts';
 import type { Probe } from './types.ts';
 
-export const grpc: Probe<'grpc'> = async (spec, ctx) => {
+export const grpcProbe: Probe<'grpc'> = async (spec, ctx) => {
   const check = method(PROTO_FILES.health, 'grpc.health.v1.Health', 'Check');
   const answer = await callUnary(spec.address, check, { service: spec.service }, ctx);
   if (!answer.ok) return answer.result;

@@ -6,7 +6,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { ProbeReason } from '../../api/reasons.ts';
-import type { HttpProbe, StatusRange } from '../../api/extension.ts';
+import type { StatusRange } from '../../api/extension.ts';
 import { readHead } from './read-head.ts';
 import { describeError, errorCode, fileError, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';
@@ -14,7 +14,7 @@ import type { Probe, ProbeResult } from './types.ts';
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CA_FILE_BYTES = 1024 * 1024;
 
-export const http: Probe<'http'> = async (spec, ctx) => {
+export const httpProbe: Probe<'http'> = async (spec, ctx) => {
   const url = new URL(spec.url);
   let ca: Buffer | undefined;
   if (spec.caFile !== undefined) {
@@ -26,7 +26,6 @@ export const http: Probe<'http'> = async (spec, ctx) => {
   }
   const dispatcher = new Agent({
     connect: { ca, rejectUnauthorized: !spec.insecureSkipVerify },
-    pipelining: 0,
   });
   try {
     const response = await request(url, {
@@ -36,13 +35,12 @@ export const http: Probe<'http'> = async (spec, ctx) => {
       headers: { 'user-agent': 'nodecare-agent', accept: '*/*' },
     });
     const status = `HTTP ${response.statusCode}`;
-    if (spec.bodyRegex === undefined) {
+    const statusResult = judgeStatus(response.statusCode, spec.expectStatus, status);
+    if (spec.bodyRegex === undefined || statusResult.outcome !== 'Healthy') {
       discard(response.body);
-      return judgeStatus(response.statusCode, spec.expectStatus, status);
+      return statusResult;
     }
     const body = await readBody(response.body, MAX_BODY_BYTES);
-    const statusResult = judgeStatus(response.statusCode, spec.expectStatus, status);
-    if (statusResult.outcome !== 'Healthy') return statusResult;
     return new RegExp(spec.bodyRegex).test(body)
       ? healthy(`${status}, body matched`)
       : unhealthy(ProbeReason.BodyMismatch, `${status}, body did not match`);
@@ -86,6 +84,7 @@ async function readBody(body: Body, maxBytes: number): Promise<string> {
 
 function transportError(err: unknown, host: string): ProbeResult {
   const code = errorCode(err);
-  if (code === 'ECONNREFUSED') return unhealthy(ProbeReason.ConnectionRefused, `connection refused (${host})`);
+  if (code === 'ECONNREFUSED')
+    return unhealthy(ProbeReason.ConnectionRefused, `connection refused (${host})`);
   return unhealthy(ProbeReason.ConnectionFailed, `request to ${host} failed: ${describeError(err)}`);
 }

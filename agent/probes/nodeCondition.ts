@@ -5,7 +5,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { healthy, unhealthy, unknown } from './result.ts';
 import type { Probe } from './types.ts';
 
-export const nodeCondition: Probe<'nodeCondition'> = async (spec, ctx) => {
+export const nodeConditionProbe: Probe<'nodeCondition'> = async (spec, ctx) => {
   const node = ctx.env.node();
   if (!node) return unknown(ProbeReason.NodeNotObserved, 'node not observed yet');
   const condition = node.conditions.find((c) => c.type === spec.type);

@@ -6,7 +6,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { healthy, unhealthy, unknown } from './result.ts';
 import type { Probe } from './types.ts';
 
-export const nodeResource: Probe<'nodeResource'> = async (spec, ctx) => {
+export const nodeResourceProbe: Probe<'nodeResource'> = async (spec, ctx) => {
   const node = ctx.env.node();
   if (!node) return unknown(ProbeReason.NodeNotObserved, 'node not observed yet');
   const raw = node.allocatable[spec.resource];

@@ -5,7 +5,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { healthy, unhealthy } from './result.ts';
 import type { Probe } from './types.ts';
 
-export const podReady: Probe<'podReady'> = async (spec, ctx) => {
+export const podReadyProbe: Probe<'podReady'> = async (spec, ctx) => {
   const pods = await ctx.env.pods(spec.namespace, spec.selector);
   const ready = pods.filter((pod) => pod.ready).length;
   const summary = `${ready} of ${pods.length} matching pods in ${spec.namespace} Ready`;

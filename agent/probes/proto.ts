@@ -2,7 +2,12 @@
 
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loadSync, type MethodDefinition, type PackageDefinition } from '@grpc/proto-loader';
+import {
+  loadSync,
+  type MethodDefinition,
+  type PackageDefinition,
+  type ServiceDefinition,
+} from '@grpc/proto-loader';
 
 export const PROTO_FILES = {
   health: 'grpc_health_v1.proto',
@@ -42,10 +47,17 @@ function load(file: ProtoFile): PackageDefinition {
   return definition;
 }
 
+/** A service by its full name, e.g. `service(PROTO_FILES.health, 'grpc.health.v1.Health')`. */
+export function service(file: ProtoFile, name: string): ServiceDefinition {
+  const definition = load(file)[name];
+  // Message and enum definitions carry a `format`; services are plain maps of methods.
+  if (!definition || 'format' in definition) throw new Error(`${file} does not define service ${name}`);
+  return definition as ServiceDefinition;
+}
+
 /** A method of a service, e.g. `method(PROTO_FILES.health, 'grpc.health.v1.Health', 'Check')`. */
-export function method(file: ProtoFile, service: string, name: string): MethodDefinition<object, object> {
-  const definition = load(file)[service] as Record<string, MethodDefinition<object, object>> | undefined;
-  const found = definition?.[name];
-  if (!found?.path) throw new Error(`${file} does not define ${service}/${name}`);
+export function method(file: ProtoFile, serviceName: string, name: string): MethodDefinition<object, object> {
+  const found = service(file, serviceName)[name];
+  if (!found) throw new Error(`${file} does not define ${serviceName}/${name}`);
   return found;
 }

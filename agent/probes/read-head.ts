@@ -3,23 +3,16 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 
-/** Thrown when the path is not a regular file (a FIFO, socket, device or directory). */
-export class NotRegularFileError extends Error {
-  readonly code = 'ENOTREGULAR';
-  constructor(path: string) {
-    super(`${path} is not a regular file`);
-  }
-}
-
 /**
- * Reads at most `maxBytes` from the start of a regular file. O_NONBLOCK makes opening a FIFO return at once
+ * Reads at most `maxBytes` from the start of a regular file; anything else (a FIFO, socket, device or
+ * directory) is refused with "not a regular file". O_NONBLOCK makes opening a FIFO return at once
  * (it is then refused), and has no effect on regular files. Files in /proc report size 0, so this reads until
  * EOF or the cap rather than trusting the size.
  */
 export async function readHead(path: string, maxBytes: number): Promise<Buffer> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    if (!(await handle.stat()).isFile()) throw new NotRegularFileError(path);
+    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
     const buffer = Buffer.alloc(maxBytes);
     let length = 0;
     while (length < maxBytes) {

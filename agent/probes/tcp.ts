@@ -5,7 +5,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { describeError, errorCode, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';
 
-export const tcp: Probe<'tcp'> = (spec, ctx) =>
+export const tcpProbe: Probe<'tcp'> = (spec, ctx) =>
   new Promise<ProbeResult>((resolve) => {
     const target = spec.host.includes(':') ? `[${spec.host}]:${spec.port}` : `${spec.host}:${spec.port}`;
     if (ctx.signal.aborted) return resolve(timedOut(ctx));

@@ -3,6 +3,7 @@
 
 import type { ProbeKind, ProbeOf } from '../../api/extension.ts';
 import type { ProbeReason } from '../../api/reasons.ts';
+import type { LabelSelector } from '../../api/selector.ts';
 
 export type ProbeOutcome = 'Healthy' | 'Unhealthy' | 'Unknown';
 
@@ -30,7 +31,7 @@ export interface ProbeEnvironment {
   /** The agent's Node as last observed, or undefined before the first observation. */
   node(): NodeFacts | undefined;
   /** Pods on this node in `namespace` matching the selector, from the agent's pod cache. */
-  pods(namespace: string, selector: import('../../api/selector.ts').LabelSelector): Promise<PodFacts[]>;
+  pods(namespace: string, selector: LabelSelector): Promise<PodFacts[]>;
 }
 
 export interface ProbeContext {

@@ -1,0 +1,46 @@
+// file probe (SPEC 3): the path exists; optionally its mtime is at most `maxAgeSeconds` old (a heartbeat
+// file, measured against the agent's clock) and its first 64 KiB match `contentRegex`. Only "matched" or
+// "did not match" is reported, never content.
+
+import { stat } from 'node:fs/promises';
+import { ProbeReason } from '../../api/reasons.ts';
+import { readHead } from './read-head.ts';
+import { errorCode, fileError, healthy, timedOut, unhealthy } from './result.ts';
+import type { Probe } from './types.ts';
+
+export const MAX_CONTENT_BYTES = 64 * 1024;
+
+export const fileProbe: Probe<'file'> = async (spec, ctx) => {
+  let mtimeMs: number;
+  try {
+    mtimeMs = (await stat(spec.path)).mtimeMs;
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return unhealthy(ProbeReason.FileMissing, `${spec.path} does not exist`);
+    return fileError(spec.path, err);
+  }
+  const facts = [`${spec.path} exists`];
+  if (spec.maxAgeSeconds !== undefined) {
+    const ageSeconds = Math.max(0, Math.floor((ctx.now() - mtimeMs) / 1000));
+    if (ageSeconds > spec.maxAgeSeconds) {
+      return unhealthy(
+        ProbeReason.FileStale,
+        `${spec.path} modified ${ageSeconds}s ago, want at most ${spec.maxAgeSeconds}s`,
+      );
+    }
+    facts.push(`modified ${ageSeconds}s ago`);
+  }
+  if (spec.contentRegex !== undefined) {
+    let content: Buffer;
+    try {
+      content = await readHead(spec.path, MAX_CONTENT_BYTES);
+    } catch (err) {
+      return fileError(spec.path, err);
+    }
+    if (ctx.signal.aborted) return timedOut(ctx);
+    if (!new RegExp(spec.contentRegex).test(content.toString('utf8'))) {
+      return unhealthy(ProbeReason.ContentMismatch, `${spec.path} content did not match`);
+    }
+    facts.push('content matched');
+  }
+  return healthy(facts.join(', '));
+};

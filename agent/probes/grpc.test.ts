@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { status, type sendUnaryData, type Server, type ServerUnaryCall } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GrpcProbe } from '../../api/extension.ts';
+import { grpcProbe } from './grpc.ts';
+import { PROTO_FILES, service } from './proto.ts';
+import { serveGrpc, silentSocket, staleSocket, tempDir, testContext } from './testing.ts';
+import type { ProbeResult } from './types.ts';
+
+/** Deadline for the cases that must time out; every other case gets testContext's generous default. */
+const SHORT_TIMEOUT_MS = 1500;
+
+/** Serving status per service name, as a real health server keeps it; absent names are NOT_FOUND. */
+const STATUSES: Record<string, string> = {
+  '': 'SERVING',
+  'example.Up': 'SERVING',
+  'example.Down': 'NOT_SERVING',
+  'example.Unsure': 'UNKNOWN',
+  'example.Gone': 'SERVICE_UNKNOWN',
+};
+
+function check(call: ServerUnaryCall<{ service: string }, object>, callback: sendUnaryData<object>): void {
+  const servingStatus = STATUSES[call.request.service];
+  if (servingStatus) callback(null, { status: servingStatus });
+  else callback({ code: status.NOT_FOUND, details: 'unknown service' });
+}
+
+function addHealth(server: Server): void {
+  server.addService(service(PROTO_FILES.health, 'grpc.health.v1.Health'), { Check: check });
+}
+
+const spec = (address: string, serviceName = ''): GrpcProbe => ({
+  kind: 'grpc',
+  address,
+  service: serviceName,
+});
+
+describe('grpc probe', () => {
+  let dir = '';
+  let tcpPort = 0;
+  let refusedPort = 0;
+  const servers: Server[] = [];
+  let silent: NetServer | undefined;
+  const socket = (name: string): string => `unix://${join(dir, name)}`;
+
+  beforeAll(async () => {
+    dir = await tempDir();
+    servers.push((await serveGrpc(socket('health.sock'), addHealth)).server);
+    const overTcp = await serveGrpc('127.0.0.1:0', addHealth);
+    servers.push(overTcp.server);
+    tcpPort = overTcp.port;
+    servers.push((await serveGrpc(socket('no-health.sock'), () => {})).server);
+    silent = await silentSocket(join(dir, 'silent.sock'));
+    await staleSocket(join(dir, 'stale.sock'));
+    const closed = createServer().listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    refusedPort = (closed.address() as AddressInfo).port;
+    closed.close();
+  });
+  afterAll(async () => {
+    servers.forEach((server) => server.forceShutdown());
+    silent?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    {
+      name: 'SERVING over a unix socket → Healthy',
+      target: 'health.sock',
+      svc: '',
+      outcome: 'Healthy',
+      reason: 'ProbeSucceeded',
+    },
+    {
+      name: 'named service SERVING → Healthy',
+      target: 'health.sock',
+      svc: 'example.Up',
+      outcome: 'Healthy',
+      reason: 'ProbeSucceeded',
+    },
+    {
+      name: 'SERVING over host:port → Healthy',
+      target: 'tcp',
+      svc: '',
+      outcome: 'Healthy',
+      reason: 'ProbeSucceeded',
+    },
+    {
+      name: 'NOT_SERVING → Unhealthy',
+      target: 'health.sock',
+      svc: 'example.Down',
+      outcome: 'Unhealthy',
+      reason: 'NotServing',
+    },
+    {
+      name: 'UNKNOWN → Unhealthy',
+      target: 'health.sock',
+      svc: 'example.Unsure',
+      outcome: 'Unhealthy',
+      reason: 'NotServing',
+    },
+    {
+      name: 'SERVICE_UNKNOWN → Unhealthy',
+      target: 'health.sock',
+      svc: 'example.Gone',
+      outcome: 'Unhealthy',
+      reason: 'NotServing',
+    },
+    {
+      name: 'service the server does not know (NOT_FOUND) → Unhealthy',
+      target: 'health.sock',
+      svc: 'example.Nope',
+      outcome: 'Unhealthy',
+      reason: 'NotServing',
+    },
+    {
+      name: 'server without the health service → Unhealthy',
+      target: 'no-health.sock',
+      svc: '',
+      outcome: 'Unhealthy',
+      reason: 'NotServing',
+    },
+    {
+      name: 'missing socket → Unhealthy',
+      target: 'missing.sock',
+      svc: '',
+      outcome: 'Unhealthy',
+      reason: 'ConnectionFailed',
+    },
+    {
+      name: 'socket nobody listens on → Unhealthy',
+      target: 'stale.sock',
+      svc: '',
+      outcome: 'Unhealthy',
+      reason: 'ConnectionRefused',
+    },
+    {
+      name: 'refused TCP port → Unhealthy',
+      target: 'refused',
+      svc: '',
+      outcome: 'Unhealthy',
+      reason: 'ConnectionRefused',
+    },
+    {
+      name: 'server that never answers → ProbeTimeout',
+      target: 'silent.sock',
+      svc: '',
+      outcome: 'Unhealthy',
+      reason: 'ProbeTimeout',
+    },
+  ])('$name', async ({ target, svc, outcome, reason }) => {
+    const address =
+      target === 'tcp'
+        ? `127.0.0.1:${tcpPort}`
+        : target === 'refused'
+          ? `127.0.0.1:${refusedPort}`
+          : socket(target);
+    const result = await grpcProbe(
+      spec(address, svc),
+      testContext({ timeoutMs: reason === 'ProbeTimeout' ? SHORT_TIMEOUT_MS : undefined }),
+    );
+    expect(result).toMatchObject({ outcome, reason });
+  });
+
+  it('server error details never reach the message', async () => {
+    const result = await grpcProbe(spec(socket('health.sock'), 'example.Nope'), testContext());
+    expect(result.message).toBe('gRPC NOT_FOUND');
+  });
+
+  it('socket we may not open → Unknown/PermissionDenied', async () => {
+    await chmod(dir, 0o755);
+    await chmod(join(dir, 'health.sock'), 0o000);
+    try {
+      const result = await probeWithoutPrivileges(spec(socket('health.sock')));
+      expect(result).toMatchObject({ outcome: 'Unknown', reason: 'PermissionDenied' });
+    } finally {
+      await chmod(join(dir, 'health.sock'), 0o755);
+    }
+  });
+});
+
+/** Root passes every permission check, so as root the probe runs in a child process as nobody. */
+async function probeWithoutPrivileges(probeSpec: GrpcProbe): Promise<ProbeResult> {
+  if (process.getuid?.() !== 0) return grpcProbe(probeSpec, testContext());
+  const script = `
+    const { grpcProbe } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, 'grpc.ts')).href)});
+    const { testContext } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, 'testing.ts')).href)});
+    process.stdout.write(JSON.stringify(await grpcProbe(JSON.parse(process.argv[1]), testContext())));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(probeSpec)], {
+    uid: 65534,
+    gid: 65534,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await once(child, 'close');
+  return JSON.parse(output) as ProbeResult;
+}

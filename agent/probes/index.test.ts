@@ -1,0 +1,85 @@
+import { chmod, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROBE_KINDS, type ProbeSpec } from '../../api/extension.ts';
+import { PROBES, runProbe } from './index.ts';
+import { tempDir, testContext } from './testing.ts';
+import type { ProbeResult } from './types.ts';
+
+const never = (): Promise<never> => new Promise(() => {});
+const podReady: ProbeSpec = {
+  kind: 'podReady',
+  namespace: 'ns',
+  selector: { matchLabels: { a: 'b' } },
+  min: 1,
+};
+
+describe('probe table', () => {
+  it('registers exactly one probe per kind', () => {
+    expect(Object.keys(PROBES).sort()).toEqual([...PROBE_KINDS].sort());
+  });
+});
+
+describe('runProbe', () => {
+  let dir = '';
+  beforeAll(async () => {
+    dir = await tempDir();
+    await writeFile(join(dir, 'slow.sh'), '#!/bin/sh\nexec sleep 30\n');
+    await chmod(join(dir, 'slow.sh'), 0o755);
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it.each<{ name: string; run: () => Promise<ProbeResult>; expected: Partial<ProbeResult> }>([
+    {
+      name: 'probe that answers → its result',
+      run: () => runProbe(podReady, testContext({ pods: async () => [{ name: 'p', ready: true }] })),
+      expected: { outcome: 'Healthy', reason: 'ProbeSucceeded' },
+    },
+    {
+      name: 'probe that throws → Unknown/ProbeError',
+      run: () =>
+        runProbe(
+          { kind: 'http', url: 'not a url', expectStatus: [[200, 399]], insecureSkipVerify: false },
+          testContext(),
+        ),
+      expected: { outcome: 'Unknown', reason: 'ProbeError', message: 'probe failed: ERR_INVALID_URL' },
+    },
+    {
+      name: 'port that rejects → Unknown/ProbeError',
+      run: () =>
+        runProbe(podReady, testContext({ pods: () => Promise.reject(new Error('cache not synced')) })),
+      expected: { outcome: 'Unknown', reason: 'ProbeError', message: 'probe failed: cache not synced' },
+    },
+    {
+      name: 'probe that ignores its deadline → ProbeTimeout at timeoutMs',
+      run: () =>
+        runProbe(
+          podReady,
+          testContext({ pods: never, timeoutMs: 300, signal: new AbortController().signal }),
+        ),
+      expected: { outcome: 'Unhealthy', reason: 'ProbeTimeout', message: 'no answer within 0.3s' },
+    },
+    {
+      name: "caller's signal aborting first → ProbeTimeout",
+      run: () =>
+        runProbe(podReady, testContext({ pods: never, timeoutMs: 10_000, signal: AbortSignal.timeout(200) })),
+      expected: { outcome: 'Unhealthy', reason: 'ProbeTimeout' },
+    },
+    {
+      name: 'already aborted → ProbeTimeout',
+      run: () => runProbe(podReady, testContext({ signal: AbortSignal.abort() })),
+      expected: { outcome: 'Unhealthy', reason: 'ProbeTimeout' },
+    },
+    {
+      name: 'probe that honours the deadline keeps its own answer (exec timeout → Unknown)',
+      run: () =>
+        runProbe(
+          { kind: 'exec', command: [join(dir, 'slow.sh')] },
+          testContext({ timeoutMs: 300, signal: new AbortController().signal }),
+        ),
+      expected: { outcome: 'Unknown', reason: 'CommandError' },
+    },
+  ])('$name', async ({ run, expected }) => {
+    expect(await run()).toMatchObject(expected);
+  });
+});

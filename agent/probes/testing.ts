@@ -1,0 +1,70 @@
+// Test support for probe tests: a context with a real deadline, an injectable clock and an environment
+// whose node and pods a test sets. The probed things themselves (servers, sockets, scripts, files,
+// processes) are always real.
+
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import { systemClock } from '../../lib/clock.ts';
+import type { NodeFacts, PodFacts, ProbeContext, ProbeEnvironment } from './types.ts';
+
+export interface TestContextOptions {
+  timeoutMs?: number;
+  now?: () => number;
+  node?: NodeFacts;
+  pods?: ProbeEnvironment['pods'];
+  signal?: AbortSignal;
+}
+
+/** A context whose signal aborts after `timeoutMs` (default 10 s, generous for a loaded machine). */
+export function testContext(options: TestContextOptions = {}): ProbeContext {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  return {
+    signal: options.signal ?? AbortSignal.timeout(timeoutMs),
+    timeoutMs,
+    now: options.now ?? (() => systemClock.now()),
+    env: {
+      node: () => options.node,
+      pods: options.pods ?? (async (): Promise<PodFacts[]> => []),
+    },
+  };
+}
+
+/** A fresh directory under the system temp dir, short enough for unix socket paths. */
+export function tempDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'nodecare-probe-'));
+}
+
+/** Starts a real gRPC server on `address` (`unix:///path` or `127.0.0.1:0`); resolves with its bound port. */
+export async function serveGrpc(
+  address: string,
+  register: (server: GrpcServer) => void,
+): Promise<{ server: GrpcServer; port: number }> {
+  const server = new GrpcServer();
+  register(server);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(err) : resolve(bound),
+    ),
+  );
+  return { server, port };
+}
+
+/** A unix socket that accepts connections and never says a word. */
+export async function silentSocket(path: string): Promise<NetServer> {
+  const server = createNetServer(() => {});
+  server.listen(path);
+  await once(server, 'listening');
+  return server;
+}
+
+/** A socket file nobody listens on (its listener was killed without cleaning up). */
+export async function staleSocket(path: string): Promise<void> {
+  const script = `require('node:net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))`;
+  const child = spawn(process.execPath, ['-e', script, path], { stdio: 'ignore' });
+  await once(child, 'exit');
+}
