@@ -183,7 +183,9 @@ class FieldReader {
     this.problems = problems;
   }
 
+  /** The path of `field`; '' names the object this reader reads. */
   at(field: string): string {
+    if (field === '') return this.path;
     return this.path ? `${this.path}.${field}` : field;
   }
 
@@ -271,6 +273,9 @@ function parseStatusRanges(reader: FieldReader): StatusRange[] | undefined {
   const raw = reader.raw.expectStatus;
   if (raw === undefined) return [[200, 399]];
   const items = typeof raw === 'string' ? raw.split(',') : Array.isArray(raw) ? raw : [raw];
+  if (items.length === 0) {
+    return reader.problem('expectStatus', 'expected at least one status code or range, got []');
+  }
   const ranges: StatusRange[] = [];
   for (const item of items) {
     const text = String(item).trim();
@@ -373,7 +378,7 @@ const PROBE_PARSERS = {
   podReady: (r) => {
     r.rejectUnknown(['namespace', 'selector', 'min']);
     const namespace = r.string('namespace', { required: true });
-    const selector = r.raw.selector;
+    const selector = r.raw.selector ?? undefined;
     if (selector === undefined)
       r.problem('selector', 'required (a label selector with matchLabels/matchExpressions)');
     const selectorProblems = validateSelector(selector, r.at('selector'));
@@ -417,13 +422,17 @@ const PROBE_PARSERS = {
     if (disk) {
       disk.rejectUnknown(['mount', 'min']);
       const mount = disk.absolutePath('mount', { required: true });
-      const min = disk.int('min', 0, 100) ?? disk.problem('min', 'required (percent from 0 to 100)');
+      const min =
+        disk.int('min', 0, 100) ??
+        (disk.raw.min === undefined ? disk.problem('min', 'required (percent from 0 to 100)') : undefined);
       if (mount !== undefined && min !== undefined) probe.diskFreePercent = { mount, min };
     }
     const memory = r.object('memoryAvailableMiB');
     if (memory) {
       memory.rejectUnknown(['min']);
-      const min = memory.int('min', 0, 1 << 30) ?? memory.problem('min', 'required (MiB)');
+      const min =
+        memory.int('min', 0, 1 << 30) ??
+        (memory.raw.min === undefined ? memory.problem('min', 'required (MiB)') : undefined);
       if (min !== undefined) probe.memoryAvailableMiB = { min };
     }
     const gpu = r.object('gpu');
@@ -437,7 +446,8 @@ const PROBE_PARSERS = {
       const name = iface.string('name', { required: true });
       if (name !== undefined) probe.interfaceUp = { name };
     }
-    if (!disk && !memory && !gpu && !iface) {
+    const checks = ['diskFreePercent', 'memoryAvailableMiB', 'gpu', 'interfaceUp'];
+    if (!checks.some((check) => r.raw[check] !== undefined)) {
       return r.problem('', 'expected at least one of diskFreePercent, memoryAvailableMiB, gpu, interfaceUp');
     }
     return probe;

@@ -77,11 +77,12 @@ export function validateSelector(raw: unknown, path: string): string[] {
           problems.push(`${at}.operator: expected one of ${OPERATORS.join(', ')}`);
         }
         const needsValues = operator === 'In' || operator === 'NotIn';
+        const isExistence = operator === 'Exists' || operator === 'DoesNotExist';
         if (values !== undefined && (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))) {
           problems.push(`${at}.values: expected a list of strings`);
         } else if (needsValues && (!Array.isArray(values) || values.length === 0)) {
           problems.push(`${at}.values: required and non-empty for operator ${String(operator)}`);
-        } else if (!needsValues && Array.isArray(values) && values.length > 0) {
+        } else if (isExistence && Array.isArray(values) && values.length > 0) {
           problems.push(`${at}.values: must be empty for operator ${String(operator)}`);
         }
         return undefined;

@@ -1,0 +1,440 @@
+// The manifests against the contract in api/: the SystemExtension CRD's schema must accept and default
+// exactly what parseExtensionSpec accepts and defaults, and every example must pass both. (Applying the
+// CRDs to a real API server, CEL rules included, is the integration tests' job.)
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { loadAll } from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import {
+  BUILTIN_CONDITION_TYPES,
+  EXTENSION_DEFAULTS,
+  Enforcement,
+  PROBE_KINDS,
+  parseExtensionSpec,
+  type ProbeKind,
+} from '../../api/extension.ts';
+import {
+  API_GROUP,
+  API_VERSION,
+  CLUSTER_HEALTH,
+  COMPONENT_NAMESPACE,
+  GROUP_VERSION,
+  LEASE_NAMESPACE,
+  SYSTEM_EXTENSION,
+} from '../../api/names.ts';
+import { parseSystemExtension, type SystemExtensionObject } from '../../api/registration.ts';
+import { validateSelector } from '../../api/selector.ts';
+import { applyDefaults, unsupportedKeywords, validate, type Schema } from './openapi.ts';
+
+const MANIFESTS = new URL('../../manifests/', import.meta.url);
+const BASE = new URL('base/', MANIFESTS);
+const EXAMPLES = new URL('examples/', MANIFESTS);
+
+function loadYaml(url: URL): unknown[] {
+  return loadAll(readFileSync(url, 'utf8')).filter((doc) => doc !== null && doc !== undefined);
+}
+
+interface Crd {
+  metadata: { name: string };
+  spec: {
+    group: string;
+    scope: string;
+    names: { kind: string; plural: string; singular: string; shortNames?: string[] };
+    versions: Array<{
+      name: string;
+      served: boolean;
+      storage: boolean;
+      subresources?: { status?: object };
+      additionalPrinterColumns?: Array<{ name: string; type: string; jsonPath: string }>;
+      schema: { openAPIV3Schema: Schema };
+    }>;
+  };
+}
+
+function loadCrd(file: string): Crd {
+  const [doc] = loadYaml(new URL(`crds/${file}`, BASE));
+  return doc as Crd;
+}
+
+function child(schema: Schema, ...path: string[]): Schema {
+  let node = schema;
+  for (const key of path) {
+    const next = node.properties?.[key];
+    if (!next) throw new Error(`schema has no ${path.join('.')}`);
+    node = next;
+  }
+  return node;
+}
+
+const systemExtensionCrd = loadCrd('systemextensions.nodecare.io.yaml');
+const clusterHealthCrd = loadCrd('clusterhealths.nodecare.io.yaml');
+const ROOT = systemExtensionCrd.spec.versions[0]!.schema.openAPIV3Schema;
+const SPEC = child(ROOT, 'spec');
+const PROBE = child(SPEC, 'probe');
+
+/** A valid probe of each kind with every field set. */
+const FULL_PROBES: Record<ProbeKind, Record<string, unknown>> = {
+  http: {
+    url: 'https://127.0.0.1:9443/healthz',
+    expectStatus: '200-299,304',
+    bodyRegex: '^ok',
+    caFile: '/etc/ssl/certs/ca.pem',
+    insecureSkipVerify: false,
+  },
+  tcp: { host: '127.0.0.1', port: 9100 },
+  grpc: { address: '127.0.0.1:50051', service: 'example.v1.Health' },
+  csi: { socket: '/var/lib/kubelet/plugins/ebs.csi.aws.com/csi.sock' },
+  devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock', minHealthy: 2 },
+  nodeResource: { resource: 'nvidia.com/gpu', min: '4' },
+  nodeCondition: { type: 'KernelDeadlock', status: 'False' },
+  podReady: {
+    namespace: 'logging',
+    selector: { matchLabels: { app: 'fluent-bit' }, matchExpressions: [{ key: 'tier', operator: 'Exists' }] },
+    min: 1,
+  },
+  exec: { command: ['/usr/bin/nvidia-smi', '-L'] },
+  file: { path: '/run/agent/heartbeat', maxAgeSeconds: 60, contentRegex: '^ok$' },
+  process: { name: 'fluent-bit', min: 1 },
+  host: {
+    diskFreePercent: { mount: '/', min: 10 },
+    memoryAvailableMiB: { min: 512 },
+    gpu: { vendor: 'NVIDIA', min: 1 },
+    interfaceUp: { name: 'eth0' },
+  },
+};
+
+/** Schema nodes of a probe kind that the parser reads field by field (label selectors are atomic). */
+function objectNodes(schema: Schema): Array<[string[], Schema]> {
+  const nodes: Array<[string[], Schema]> = [];
+  const visit = (node: Schema, path: string[]): void => {
+    if (node.type !== 'object' || node['x-kubernetes-map-type'] === 'atomic') return;
+    nodes.push([path, node]);
+    for (const [key, next] of Object.entries(node.properties ?? {})) visit(next, [...path, key]);
+  };
+  visit(schema, []);
+  return nodes;
+}
+
+/** Every field of those objects, with its path from the probe body. */
+function fieldNodes(schema: Schema): Array<[string[], Schema]> {
+  return objectNodes(schema).flatMap(([path, node]) =>
+    Object.entries(node.properties ?? {}).map(([key, field]): [string[], Schema] => [[...path, key], field]),
+  );
+}
+
+function setAt(body: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const copy = structuredClone(body);
+  let node: Record<string, unknown> = copy;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  const last = path.at(-1) as string;
+  if (value === undefined) delete node[last];
+  else node[last] = value;
+  return copy;
+}
+
+/** The fields the schema requires (at every level), and for a minProperties object its first field. */
+function minimal(schema: Schema, full: unknown): unknown {
+  if (schema.type !== 'object' || schema['x-kubernetes-map-type'] === 'atomic') return full;
+  const body = full as Record<string, unknown>;
+  const keys = new Set(schema.required ?? []);
+  if (keys.size === 0 && schema.minProperties) keys.add(Object.keys(body)[0] as string);
+  return Object.fromEntries([...keys].map((key) => [key, minimal(child(schema, key), body[key])]));
+}
+
+function parseProbe(kind: ProbeKind, body: unknown) {
+  return parseExtensionSpec({ probe: { [kind]: body } });
+}
+
+function problemsOf(parse: ReturnType<typeof parseExtensionSpec>): string[] {
+  return parse.result.ok ? [] : parse.result.problems;
+}
+
+/** The field list of the parser's "unknown field (expected one of …)" problem at `path`. */
+function parserFields(raw: unknown, path: string, extraFields: string[] = []): string[] {
+  const problems = problemsOf(parseExtensionSpec(raw, extraFields));
+  const prefix = `${path ? `${path}.` : ''}zzUnknown: unknown field (expected one of `;
+  const problem = problems.find((p) => p.startsWith(prefix));
+  if (!problem) throw new Error(`no unknown-field problem at ${path}: ${problems.join('; ')}`);
+  return problem.slice(prefix.length, -1).split(', ').sort();
+}
+
+describe('CRD names', () => {
+  it.each([
+    ['SystemExtension', systemExtensionCrd, SYSTEM_EXTENSION.kind, SYSTEM_EXTENSION.plural],
+    ['ClusterHealth', clusterHealthCrd, CLUSTER_HEALTH.kind, CLUSTER_HEALTH.plural],
+  ] as const)('%s: group, scope, names and version follow api/names.ts', (_name, crd, kind, plural) => {
+    expect(crd.metadata.name).toBe(`${plural}.${API_GROUP}`);
+    expect(crd.spec).toMatchObject({ group: API_GROUP, scope: 'Cluster', names: { kind, plural } });
+    expect(crd.spec.versions).toHaveLength(1);
+    expect(crd.spec.versions[0]).toMatchObject({
+      name: API_VERSION,
+      served: true,
+      storage: true,
+      subresources: { status: {} },
+    });
+  });
+
+  it('SystemExtension has the short name sx', () => {
+    expect(systemExtensionCrd.spec.names.shortNames).toEqual([SYSTEM_EXTENSION.shortName]);
+  });
+
+  it.each([
+    ['SystemExtension', systemExtensionCrd],
+    ['ClusterHealth', clusterHealthCrd],
+  ])('%s schema uses only keywords the unit validator understands', (_name, crd) => {
+    expect(unsupportedKeywords(crd.spec.versions[0]!.schema.openAPIV3Schema)).toEqual([]);
+  });
+});
+
+describe('SystemExtension schema agrees with api/extension.ts', () => {
+  it('probe: exactly one of the probe kinds', () => {
+    expect(Object.keys(PROBE.properties ?? {}).sort()).toEqual([...PROBE_KINDS].sort());
+    expect(PROBE).toMatchObject({ minProperties: 1, maxProperties: 1 });
+    expect(SPEC.required).toEqual(['probe']);
+  });
+
+  it.each(Object.entries(EXTENSION_DEFAULTS))('default of %s is %j', (field, value) => {
+    expect(child(SPEC, field).default).toEqual(value);
+  });
+
+  it('enforcement enum is Enforce | DryRun', () => {
+    expect(child(SPEC, 'enforcement').enum).toEqual(Object.values(Enforcement));
+  });
+
+  it.each([
+    'EveryNodeReady',
+    'A',
+    `A${'b'.repeat(62)}`,
+    `A${'b'.repeat(63)}`,
+    'everyNodeReady',
+    'Every-Node',
+    '1Ready',
+  ])('conditionType pattern and parser agree on %s', (conditionType) => {
+    const pattern = new RegExp(child(SPEC, 'conditionType').pattern ?? '');
+    const parsed = parseExtensionSpec({ probe: { tcp: { port: 1 } }, conditionType }).result.ok;
+    expect(pattern.test(conditionType)).toBe(parsed);
+  });
+
+  it.each(BUILTIN_CONDITION_TYPES)('built-in condition type %s matches the pattern', (conditionType) => {
+    expect(conditionType).toMatch(new RegExp(child(SPEC, 'conditionType').pattern ?? ''));
+  });
+
+  it('spec fields are the ones the parser knows (plus nodeSelector)', () => {
+    const fields = parserFields({ probe: { tcp: { port: 1 } }, zzUnknown: 1 }, '', ['nodeSelector']);
+    expect(Object.keys(SPEC.properties ?? {}).sort()).toEqual(fields);
+  });
+
+  it.each(fieldNodes(SPEC).filter(([path, field]) => path.length === 1 && field.type === 'integer'))(
+    'spec.%s: the parser accepts the schema range and rejects just outside it',
+    (path, leaf) => {
+      const raw = (value: number) => setAt({ probe: { tcp: { port: 1 } } }, path, value);
+      const ok = (value: number) => parseExtensionSpec(raw(value)).result.ok;
+      expect([ok(leaf.minimum!), ok(leaf.maximum!), ok(leaf.minimum! - 1), ok(leaf.maximum! + 1)]).toEqual([
+        true,
+        true,
+        false,
+        false,
+      ]);
+    },
+  );
+
+  describe.each(PROBE_KINDS)('probe kind %s', (kind) => {
+    const schema = child(PROBE, kind);
+    const full = FULL_PROBES[kind];
+
+    it('a probe with every field is valid for both', () => {
+      expect(validate(schema, full)).toEqual([]);
+      expect(problemsOf(parseProbe(kind, full))).toEqual([]);
+    });
+
+    it('a probe with only the required fields is valid for both, and the CRD defaults mean what the parser defaults mean', () => {
+      const body = minimal(schema, full);
+      expect(validate(schema, body)).toEqual([]);
+      const defaulted = applyDefaults(schema, body);
+      expect(problemsOf(parseProbe(kind, body))).toEqual([]);
+      expect(parseProbe(kind, defaulted)).toEqual(parseProbe(kind, body));
+    });
+
+    it.each(objectNodes(schema).map(([path]) => [path.join('.') || '(probe body)', path] as const))(
+      'field names at %s are the ones the parser knows',
+      (_name, path) => {
+        const body = path.length === 0 ? { ...full, zzUnknown: 1 } : setAt(full, [...path, 'zzUnknown'], 1);
+        const fields = parserFields({ probe: { [kind]: body } }, ['probe', kind, ...path].join('.'));
+        const node = objectNodes(schema).find(([p]) => p.join('.') === path.join('.'))![1];
+        expect(Object.keys(node.properties ?? {}).sort()).toEqual(fields);
+      },
+    );
+
+    const leaves = fieldNodes(schema).map(([path, leaf]) => [path.join('.'), path, leaf] as const);
+
+    it.each(leaves)('%s: required in the schema ⇔ required by the parser', (name, path) => {
+      const parent = path.length === 1 ? schema : child(schema, ...path.slice(0, -1));
+      const required = (parent.required ?? []).includes(path.at(-1) as string);
+      const problems = problemsOf(parseProbe(kind, setAt(full, path, undefined)));
+      if (required)
+        expect(problems).toEqual([expect.stringMatching(new RegExp(`^probe\\.${kind}\\.${name}: `))]);
+      else expect(problems).toEqual([]);
+    });
+
+    it.each(leaves.filter(([, , leaf]) => leaf.type === 'integer'))(
+      '%s: the parser accepts the schema range and rejects just outside it',
+      (_name, path, leaf) => {
+        const ok = (value: number) => parseProbe(kind, setAt(full, path, value)).result.ok;
+        expect([ok(leaf.minimum!), ok(leaf.maximum!), ok(leaf.minimum! - 1), ok(leaf.maximum! + 1)]).toEqual([
+          true,
+          true,
+          false,
+          false,
+        ]);
+      },
+    );
+
+    it.each(leaves.filter(([, , leaf]) => leaf.enum !== undefined))(
+      '%s: the parser accepts every enum value and nothing else',
+      (_name, path, leaf) => {
+        for (const value of leaf.enum ?? [])
+          expect(parseProbe(kind, setAt(full, path, value)).result.ok).toBe(true);
+        expect(parseProbe(kind, setAt(full, path, 'NotInTheEnum')).result.ok).toBe(false);
+      },
+    );
+  });
+
+  it('both label selectors offer exactly the operators the selector validator accepts', () => {
+    const operators = (selector: Schema) =>
+      child(selector, 'matchExpressions').items?.properties?.operator?.enum;
+    const selectors = [child(SPEC, 'nodeSelector'), child(PROBE, 'podReady', 'selector')];
+    for (const selector of selectors) {
+      expect(operators(selector)).toEqual(['In', 'NotIn', 'Exists', 'DoesNotExist']);
+      for (const operator of operators(selector) ?? []) {
+        const values = operator === 'In' || operator === 'NotIn' ? ['x'] : undefined;
+        expect(validateSelector({ matchExpressions: [{ key: 'k', operator, values }] }, 's')).toEqual([]);
+      }
+    }
+    expect(child(selectors[0]!, 'matchExpressions')).toEqual(child(selectors[1]!, 'matchExpressions'));
+  });
+
+  it('rejects what the parser rejects, where the schema alone can tell', () => {
+    const object = (spec: Record<string, unknown>) => ({
+      apiVersion: GROUP_VERSION,
+      kind: 'SystemExtension',
+      metadata: { name: 'x' },
+      spec,
+    });
+    expect(validate(ROOT, object({ probe: {} }))).toEqual(['spec.probe: fewer than 1 properties']);
+    expect(validate(ROOT, object({ probe: { tcp: { port: 1 }, http: { url: 'http://x' } } }))).toEqual([
+      'spec.probe: more than 1 properties',
+    ]);
+    expect(validate(ROOT, object({ probe: { tcp: { port: 1 } }, period: 1 }))).toEqual([
+      'spec.period: unknown field',
+    ]);
+    expect(validate(ROOT, object({ probe: { http: { url: 'ftp://x' } } }))).toEqual([
+      'spec.probe.http.url: does not match ^https?://',
+    ]);
+  });
+});
+
+describe('ClusterHealth', () => {
+  const version = clusterHealthCrd.spec.versions[0]!;
+  const root = version.schema.openAPIV3Schema;
+
+  it('is a singleton named cluster, enforced by a CEL rule on metadata.name', () => {
+    expect(root['x-kubernetes-validations']).toContainEqual(
+      expect.objectContaining({ rule: `self.metadata.name == '${CLUSTER_HEALTH.name}'` }),
+    );
+  });
+
+  it('conditions carry Gardener status values, keyed by type', () => {
+    const conditions = child(root, 'status', 'conditions');
+    expect(conditions['x-kubernetes-list-map-keys']).toEqual(['type']);
+    expect(child(conditions.items!, 'status').enum).toEqual(['True', 'False', 'Unknown', 'Progressing']);
+    expect(Object.keys(conditions.items?.properties ?? {}).sort()).toEqual(
+      ['codes', 'lastTransitionTime', 'lastUpdateTime', 'message', 'reason', 'status', 'type'].sort(),
+    );
+  });
+
+  it.each(BUILTIN_CONDITION_TYPES)('shows the %s condition status in a printer column', (type) => {
+    expect(version.additionalPrinterColumns).toContainEqual(
+      expect.objectContaining({
+        name: type,
+        type: 'string',
+        jsonPath: `.status.conditions[?(@.type=="${type}")].status`,
+      }),
+    );
+  });
+
+  it('accepts a status as the controller writes it', () => {
+    const object = {
+      apiVersion: GROUP_VERSION,
+      kind: CLUSTER_HEALTH.kind,
+      metadata: { name: CLUSTER_HEALTH.name },
+      status: {
+        observedAt: '2026-01-01T00:00:00Z',
+        conditions: [
+          {
+            type: 'EveryNodeReady',
+            status: 'Progressing',
+            lastTransitionTime: '2026-01-01T00:00:00Z',
+            lastUpdateTime: '2026-01-01T00:00:00Z',
+            reason: 'HealthCheckUnsuccessful',
+            message: '1) node-a: gpu Unhealthy (ProbeTimeout).',
+            codes: ['ERR_CONFIGURATION_PROBLEM'],
+          },
+        ],
+        extensions: [
+          {
+            name: 'gpu',
+            conditionType: 'EveryNodeReady',
+            healthy: 9,
+            progressing: 0,
+            unhealthy: 1,
+            unknown: 0,
+          },
+        ],
+      },
+    };
+    expect(validate(root, object)).toEqual([]);
+  });
+});
+
+describe('base kustomization', () => {
+  const [kustomization] = loadYaml(new URL('kustomization.yaml', BASE)) as Array<{ resources: string[] }>;
+
+  it('lists the namespaces and every CRD', () => {
+    const crds = readdirSync(new URL('crds/', BASE)).map((file) => `crds/${file}`);
+    expect(kustomization?.resources).toEqual(expect.arrayContaining(['namespaces.yaml', ...crds]));
+  });
+
+  it('creates the component and lease namespaces', () => {
+    const names = loadYaml(new URL('namespaces.yaml', BASE)).map((doc) => (doc as Crd).metadata.name);
+    expect(names).toEqual([COMPONENT_NAMESPACE, LEASE_NAMESPACE]);
+  });
+});
+
+describe('examples', () => {
+  const examples = readdirSync(EXAMPLES)
+    .filter((file) => file.endsWith('.yaml'))
+    .flatMap((file) =>
+      loadYaml(new URL(file, EXAMPLES)).map((doc) => [file, doc as SystemExtensionObject] as const),
+    );
+
+  it('cover the device plugin, CSI, HTTP and podReady probe kinds', () => {
+    const kinds = examples.map(([, doc]) => Object.keys((doc.spec as { probe: object }).probe)[0]);
+    expect(kinds).toEqual(expect.arrayContaining(['devicePlugin', 'csi', 'http', 'podReady']));
+  });
+
+  it.each(examples)('%s is valid against the CRD schema', (_file, doc) => {
+    expect(doc).toMatchObject({ apiVersion: GROUP_VERSION, kind: SYSTEM_EXTENSION.kind });
+    expect(validate(ROOT, doc)).toEqual([]);
+  });
+
+  it.each(examples)(
+    '%s is accepted by parseSystemExtension, before and after CRD defaulting',
+    (_file, doc) => {
+      const parsed = parseSystemExtension(doc);
+      expect(parsed.selectorProblems).toEqual([]);
+      expect(problemsOf(parsed.parse)).toEqual([]);
+      const defaulted = parseSystemExtension(applyDefaults(ROOT, doc) as SystemExtensionObject);
+      expect(defaulted).toEqual(parsed);
+    },
+  );
+});
