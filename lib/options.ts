@@ -52,6 +52,42 @@ export function renderHelp(program: string, summary: string, table: OptionTable)
   return lines.join('\n');
 }
 
+type ParseTable = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+type ArgToken = NonNullable<ReturnType<typeof parseArgs>['tokens']>[number];
+
+/**
+ * What strict parseArgs would object to, for every token rather than only the first: unknown or wrongly
+ * negated options, positionals, values missing or given where none is taken. `reported` collects the options
+ * whose value is unusable, so that they are not judged a second time.
+ */
+function tokenProblems(tokens: readonly ArgToken[], table: ParseTable, reported: Set<string>): string[] {
+  const problems: string[] = [];
+  for (const token of tokens) {
+    if (token.kind === 'positional') {
+      problems.push(`Unexpected argument '${token.value}'. This command does not take positional arguments`);
+      continue;
+    }
+    if (token.kind !== 'option') continue;
+    const spec = table[token.name];
+    const negated = token.rawName.startsWith('--no-') && !token.rawName.startsWith(`--${token.name}`);
+    if (!spec || (negated && spec.type !== 'boolean')) {
+      problems.push(`Unknown option '${token.rawName}'`);
+    } else if (spec.type === 'boolean' && token.value !== undefined) {
+      problems.push(`Option '${token.rawName}' does not take an argument`);
+      reported.add(token.name);
+    } else if (spec.type === 'string' && token.value === undefined) {
+      problems.push(`Option '${token.rawName} <value>' argument missing`);
+      reported.add(token.name);
+    } else if (spec.type === 'string' && !token.inlineValue && token.value?.startsWith('-')) {
+      problems.push(
+        `Option '${token.rawName} <value>' argument is ambiguous: write ${token.rawName}=${token.value} if "${token.value}" is the value`,
+      );
+      reported.add(token.name);
+    }
+  }
+  return problems;
+}
+
 /**
  * Parses argv against the table. Returns `help: true` when --help was given. Throws OptionsError listing
  * every problem (unknown flags, bad numbers, out-of-range values, missing required options).
@@ -61,7 +97,21 @@ export function parseOptions(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { help: boolean; values: OptionValues } {
-  const parseTable: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+  const { help, values, problems } = collectOptions(table, argv, env);
+  if (problems.length > 0) throw new OptionsError(problems);
+  return { help, values };
+}
+
+/**
+ * Like parseOptions, but returns the problems instead of throwing, with the values of every option that is
+ * fine, so a caller can go on validating (a config file named by a good flag) and report everything at once.
+ */
+export function collectOptions(
+  table: OptionTable,
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): { help: boolean; values: OptionValues; problems: string[] } {
+  const parseTable: ParseTable = {
     help: { type: 'boolean' },
   };
   for (const [name, spec] of Object.entries(table)) {
@@ -71,6 +121,7 @@ export function parseOptions(
     };
   }
   const problems: string[] = [];
+  const reported = new Set<string>();
   let parsed: Record<string, string | boolean | string[] | undefined>;
   try {
     parsed = parseArgs({
@@ -81,19 +132,26 @@ export function parseOptions(
       allowNegative: true,
     }).values as typeof parsed;
   } catch (err) {
-    // parseArgs stops at the first problem; report it with the rest of what we can check.
-    problems.push((err as Error).message.replace(/\. To specify.*$/s, ''));
-    parsed = parseArgs({
+    // parseArgs stops at the first problem; a lenient parse with tokens lets us list every one.
+    const lenient = parseArgs({
       args: [...argv],
       options: parseTable,
       strict: false,
       allowPositionals: true,
       allowNegative: true,
-    }).values as typeof parsed;
+      tokens: true,
+    });
+    const found = tokenProblems(lenient.tokens, parseTable, reported);
+    problems.push(...(found.length > 0 ? found : [(err as Error).message.replace(/\. To specify.*$/s, '')]));
+    parsed = lenient.values as typeof parsed;
   }
-  if (parsed.help === true) return { help: true, values: {} };
+  if (parsed.help === true) return { help: true, values: {}, problems: [] };
   const values: OptionValues = {};
   for (const [name, spec] of Object.entries(table)) {
+    if (reported.has(name)) {
+      values[name] = spec.default;
+      continue;
+    }
     let raw = parsed[name];
     if (raw === undefined && spec.env && env[spec.env] !== undefined && env[spec.env] !== '') {
       const fromEnv = env[spec.env] as string;
@@ -145,6 +203,5 @@ export function parseOptions(
       }
     }
   }
-  if (problems.length > 0) throw new OptionsError(problems);
-  return { help: false, values };
+  return { help: false, values, problems };
 }

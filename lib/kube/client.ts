@@ -176,6 +176,9 @@ export class KubeClient {
         throw classifyResponse(response.statusCode, body, undefined, what);
       }
       const lines = createInterface({ input: response.body, crlfDelay: Infinity });
+      // Leaving the loop early (an ERROR event such as 410 Gone, a bad line) stops the iteration, then the
+      // abort below errors the body, which readline re-emits; unheard, that 'error' would crash the process.
+      lines.on('error', () => {});
       try {
         for await (const line of lines) {
           touch();

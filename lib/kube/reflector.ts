@@ -98,6 +98,10 @@ export class Reflector<R extends Meta, T> {
           this.resourceVersion = ''; // history compacted: relist, then watch again
           continue;
         }
+        if (isKubeError(err, KubeErrorCode.NotFound) && !this.resourceVersion) {
+          // The resource type does not exist (a CRD not installed yet): that is an empty collection.
+          this.applyList(new Map());
+        }
         handlers.error?.(err);
         const delay = isKubeError(err) && err.retryAfterMs ? err.retryAfterMs : this.backoff.next();
         await clock.sleep(delay, signal).catch(() => undefined);
@@ -106,7 +110,7 @@ export class Reflector<R extends Meta, T> {
   }
 
   private async list(signal: AbortSignal): Promise<void> {
-    const { client, path, transform, handlers, pageSize = 500 } = this.options;
+    const { client, path, transform, pageSize = 500 } = this.options;
     const fresh = new Map<string, T>();
     let continueToken: string | undefined;
     let resourceVersion: string;
@@ -123,6 +127,13 @@ export class Reflector<R extends Meta, T> {
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (continueToken);
+    this.applyList(fresh);
+    this.resourceVersion = resourceVersion;
+  }
+
+  /** Replaces the store with a complete list, emitting the differences, and marks the reflector synced. */
+  private applyList(fresh: Map<string, T>): void {
+    const { handlers } = this.options;
     for (const [key, old] of this.store) {
       if (!fresh.has(key)) {
         this.store.delete(key);
@@ -135,7 +146,6 @@ export class Reflector<R extends Meta, T> {
       if (old === undefined) handlers.added?.(obj);
       else handlers.updated?.(obj, old);
     }
-    this.resourceVersion = resourceVersion;
     this.hasSynced = true;
     handlers.synced?.();
   }

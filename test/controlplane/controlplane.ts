@@ -156,8 +156,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
-      // No kubelet mounts tokens here; the ServiceAccount admission plugin would only get in the way.
-      '--disable-admission-plugins=ServiceAccount',
+      // No kubelet mounts tokens here, so ServiceAccount admission would only get in the way; and
+      // TaintNodesByCondition would put node.kubernetes.io/not-ready on every new Node, which only the node
+      // lifecycle controller removes — not run here, since it would also mark kubelet-less nodes unreachable.
+      '--disable-admission-plugins=ServiceAccount,TaintNodesByCondition',
       ...(options.apiserverFlags ?? []),
     ],
   };

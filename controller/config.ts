@@ -1,0 +1,231 @@
+// nodecare-controller configuration: flags and environment, validated together before any I/O.
+
+import { hostname } from 'node:os';
+import { DEFAULT_BOOTSTRAP_TAINT_KEY, DEFAULT_RUNTIME_TAINT_KEY, COMPONENT_NAMESPACE } from '../api/index.ts';
+import { LOG_LEVELS } from '../lib/log.ts';
+import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+
+const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+export const CONTROLLER_OPTIONS = {
+  kubeconfig: {
+    type: 'string',
+    description: 'Path to a kubeconfig (else $KUBECONFIG, else in-cluster config).',
+    env: 'KUBECONFIG',
+  },
+  identity: {
+    type: 'string',
+    description: "This replica's identity for leader election and events.",
+    env: 'POD_NAME',
+    default: '',
+  },
+  'health-port': {
+    type: 'integer',
+    description: 'Port of /healthz, /readyz and /metrics; 0 picks a free port.',
+    default: 8096,
+    min: 0,
+    max: 65535,
+  },
+  'health-address': {
+    type: 'string',
+    description: 'Address the health server binds to.',
+    default: '0.0.0.0',
+  },
+  'log-level': { type: 'string', description: 'Log level.', default: 'info', choices: LOG_LEVELS },
+  'dry-run': {
+    type: 'boolean',
+    description:
+      'Compute and report everything (condition, label, events, metrics) but write no taints and evict nothing.',
+    default: false,
+  },
+  'leader-elect': {
+    type: 'boolean',
+    description: 'Elect a leader among replicas; only the leader writes.',
+    default: true,
+  },
+  'leader-election-namespace': {
+    type: 'string',
+    description: 'Namespace of the leader election Lease.',
+    default: COMPONENT_NAMESPACE,
+  },
+  'leader-election-name': {
+    type: 'string',
+    description: 'Name of the leader election Lease.',
+    default: 'nodecare-controller',
+  },
+  'leader-election-lease-duration-seconds': {
+    type: 'number',
+    description: 'Leader lease duration.',
+    default: 15,
+    min: 1,
+    max: 600,
+  },
+  'leader-election-renew-deadline-seconds': {
+    type: 'number',
+    description: 'Leader renew deadline.',
+    default: 10,
+    min: 1,
+    max: 600,
+  },
+  'leader-election-retry-period-seconds': {
+    type: 'number',
+    description: 'Leader retry period.',
+    default: 2,
+    min: 0.1,
+    max: 300,
+  },
+  'bootstrap-taint-key': {
+    type: 'string',
+    description: 'Key of the bootstrap taint (NoSchedule).',
+    default: DEFAULT_BOOTSTRAP_TAINT_KEY,
+  },
+  'runtime-taint-key': {
+    type: 'string',
+    description: 'Key of the runtime taint (NoSchedule).',
+    default: DEFAULT_RUNTIME_TAINT_KEY,
+  },
+  'bootstrap-timeout-seconds': {
+    type: 'integer',
+    description: 'Bootstrapping longer than this is BootstrapTimeout.',
+    default: 900,
+    min: 1,
+    max: 86_400,
+  },
+  'missing-lease-grace-seconds': {
+    type: 'integer',
+    description: 'How long a missing lease or heartbeat counts as Progressing before Unknown.',
+    default: 120,
+    min: 0,
+    max: 86_400,
+  },
+  'max-unhealthy-fraction': {
+    type: 'number',
+    description:
+      'Correlated-failure breaker: trip when more than this fraction of the nodes requiring an extension fail it (at least 3).',
+    default: 0.5,
+    min: 0,
+    max: 1,
+  },
+  'evict-after-seconds': {
+    type: 'integer',
+    description: 'Evict pods of nodes Degraded this long; 0 turns eviction off.',
+    default: 0,
+    min: 0,
+    max: 604_800,
+  },
+  'eviction-rate': {
+    type: 'number',
+    description: 'Nodes per second per zone whose pods may be evicted.',
+    default: 0.1,
+    min: 0.001,
+    max: 100,
+  },
+  'unhealthy-zone-threshold': {
+    type: 'number',
+    description: 'Stop evicting in a zone when this fraction of its nodes is Degraded.',
+    default: 0.55,
+    min: 0,
+    max: 1,
+  },
+  'eviction-dry-run': {
+    type: 'boolean',
+    description: 'Log the pods eviction would evict, evict nothing.',
+    default: false,
+  },
+  workers: { type: 'integer', description: 'Nodes reconciled concurrently.', default: 8, min: 1, max: 256 },
+  'request-timeout-seconds': {
+    type: 'integer',
+    description: 'Deadline of each API request.',
+    default: 10,
+    min: 1,
+    max: 120,
+  },
+} satisfies OptionTable;
+
+export const CONTROLLER_SUMMARY =
+  'nodecare-controller owns the MetaReadiness taints, the ExtensionsReady node condition and the nodecare.io/status label.';
+
+export interface ControllerConfig {
+  kubeconfig: string | undefined;
+  identity: string;
+  healthPort: number;
+  healthAddress: string;
+  logLevel: string;
+  dryRun: boolean;
+  leaderElect: boolean;
+  leaderElection: {
+    namespace: string;
+    name: string;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
+  bootstrapTaintKey: string;
+  runtimeTaintKey: string;
+  bootstrapTimeoutSeconds: number;
+  missingLeaseGraceSeconds: number;
+  maxUnhealthyFraction: number;
+  eviction: {
+    evictAfterSeconds: number;
+    ratePerSecond: number;
+    unhealthyZoneThreshold: number;
+    dryRun: boolean;
+  };
+  workers: number;
+  requestTimeoutMs: number;
+}
+
+export function loadControllerConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): { help: string } | { config: ControllerConfig } {
+  const { help, values: v } = parseOptions(CONTROLLER_OPTIONS, argv, env);
+  if (help) return { help: renderHelp('nodecare-controller', CONTROLLER_SUMMARY, CONTROLLER_OPTIONS) };
+  const problems: string[] = [];
+  const leaseDuration = v['leader-election-lease-duration-seconds'] as number;
+  const renewDeadline = v['leader-election-renew-deadline-seconds'] as number;
+  const retryPeriod = v['leader-election-retry-period-seconds'] as number;
+  if (!(leaseDuration > renewDeadline && renewDeadline > 1.2 * retryPeriod)) {
+    problems.push(
+      `leader election: need lease duration (${leaseDuration}) > renew deadline (${renewDeadline}) > 1.2 × retry period (${retryPeriod})`,
+    );
+  }
+  for (const flag of ['bootstrap-taint-key', 'runtime-taint-key'] as const) {
+    if (!TAINT_KEY.test(v[flag] as string))
+      problems.push(`--${flag}: "${String(v[flag])}" is not a valid taint key`);
+  }
+  if (v['bootstrap-taint-key'] === v['runtime-taint-key'])
+    problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
+  if (problems.length > 0) throw new OptionsError(problems);
+  return {
+    config: Object.freeze({
+      kubeconfig: v.kubeconfig as string | undefined,
+      identity: (v.identity as string) || `${hostname()}-${process.pid}`,
+      healthPort: v['health-port'] as number,
+      healthAddress: v['health-address'] as string,
+      logLevel: v['log-level'] as string,
+      dryRun: v['dry-run'] as boolean,
+      leaderElect: v['leader-elect'] as boolean,
+      leaderElection: {
+        namespace: v['leader-election-namespace'] as string,
+        name: v['leader-election-name'] as string,
+        leaseDurationMs: leaseDuration * 1000,
+        renewDeadlineMs: renewDeadline * 1000,
+        retryPeriodMs: retryPeriod * 1000,
+      },
+      bootstrapTaintKey: v['bootstrap-taint-key'] as string,
+      runtimeTaintKey: v['runtime-taint-key'] as string,
+      bootstrapTimeoutSeconds: v['bootstrap-timeout-seconds'] as number,
+      missingLeaseGraceSeconds: v['missing-lease-grace-seconds'] as number,
+      maxUnhealthyFraction: v['max-unhealthy-fraction'] as number,
+      eviction: {
+        evictAfterSeconds: v['evict-after-seconds'] as number,
+        ratePerSecond: v['eviction-rate'] as number,
+        unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
+        dryRun: v['eviction-dry-run'] as boolean,
+      },
+      workers: v.workers as number,
+      requestTimeoutMs: (v['request-timeout-seconds'] as number) * 1000,
+    }),
+  };
+}

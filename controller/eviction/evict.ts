@@ -1,0 +1,206 @@
+// One eviction pass over a node's pods through the Eviction API (policy/v1), so PodDisruptionBudgets are
+// respected (SPEC section 5). Never evicted: DaemonSet pods (they belong on every node and would come
+// straight back), mirror pods (the kubelet owns them), pods already terminating or finished, and pods that
+// tolerate the runtime taint (they chose to run on a Degraded node). Bare pods are evicted like the node
+// lifecycle controller does; PDBs are the way to protect them.
+//
+// Each eviction carries a UID precondition, so a pod re-created under the same name (a StatefulSet) is
+// never evicted by mistake. Pods are evicted one at a time: a pass is rate-limited per zone already, and
+// sequential calls keep the API load of a pass at one request in flight.
+
+import { DEFAULT_RUNTIME_TAINT_KEY } from '../../api/names.ts';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { Logger } from '../../lib/log.ts';
+
+export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
+const LIST_PAGE_SIZE = 500;
+
+export interface Toleration {
+  key?: string;
+  operator?: string;
+  value?: string;
+  effect?: string;
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
+/** Kubernetes' ToleratesTaint (k8s.io/api/core/v1 toleration.go), for one taint. */
+export function toleratesTaint(toleration: Toleration, taint: Taint): boolean {
+  if (toleration.effect && toleration.effect !== taint.effect) return false;
+  if (toleration.key && toleration.key !== taint.key) return false;
+  switch (toleration.operator ?? '') {
+    case 'Exists':
+      return true;
+    case '':
+    case 'Equal':
+      return (toleration.value ?? '') === (taint.value ?? '');
+    default:
+      return false;
+  }
+}
+
+/** The runtime taint as the controller puts it on a Degraded node. */
+export function runtimeTaint(key: string = DEFAULT_RUNTIME_TAINT_KEY): Taint {
+  return { key, effect: 'NoSchedule' };
+}
+
+/** The fields of a Pod an eviction pass reads. */
+export interface PodObject {
+  metadata: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ kind?: string; name?: string; controller?: boolean }>;
+    deletionTimestamp?: string;
+  };
+  spec?: { tolerations?: Toleration[] };
+  status?: { phase?: string };
+}
+
+export const SkipReason = {
+  DaemonSetPod: 'DaemonSetPod',
+  MirrorPod: 'MirrorPod',
+  Terminating: 'Terminating',
+  Finished: 'Finished',
+  ToleratesRuntimeTaint: 'ToleratesRuntimeTaint',
+} as const;
+export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason];
+
+/** Why a pod must not be evicted, or undefined when it may be. */
+export function skipReason(pod: PodObject, taint: Taint): SkipReason | undefined {
+  if (pod.metadata.ownerReferences?.some((ref) => ref.kind === 'DaemonSet')) return SkipReason.DaemonSetPod;
+  if (pod.metadata.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) return SkipReason.MirrorPod;
+  if (pod.metadata.deletionTimestamp) return SkipReason.Terminating;
+  if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return SkipReason.Finished;
+  if (pod.spec?.tolerations?.some((t) => toleratesTaint(t, taint))) return SkipReason.ToleratesRuntimeTaint;
+  return undefined;
+}
+
+export const EvictionOutcome = {
+  evicted: 'evicted',
+  blockedByPDB: 'blockedByPDB',
+  gone: 'gone',
+  skipped: 'skipped',
+  wouldEvict: 'wouldEvict',
+  error: 'error',
+} as const;
+export type EvictionOutcome = (typeof EvictionOutcome)[keyof typeof EvictionOutcome];
+
+export interface PodEvictionResult {
+  /** namespace/name */
+  pod: string;
+  outcome: EvictionOutcome;
+  /** A SkipReason, the API's message for blockedByPDB and error, or a short word otherwise. */
+  reason: string;
+}
+
+export interface EvictNodePodsOptions {
+  client: Pick<KubeClient, 'request'>;
+  nodeName: string;
+  runtimeTaintKey: string;
+  /** Log and return what would be evicted; call no eviction. */
+  dryRun: boolean;
+  log: Logger;
+  /** Deadline of each API request. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** True when the pass left nothing to retry (no PDB block, no error): the node is done. */
+export function evictionComplete(results: readonly PodEvictionResult[]): boolean {
+  return results.every(
+    (r) => r.outcome !== EvictionOutcome.blockedByPDB && r.outcome !== EvictionOutcome.error,
+  );
+}
+
+async function listNodePods(options: EvictNodePodsOptions): Promise<PodObject[]> {
+  const pods: PodObject[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await options.client.request<{ items?: PodObject[]; metadata?: { continue?: string } }>(
+      'GET',
+      '/api/v1/pods',
+      {
+        query: { fieldSelector: `spec.nodeName=${options.nodeName}`, limit: LIST_PAGE_SIZE, continue: cont },
+        timeoutMs: options.timeoutMs,
+        signal: options.signal,
+      },
+    );
+    pods.push(...(page.items ?? []));
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return pods;
+}
+
+/**
+ * Evicts the evictable pods of `nodeName`. Rejects (with a KubeError) only when the pods cannot be listed;
+ * each pod's own outcome is in the result, sorted by pod.
+ */
+export async function evictNodePods(options: EvictNodePodsOptions): Promise<PodEvictionResult[]> {
+  const { client, nodeName, dryRun, timeoutMs, signal } = options;
+  const log = options.log.child({ node: nodeName });
+  const taint = runtimeTaint(options.runtimeTaintKey);
+  const pods = (await listNodePods(options)).sort((a, b) => podKey(a).localeCompare(podKey(b)));
+  const results: PodEvictionResult[] = [];
+  for (const pod of pods) {
+    const key = podKey(pod);
+    const skip = skipReason(pod, taint);
+    if (skip) {
+      results.push({ pod: key, outcome: EvictionOutcome.skipped, reason: skip });
+      continue;
+    }
+    if (dryRun) {
+      log.info({ pod: key }, 'Would evict pod (dry run)');
+      results.push({ pod: key, outcome: EvictionOutcome.wouldEvict, reason: 'DryRun' });
+      continue;
+    }
+    const { namespace = '', name = '', uid } = pod.metadata;
+    try {
+      await client.request(
+        'POST',
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}/eviction`,
+        {
+          body: {
+            apiVersion: 'policy/v1',
+            kind: 'Eviction',
+            metadata: { name, namespace },
+            deleteOptions: uid ? { preconditions: { uid } } : {},
+          },
+          timeoutMs,
+          signal,
+        },
+      );
+      log.info({ pod: key }, 'Evicted pod');
+      results.push({ pod: key, outcome: EvictionOutcome.evicted, reason: 'Evicted' });
+    } catch (err) {
+      results.push(classifyFailure(key, err, log));
+    }
+  }
+  return results;
+}
+
+function classifyFailure(pod: string, err: unknown, log: Logger): PodEvictionResult {
+  // 404: deleted meanwhile. 409: the UID precondition failed, so the pod we listed is gone (a new one of the
+  // same name is another pod, picked up by the next pass).
+  if (isKubeError(err, KubeErrorCode.NotFound) || isKubeError(err, KubeErrorCode.Conflict)) {
+    return { pod, outcome: EvictionOutcome.gone, reason: 'Gone' };
+  }
+  // The Eviction API answers 429 when a PodDisruptionBudget forbids it now (its message names the budget);
+  // API priority and fairness also answers 429 (throttled), which is an error worth retrying, not a block.
+  if (isKubeError(err, KubeErrorCode.TooManyRequests) && /disruption budget/i.test(err.message)) {
+    log.info({ pod, reason: err.message }, 'Eviction blocked by a PodDisruptionBudget');
+    return { pod, outcome: EvictionOutcome.blockedByPDB, reason: err.message };
+  }
+  log.warn({ err, pod }, 'Failed to evict pod');
+  return { pod, outcome: EvictionOutcome.error, reason: err instanceof Error ? err.message : String(err) };
+}
+
+function podKey(pod: PodObject): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+}

@@ -1,0 +1,154 @@
+// Runs safe eviction (SPEC section 5) beside the reconciler: off unless --evict-after-seconds > 0. Each pass
+// plans over every node's current state (controller/eviction/plan.ts: per-zone rate, zone and breaker stops),
+// evicts the chosen nodes' pods through the Eviction API (PDBs respected), records PodEvicted events, and
+// sleeps until the plan's next deadline.
+
+import { EventReason } from '../api/reasons.ts';
+import type { Clock, Timer } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { Logger } from '../lib/log.ts';
+import type { ClusterCache } from './cache.ts';
+import type { ControllerConfig } from './config.ts';
+import { NodeState } from './decide/index.ts';
+import {
+  EVICTION_DEFAULTS,
+  ZONE_LABEL,
+  evictNodePods,
+  evictionComplete,
+  planEvictions,
+  type EvictionNode,
+} from './eviction/index.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import type { EventRecorder } from './writes.ts';
+
+const MAX_IDLE_MS = 5_000;
+
+export interface EvictorDeps {
+  client: KubeClient;
+  clock: Clock;
+  log: Logger;
+  metrics: ControllerMetrics;
+  events: EventRecorder;
+  config: ControllerConfig;
+  cache: ClusterCache;
+  /** Each node's latest decided state. */
+  states(): ReadonlyMap<string, NodeState>;
+  breakerTripped(): boolean;
+}
+
+interface Spell {
+  degradedSinceMs: number;
+  lastEvictionMs?: number;
+  evictionComplete?: boolean;
+}
+
+export class Evictor {
+  private readonly deps: EvictorDeps;
+  private readonly spells = new Map<string, Spell>();
+  private limiter = new Map<string, number>();
+  private timer: Timer | undefined;
+  private running = false;
+  private busy = false;
+
+  constructor(deps: EvictorDeps) {
+    this.deps = deps;
+  }
+
+  get enabled(): boolean {
+    return this.deps.config.eviction.evictAfterSeconds > 0;
+  }
+
+  start(): void {
+    if (!this.enabled || this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.running = false;
+    this.timer?.cancel();
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    this.timer?.cancel();
+    this.timer = this.deps.clock.setTimer(
+      Math.min(Math.max(delayMs, 0), MAX_IDLE_MS),
+      () => void this.pass(),
+    );
+  }
+
+  private nodes(): EvictionNode[] {
+    const { cache, clock } = this.deps;
+    const now = clock.now();
+    const states = this.deps.states();
+    for (const name of this.spells.keys())
+      if (states.get(name) !== NodeState.Degraded) this.spells.delete(name);
+    const nodes: EvictionNode[] = [];
+    for (const [name, state] of states) {
+      let spell = this.spells.get(name);
+      if (state === NodeState.Degraded && !spell) {
+        spell = { degradedSinceMs: now };
+        this.spells.set(name, spell);
+      }
+      nodes.push({ name, state, zone: cache.node(name)?.labels[ZONE_LABEL] ?? '', ...spell });
+    }
+    return nodes;
+  }
+
+  private async pass(): Promise<void> {
+    if (!this.running || this.busy) return;
+    this.busy = true;
+    const { clock, config, log, client, metrics, events, cache } = this.deps;
+    try {
+      const plan = planEvictions({
+        nodes: this.nodes(),
+        policy: {
+          evictAfterSeconds: config.eviction.evictAfterSeconds,
+          ratePerSecond: config.eviction.ratePerSecond,
+          unhealthyZoneThreshold: config.eviction.unhealthyZoneThreshold,
+          minZoneNodes: EVICTION_DEFAULTS.minZoneNodes,
+          breakerTripped: this.deps.breakerTripped(),
+        },
+        limiter: this.limiter,
+        nowMs: clock.now(),
+      });
+      this.limiter = plan.limiter;
+      for (const zone of plan.blockedZones) log.debug({ ...zone }, 'Eviction held back in zone');
+      for (const name of plan.evict) {
+        const spell = this.spells.get(name);
+        if (spell) spell.lastEvictionMs = clock.now();
+        const dryRun = config.dryRun || config.eviction.dryRun;
+        const results = await evictNodePods({
+          client,
+          nodeName: name,
+          runtimeTaintKey: config.runtimeTaintKey,
+          dryRun,
+          log: log.child({ node: name, component: 'eviction' }),
+          timeoutMs: config.requestTimeoutMs,
+        });
+        if (spell) spell.evictionComplete = evictionComplete(results);
+        const node = cache.node(name);
+        for (const result of results) {
+          metrics.evictions.inc({ outcome: result.outcome });
+          if (result.outcome === 'evicted' && node) {
+            metrics.events.inc({ reason: EventReason.PodEvicted });
+            events
+              .nodeEvent(node, {
+                type: 'Warning',
+                reason: EventReason.PodEvicted,
+                message: `Evicted pod ${result.pod}: node Degraded for over ${config.eviction.evictAfterSeconds}s`,
+              })
+              .catch((err: unknown) => log.warn({ err }, 'Failed to record event'));
+          }
+        }
+      }
+      this.schedule(plan.nextDeadlineMs === undefined ? MAX_IDLE_MS : plan.nextDeadlineMs - clock.now());
+    } catch (err) {
+      log.warn({ err }, 'Eviction pass failed; retrying');
+      this.schedule(MAX_IDLE_MS);
+    } finally {
+      this.busy = false;
+    }
+  }
+}

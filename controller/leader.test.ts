@@ -1,0 +1,318 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../lib/clock.ts';
+import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import {
+  FakeLeaderLeaseStore,
+  LEADER_ELECTION_DEFAULTS,
+  LeaderElector,
+  validateLeaderElectionTiming,
+  type LeaderLease,
+} from './leader.ts';
+
+const NS = 'nodecare-system';
+const NAME = 'nodecare-controller';
+const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = LEADER_ELECTION_DEFAULTS;
+
+interface Recorded {
+  events: string[];
+  signals: AbortSignal[];
+}
+
+function elector(store: FakeLeaderLeaseStore, clock: FakeClock, identity: string, random = () => 0) {
+  return new LeaderElector({
+    store,
+    clock,
+    log: pino({ level: 'silent' }),
+    identity,
+    name: NAME,
+    namespace: NS,
+    random,
+  });
+}
+
+function startRecording(e: LeaderElector, onStopped?: () => Promise<void>): Recorded {
+  const recorded: Recorded = { events: [], signals: [] };
+  e.start({
+    onStartedLeading: (signal) => {
+      recorded.events.push('started');
+      recorded.signals.push(signal);
+    },
+    onStoppedLeading: () => {
+      recorded.events.push('stopped');
+      return onStopped?.();
+    },
+    onNewLeader: (identity) => recorded.events.push(`leader:${identity}`),
+  });
+  return recorded;
+}
+
+function setup() {
+  const store = new FakeLeaderLeaseStore();
+  const clock = new FakeClock();
+  return { store, clock };
+}
+
+function otherHolder(holderIdentity: string, renewTime: string, extra: Partial<LeaderLease['spec']> = {}) {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: NAME, namespace: NS },
+    spec: { holderIdentity, leaseDurationSeconds: 15, renewTime, acquireTime: renewTime, ...extra },
+  } satisfies LeaderLease;
+}
+
+describe('validateLeaderElectionTiming', () => {
+  it('accepts the client-go defaults 15 s / 10 s / 2 s', () => {
+    expect(validateLeaderElectionTiming(LEADER_ELECTION_DEFAULTS)).toEqual([]);
+  });
+
+  it.each([
+    { name: 'leaseDuration equal to renewDeadline → rejected', timing: [10_000, 10_000, 2_000], problems: 1 },
+    {
+      name: 'renewDeadline not above 1.2 × retryPeriod → rejected',
+      timing: [15_000, 2_400, 2_000],
+      problems: 1,
+    },
+    { name: 'both wrong → both reported at once', timing: [5_000, 6_000, 5_000], problems: 2 },
+    { name: 'zero retryPeriod → rejected', timing: [15_000, 10_000, 0], problems: 1 },
+  ])('$name', ({ timing: [lease, renew, retry], problems }) => {
+    const found = validateLeaderElectionTiming({
+      leaseDurationMs: lease as number,
+      renewDeadlineMs: renew as number,
+      retryPeriodMs: retry as number,
+    });
+    expect(found).toHaveLength(problems);
+    const { store, clock } = setup();
+    expect(
+      () =>
+        new LeaderElector({
+          store,
+          clock,
+          log: pino({ level: 'silent' }),
+          identity: 'a',
+          name: NAME,
+          leaseDurationMs: lease,
+          renewDeadlineMs: renew,
+          retryPeriodMs: retry,
+        }),
+    ).toThrow(/invalid leader election config/);
+  });
+});
+
+describe('LeaderElector', () => {
+  it('missing lease → created, leading at once with leaseTransitions 0', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    expect(recorded.events).toEqual(['leader:a', 'started']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({
+      holderIdentity: 'a',
+      leaseDurationSeconds: 15,
+      leaseTransitions: 0,
+    });
+    await a.stop();
+  });
+
+  it('free lease (empty holder) → acquired at once, leaseTransitions incremented', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z', { leaseTransitions: 3 }));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 4 });
+    await a.stop();
+  });
+
+  it('lease renewed by another holder → not acquired while the renewals go on', async () => {
+    const { store, clock } = setup();
+    const renew = () =>
+      store.put({
+        ...store.lease(NS, NAME)!,
+        spec: otherHolder('b', new Date(clock.now()).toISOString()).spec,
+      });
+    store.put(otherHolder('b', new Date(clock.now()).toISOString()));
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    for (let t = 0; t < 60_000; t += retryPeriodMs) {
+      await clock.advance(retryPeriodMs);
+      renew();
+    }
+    expect(a.isLeader).toBe(false);
+    expect(recorded.events).toEqual(['leader:b']);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('b');
+    await a.stop();
+  });
+
+  it.each([
+    { name: 'renewTime far in the future', renewTime: '2100-01-01T00:00:00.000000Z' },
+    { name: 'renewTime far in the past', renewTime: '2000-01-01T00:00:00.000000Z' },
+  ])(
+    'holder stopped renewing, $name → taken over once unchanged for leaseDuration by our own clock',
+    async ({ renewTime }) => {
+      const { store, clock } = setup();
+      store.put(otherHolder('b', renewTime, { leaseTransitions: 7 }));
+      const a = elector(store, clock, 'a');
+      startRecording(a);
+      await clock.advance(0);
+      // First seen at t=0; tries every 2 s; the lease is valid until t=15 s, so the try at 16 s takes it.
+      await clock.advance(leaseDurationMs + retryPeriodMs / 2 - 1);
+      expect(a.isLeader).toBe(false);
+      await clock.advance(retryPeriodMs / 2 + 1);
+      expect(a.isLeader).toBe(true);
+      expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 8 });
+      await a.stop();
+    },
+  );
+
+  it('leader renews every retryPeriod from the object it last wrote, without reading', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    store.calls.length = 0;
+    await clock.advance(5 * retryPeriodMs);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'replace', 'replace', 'replace', 'replace']);
+    expect(store.lease(NS, NAME)?.spec?.renewTime).toBe('2026-01-01T00:00:10.000000Z');
+    expect(store.lease(NS, NAME)?.spec?.acquireTime).toBe('2026-01-01T00:00:00.000000Z');
+    await a.stop();
+  });
+
+  it('renewals failing for renewDeadline → steps down; every request had a deadline within it', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await clock.advance(0);
+    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 100);
+    store.failNext('get', new KubeError(KubeErrorCode.Timeout, 0, 'timed out'), 100);
+    // The round starts one retryPeriod after the last renewal (t=2 s) and ends renewDeadline later (t=12 s).
+    await clock.advance(retryPeriodMs + renewDeadlineMs - 1);
+    expect(a.isLeader).toBe(true);
+    await clock.advance(1);
+    expect(a.isLeader).toBe(false);
+    expect(recorded.events).toEqual(['leader:a', 'started', 'stopped']);
+    expect(recorded.signals[0]?.aborted).toBe(true);
+    expect(store.calls.every((c) => c.timeoutMs > 0 && c.timeoutMs <= renewDeadlineMs)).toBe(true);
+
+    // The API comes back and nobody took over: it campaigns again and leads with a fresh signal.
+    store.clearFaults();
+    await clock.advance(retryPeriodMs * 1.2);
+    expect(a.isLeader).toBe(true);
+    expect(recorded.events).toEqual(['leader:a', 'started', 'stopped', 'started']);
+    expect(recorded.signals[1]?.aborted).toBe(false);
+    await a.stop();
+  });
+
+  it('another holder seen while renewing → steps down at once, not at the renew deadline', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await clock.advance(0);
+    store.put({ ...store.lease(NS, NAME)!, spec: otherHolder('b', '2026-01-01T00:00:00.500000Z').spec });
+    await clock.advance(retryPeriodMs);
+    expect(a.isLeader).toBe(false);
+    expect(recorded.events).toEqual(['leader:a', 'started', 'leader:b', 'stopped']);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('b');
+    await a.stop();
+  });
+
+  it.each([
+    {
+      name: 'conflict on takeover → re-read, acquired on the next try',
+      fault: { op: 'replace', error: FakeLeaderLeaseStore.conflict() },
+      existing: true,
+      ops: ['get', 'replace', 'get', 'replace'],
+    },
+    {
+      name: 'AlreadyExists on create (lost the race) → read, acquired on the next try',
+      fault: { op: 'create', error: new KubeError(KubeErrorCode.AlreadyExists, 409, 'exists') },
+      existing: false,
+      ops: ['get', 'create', 'get', 'create'],
+    },
+  ] as const)('$name', async ({ fault, existing, ops }) => {
+    const { store, clock } = setup();
+    if (existing) store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
+    store.failNext(fault.op, fault.error);
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    expect(a.isLeader).toBe(false);
+    await clock.advance(retryPeriodMs);
+    expect(a.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(ops);
+    await a.stop();
+  });
+
+  it('stop() releases (empty holder, 1 s) after onStoppedLeading settles; the standby acquires on its next try', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const b = elector(store, clock, 'b', () => 0.99);
+    let finishWork: () => void = () => undefined;
+    const recordedA = startRecording(a, () => new Promise<void>((resolve) => (finishWork = resolve)));
+    await clock.advance(0);
+    const recordedB = startRecording(b);
+    await clock.advance(10 * retryPeriodMs);
+    expect([a.isLeader, b.isLeader]).toEqual([true, false]);
+
+    const stopped = a.stop();
+    await clock.advance(0);
+    expect(recordedA.signals[0]?.aborted).toBe(true);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('a');
+    finishWork();
+    await stopped;
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      leaseTransitions: 0,
+    });
+
+    // b's retries are jittered to at most 1.2 × retryPeriod.
+    await clock.advance(retryPeriodMs * 1.2);
+    expect(b.isLeader).toBe(true);
+    expect(recordedB.events).toEqual(['leader:a', 'leader:b', 'started']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await b.stop();
+  });
+
+  it('stop({ release: false }) (a crash) leaves the lease held until it expires for the standby', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const b = elector(store, clock, 'b');
+    startRecording(a);
+    await clock.advance(0);
+    startRecording(b);
+    await clock.advance(0);
+    await a.stop({ release: false });
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('a');
+    await clock.advance(leaseDurationMs - retryPeriodMs);
+    expect(b.isLeader).toBe(false);
+    await clock.advance(2 * retryPeriodMs);
+    expect(b.isLeader).toBe(true);
+    await b.stop();
+  });
+
+  it('stop() while the winning write is in flight → the lease is handed back, onStartedLeading never called', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await a.stop();
+    expect(recorded.events).toEqual(['leader:a']);
+    expect(store.calls.map((c) => c.op)).toEqual(['get', 'create', 'replace']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1 });
+  });
+
+  it('stop() before ever leading writes nothing and calls no callback', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('b', '2026-01-01T00:00:00.000000Z'));
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await clock.advance(0);
+    store.calls.length = 0;
+    await a.stop();
+    expect(store.calls).toEqual([]);
+    expect(recorded.events).toEqual(['leader:b']);
+  });
+});

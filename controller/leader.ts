@@ -1,0 +1,538 @@
+// Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics (tools/leaderelection):
+// a candidate takes the lease when it is free (empty holder) or when it has not seen the lease record
+// change for the holder's leaseDuration by its OWN clock (observedTime, so clock skew between replicas
+// never matters); the leader renews every retryPeriod and steps down when it could not renew within
+// renewDeadline; every write is optimistic (resourceVersion); leaseTransitions counts takeovers; stop()
+// releases the lease (empty holder, leaseDurationSeconds 1) so a standby takes over on its next try.
+//
+// Deviations from client-go, on purpose:
+// - Candidates retry every retryPeriod × [1, 1.2), not × [1, 2.2): with client-go's jitter a graceful
+//   hand-off takes up to 4.4 s, beyond the 3 s SPEC P7 asks for. Jitter only spreads candidates, and we
+//   run two replicas.
+// - A leader that reads the lease and finds another holder steps down at once instead of polling until
+//   its renewDeadline ends.
+// - onStoppedLeading is called only after onStartedLeading was, and it may return a promise: the lease is
+//   released only once it settles, so the old leader's last writes finish before the standby starts.
+// - After losing the lease the elector becomes a candidate again (client-go's Run returns); a caller that
+//   prefers to exit does so from onStoppedLeading.
+// - onNewLeader reports holders only, never the empty holder of a released lease.
+
+import type { LeaseObject } from '../api/lease.ts';
+import { microTime } from '../api/lease.ts';
+import { COMPONENT_NAMESPACE } from '../api/names.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import type { Logger } from '../lib/log.ts';
+
+export const LEADER_ELECTION_DEFAULTS = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+} as const;
+
+/** client-go's JitterFactor: validation keeps renewDeadline above retryPeriod × this. */
+const JITTER_FACTOR = 1.2;
+/** Our acquire-retry jitter (see the header): retryPeriod × [1, 1 + ACQUIRE_JITTER). */
+const ACQUIRE_JITTER = 0.2;
+/** leaseDurationSeconds written on release, as client-go does. */
+const RELEASED_LEASE_SECONDS = 1;
+
+export interface LeaderElectionTiming {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** Every problem with the timing at once (empty when valid): leaseDuration > renewDeadline > 1.2 × retryPeriod. */
+export function validateLeaderElectionTiming(timing: LeaderElectionTiming): string[] {
+  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = timing;
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(timing)) {
+    if (!Number.isFinite(value) || value <= 0)
+      problems.push(`${name} must be a positive number (got ${value})`);
+  }
+  if (!(leaseDurationMs > renewDeadlineMs)) {
+    problems.push(
+      `leaseDuration (${leaseDurationMs} ms) must be greater than renewDeadline (${renewDeadlineMs} ms)`,
+    );
+  }
+  if (!(renewDeadlineMs > JITTER_FACTOR * retryPeriodMs)) {
+    problems.push(
+      `renewDeadline (${renewDeadlineMs} ms) must be greater than ${JITTER_FACTOR} × retryPeriod (${retryPeriodMs} ms)`,
+    );
+  }
+  return problems;
+}
+
+/** A Lease as leader election reads and writes it (LeaseObject plus leaseTransitions). */
+export interface LeaderLease extends LeaseObject {
+  spec?: LeaseObject['spec'] & { leaseTransitions?: number };
+}
+
+export interface StoreCallOptions {
+  /** Deadline of this one request. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** The narrow port leader election needs (STYLE.md 5). */
+export interface LeaderLeaseStore {
+  get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease>;
+  /** Fails with AlreadyExists when someone created it first. */
+  create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease>;
+  /** Fails with Conflict when lease.metadata.resourceVersion is stale, NotFound when it is gone. */
+  replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease>;
+}
+
+function leasesPath(namespace: string): string {
+  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+}
+
+export class KubeLeaderLeaseStore implements LeaderLeaseStore {
+  private readonly client: Pick<KubeClient, 'request'>;
+
+  constructor(client: Pick<KubeClient, 'request'>) {
+    this.client = client;
+  }
+
+  get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease> {
+    return this.client.request<LeaderLease>(
+      'GET',
+      `${leasesPath(namespace)}/${encodeURIComponent(name)}`,
+      options,
+    );
+  }
+
+  create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
+    return this.client.request<LeaderLease>('POST', leasesPath(lease.metadata.namespace ?? ''), {
+      ...options,
+      body: lease,
+    });
+  }
+
+  replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
+    const path = `${leasesPath(lease.metadata.namespace ?? '')}/${encodeURIComponent(lease.metadata.name ?? '')}`;
+    return this.client.request<LeaderLease>('PUT', path, { ...options, body: lease });
+  }
+}
+
+type StoreOp = 'get' | 'create' | 'replace';
+
+/** In-memory LeaderLeaseStore with resourceVersion semantics and `failNext(op, error)` fault injection. */
+export class FakeLeaderLeaseStore implements LeaderLeaseStore {
+  readonly leases = new Map<string, LeaderLease>();
+  readonly calls: Array<{ op: StoreOp; name: string; timeoutMs: number }> = [];
+  private readonly faults: Array<{ op: StoreOp; error: KubeError }> = [];
+  private version = 1;
+
+  /** The next `times` calls of `op` fail with `error`. */
+  failNext(op: StoreOp, error: KubeError, times = 1): void {
+    for (let i = 0; i < times; i++) this.faults.push({ op, error });
+  }
+
+  /** Drops injected faults that have not fired. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
+  static conflict(): KubeError {
+    return new KubeError(KubeErrorCode.Conflict, 409, 'conflict');
+  }
+
+  static unavailable(): KubeError {
+    return new KubeError(KubeErrorCode.ServerError, 503, 'injected 503');
+  }
+
+  /** Writes a lease as another party would (no fault injection, no call recorded). */
+  put(lease: LeaderLease): LeaderLease {
+    return this.stamp(lease);
+  }
+
+  lease(namespace: string, name: string): LeaderLease | undefined {
+    const lease = this.leases.get(`${namespace}/${name}`);
+    return lease && structuredClone(lease);
+  }
+
+  private enter(op: StoreOp, name: string, options: StoreCallOptions): void {
+    this.calls.push({ op, name, timeoutMs: options.timeoutMs });
+    const index = this.faults.findIndex((f) => f.op === op);
+    if (index >= 0) {
+      const [fault] = this.faults.splice(index, 1);
+      throw fault?.error;
+    }
+  }
+
+  private stamp(lease: LeaderLease): LeaderLease {
+    const copy = structuredClone(lease);
+    copy.metadata.resourceVersion = String(++this.version);
+    this.leases.set(`${copy.metadata.namespace}/${copy.metadata.name}`, copy);
+    return structuredClone(copy);
+  }
+
+  async get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease> {
+    this.enter('get', name, options);
+    const lease = this.leases.get(`${namespace}/${name}`);
+    if (!lease) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
+    return structuredClone(lease);
+  }
+
+  async create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
+    const key = `${lease.metadata.namespace}/${lease.metadata.name}`;
+    this.enter('create', lease.metadata.name ?? '', options);
+    if (this.leases.has(key)) throw new KubeError(KubeErrorCode.AlreadyExists, 409, `lease ${key} exists`);
+    return this.stamp(lease);
+  }
+
+  async replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
+    const key = `${lease.metadata.namespace}/${lease.metadata.name}`;
+    this.enter('replace', lease.metadata.name ?? '', options);
+    const current = this.leases.get(key);
+    if (!current) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${key} not found`);
+    if (lease.metadata.resourceVersion !== current.metadata.resourceVersion)
+      throw FakeLeaderLeaseStore.conflict();
+    return this.stamp(lease);
+  }
+}
+
+export interface LeaderCallbacks {
+  /** This replica now leads; `signal` aborts when it stops leading. Only the leader writes. */
+  onStartedLeading(signal: AbortSignal): void;
+  /** Leadership ended (lost, or stop()). On stop() the lease is released only after a returned promise settles. */
+  onStoppedLeading(): void | Promise<void>;
+  /** The lease holder changed (including to this replica). */
+  onNewLeader?(identity: string): void;
+}
+
+export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
+  store: LeaderLeaseStore;
+  clock: Clock;
+  log: Logger;
+  /** Unique per replica (the pod name). */
+  identity: string;
+  /** Name of the Lease. */
+  name: string;
+  /** Default nodecare-system. */
+  namespace?: string;
+  random?: () => number;
+}
+
+/** The fields of the lease that make up the leader election record; a change to any is an observed change. */
+function recordKey(lease: LeaderLease): string {
+  const spec = lease.spec ?? {};
+  return JSON.stringify([
+    spec.holderIdentity ?? '',
+    spec.leaseDurationSeconds ?? 0,
+    String(spec.acquireTime ?? ''),
+    String(spec.renewTime ?? ''),
+    spec.leaseTransitions ?? 0,
+  ]);
+}
+
+export class LeaderElector {
+  readonly identity: string;
+  readonly name: string;
+  readonly namespace: string;
+  private readonly store: LeaderLeaseStore;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly random: () => number;
+  private readonly timing: LeaderElectionTiming;
+
+  /** The lease as last read or written, and our clock when its record was last seen to change. */
+  private observed: LeaderLease | undefined;
+  private observedKey = '';
+  private observedTimeMs = 0;
+  private reportedLeader = '';
+
+  private callbacks: LeaderCallbacks | undefined;
+  private leadership: AbortController | undefined;
+  private readonly stopping = new AbortController();
+  private releaseOnStop = true;
+  private running: Promise<void> | undefined;
+
+  constructor(options: LeaderElectorOptions) {
+    this.timing = {
+      leaseDurationMs: options.leaseDurationMs ?? LEADER_ELECTION_DEFAULTS.leaseDurationMs,
+      renewDeadlineMs: options.renewDeadlineMs ?? LEADER_ELECTION_DEFAULTS.renewDeadlineMs,
+      retryPeriodMs: options.retryPeriodMs ?? LEADER_ELECTION_DEFAULTS.retryPeriodMs,
+    };
+    const problems = validateLeaderElectionTiming(this.timing);
+    if (!options.identity) problems.push('identity must not be empty');
+    if (!options.name) problems.push('name must not be empty');
+    if (problems.length > 0) throw new Error(`invalid leader election config: ${problems.join('; ')}`);
+    this.store = options.store;
+    this.clock = options.clock;
+    this.identity = options.identity;
+    this.name = options.name;
+    this.namespace = options.namespace ?? COMPONENT_NAMESPACE;
+    this.random = options.random ?? Math.random;
+    this.log = options.log.child({ lease: `${this.namespace}/${this.name}`, identity: this.identity });
+  }
+
+  /** True from onStartedLeading until leadership ends. */
+  get isLeader(): boolean {
+    return this.leadership !== undefined;
+  }
+
+  /** The holder of the lease as last observed ('' when free or unknown). */
+  get leader(): string {
+    return this.observed?.spec?.holderIdentity ?? '';
+  }
+
+  /** Starts campaigning. Call once. */
+  start(callbacks: LeaderCallbacks): void {
+    if (this.running) throw new Error('LeaderElector already started');
+    this.callbacks = callbacks;
+    this.running = this.run().catch((err: unknown) => {
+      this.log.error({ err }, 'Leader election stopped on an unexpected error');
+    });
+  }
+
+  /**
+   * Stops campaigning; when leading, aborts the leader's signal, waits for onStoppedLeading, then releases
+   * the lease (unless `release: false`, which leaves it to expire as after a crash). Resolves when done.
+   */
+  async stop(options: { release?: boolean } = {}): Promise<void> {
+    if (!this.stopping.signal.aborted) {
+      this.releaseOnStop = options.release ?? true;
+      this.stopping.abort(new Error('leader elector stopped'));
+    }
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping.signal.aborted) {
+      if (!(await this.acquire())) return;
+      if (this.stopping.signal.aborted) {
+        // Stopped while the winning write was in flight: hand the lease back without ever leading.
+        if (this.releaseOnStop) await this.release();
+        return;
+      }
+      this.beginLeading();
+      await this.renewWhileLeading();
+      const stopped = this.stopping.signal.aborted;
+      await this.endLeading();
+      if (stopped) {
+        if (this.releaseOnStop) await this.release();
+        return;
+      }
+    }
+  }
+
+  /** Tries at once, then every retryPeriod (jittered) until it holds the lease; false when stopped. */
+  private async acquire(): Promise<boolean> {
+    for (;;) {
+      if (this.stopping.signal.aborted) return false;
+      if (await this.tryAcquireOrRenew(this.clock.now() + this.timing.renewDeadlineMs)) return true;
+      const delay = this.timing.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER);
+      if (!(await this.sleep(delay))) return false;
+    }
+  }
+
+  /**
+   * Renews every retryPeriod. A renewal round retries every retryPeriod until renewDeadline from its start;
+   * when the round fails, or another holder is seen, leadership is lost. Returns when lost or stopped.
+   */
+  private async renewWhileLeading(): Promise<void> {
+    const { retryPeriodMs, renewDeadlineMs } = this.timing;
+    for (;;) {
+      if (!(await this.sleep(retryPeriodMs))) return;
+      const deadline = this.clock.now() + renewDeadlineMs;
+      while (!(await this.tryAcquireOrRenew(deadline))) {
+        if (this.stopping.signal.aborted) return;
+        if (this.leader !== this.identity) {
+          this.log.warn({ holder: this.leader }, 'Lost leadership to another holder');
+          return;
+        }
+        const left = deadline - this.clock.now();
+        if (left <= 0 || !(await this.sleep(Math.min(retryPeriodMs, left)))) return;
+        if (this.clock.now() >= deadline) {
+          this.log.warn({ renewDeadlineMs }, 'Lost leadership: could not renew within the renew deadline');
+          return;
+        }
+      }
+    }
+  }
+
+  private beginLeading(): void {
+    const controller = new AbortController();
+    this.leadership = controller;
+    this.log.info('Acquired leadership');
+    try {
+      this.callbacks?.onStartedLeading(controller.signal);
+    } catch (err) {
+      this.log.error({ err }, 'Leader callback onStartedLeading failed');
+    }
+  }
+
+  private async endLeading(): Promise<void> {
+    const controller = this.leadership;
+    if (!controller) return;
+    this.leadership = undefined;
+    controller.abort(new Error('leadership ended'));
+    this.log.info('Stopped leading');
+    try {
+      await this.callbacks?.onStoppedLeading();
+    } catch (err) {
+      this.log.error({ err }, 'Leader callback onStoppedLeading failed');
+    }
+  }
+
+  /** Sleeps on the clock; false when stop() interrupted it. */
+  private async sleep(ms: number): Promise<boolean> {
+    try {
+      await this.clock.sleep(ms, this.stopping.signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private callOptions(deadlineMs: number): StoreCallOptions {
+    return { timeoutMs: Math.max(1, deadlineMs - this.clock.now()), signal: this.stopping.signal };
+  }
+
+  private isLeaseValid(now: number): boolean {
+    const seconds = this.observed?.spec?.leaseDurationSeconds;
+    const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.timing.leaseDurationMs;
+    return this.observedTimeMs + durationMs > now;
+  }
+
+  /** Records what we read or wrote; observedTime moves only when the record changed (or we wrote it). */
+  private observe(lease: LeaderLease, wroteIt: boolean): void {
+    const key = recordKey(lease);
+    if (wroteIt || key !== this.observedKey) this.observedTimeMs = this.clock.now();
+    this.observed = lease;
+    this.observedKey = key;
+    const holder = lease.spec?.holderIdentity ?? '';
+    if (holder && holder !== this.reportedLeader) {
+      this.reportedLeader = holder;
+      if (holder !== this.identity) this.log.info({ holder }, 'Observed new leader');
+      try {
+        this.callbacks?.onNewLeader?.(holder);
+      } catch (err) {
+        this.log.error({ err }, 'Leader callback onNewLeader failed');
+      }
+    }
+  }
+
+  /** Our record: a renewal keeps acquireTime and leaseTransitions, a takeover starts them anew. */
+  private desiredSpec(now: number, previous: LeaderLease['spec'], takeover: boolean): LeaderLease['spec'] {
+    const renewTime = microTime(new Date(now));
+    const transitions = previous?.leaseTransitions ?? 0;
+    return {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: Math.ceil(this.timing.leaseDurationMs / 1000),
+      acquireTime: takeover ? renewTime : (previous?.acquireTime ?? renewTime),
+      renewTime,
+      leaseTransitions: takeover ? transitions + 1 : transitions,
+    };
+  }
+
+  /** One attempt, as client-go's tryAcquireOrRenew; never throws. */
+  private async tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
+    const now = this.clock.now();
+    // Fast path: the leader updates from the lease it last wrote, without reading.
+    if (this.isLeader && this.observed && this.isLeaseValid(now)) {
+      const spec = this.desiredSpec(now, this.observed.spec, false);
+      try {
+        this.observe(
+          await this.store.replace({ ...this.observed, spec }, this.callOptions(deadlineMs)),
+          true,
+        );
+        return true;
+      } catch (err) {
+        if (this.stopping.signal.aborted) return false;
+        this.log.warn({ err }, 'Failed to renew leadership lease');
+      }
+    }
+
+    let current: LeaderLease;
+    try {
+      current = await this.store.get(this.namespace, this.name, this.callOptions(deadlineMs));
+    } catch (err) {
+      if (!isKubeError(err, KubeErrorCode.NotFound)) {
+        if (!this.stopping.signal.aborted) this.log.warn({ err }, 'Failed to read leadership lease');
+        return false;
+      }
+      return this.create(now, deadlineMs);
+    }
+    this.observe(current, false);
+
+    const holder = current.spec?.holderIdentity ?? '';
+    if (holder && holder !== this.identity && this.isLeaseValid(now)) return false;
+
+    const takeover = holder !== this.identity;
+    const spec = this.desiredSpec(now, current.spec, takeover);
+    try {
+      this.observe(await this.store.replace({ ...current, spec }, this.callOptions(deadlineMs)), true);
+      if (takeover) {
+        this.log.info(
+          { previous: holder, transitions: spec?.leaseTransitions },
+          'Took over leadership lease',
+        );
+      }
+      return true;
+    } catch (err) {
+      if (this.stopping.signal.aborted) return false;
+      if (isKubeError(err, KubeErrorCode.Conflict)) {
+        this.log.debug({ err }, 'Lost a race for the leadership lease');
+      } else {
+        this.log.warn({ err }, 'Failed to update leadership lease');
+      }
+      return false;
+    }
+  }
+
+  private async create(now: number, deadlineMs: number): Promise<boolean> {
+    const lease: LeaderLease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: this.name, namespace: this.namespace },
+      spec: this.desiredSpec(now, undefined, false),
+    };
+    try {
+      this.observe(await this.store.create(lease, this.callOptions(deadlineMs)), true);
+      this.log.info('Created leadership lease');
+      return true;
+    } catch (err) {
+      if (!this.stopping.signal.aborted && !isKubeError(err, KubeErrorCode.AlreadyExists)) {
+        this.log.warn({ err }, 'Failed to create leadership lease');
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Hands the lease back: empty holder and a 1 s duration, from the last written object; on a conflict
+   * (a renewal that was cut short may still have landed) it re-reads and retries once if we still hold it.
+   */
+  private async release(): Promise<void> {
+    const deadline = this.clock.now() + this.timing.renewDeadlineMs;
+    const options = (): StoreCallOptions => ({ timeoutMs: Math.max(1, deadline - this.clock.now()) });
+    let lease = this.observed;
+    for (let attempt = 0; attempt < 2 && lease; attempt++) {
+      if (lease.spec?.holderIdentity !== this.identity) return;
+      const now = microTime(new Date(this.clock.now()));
+      const spec: LeaderLease['spec'] = {
+        holderIdentity: '',
+        leaseDurationSeconds: RELEASED_LEASE_SECONDS,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+      };
+      try {
+        this.observe(await this.store.replace({ ...lease, spec }, options()), true);
+        this.log.info('Released leadership lease');
+        return;
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt > 0) {
+          this.log.warn({ err }, 'Failed to release leadership lease');
+          return;
+        }
+        lease = await this.store.get(this.namespace, this.name, options()).catch(() => undefined);
+      }
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../lib/clock.ts';
+import { WorkQueue, type ReconcileResult } from './workqueue.ts';
+
+function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, concurrency = 2) {
+  const clock = new FakeClock();
+  const errors: Array<{ key: string; retryInMs: number }> = [];
+  const queue = new WorkQueue(reconcile, {
+    clock,
+    concurrency,
+    onError: (key, _err, retryInMs) => errors.push({ key, retryInMs }),
+  });
+  queue.start();
+  return { clock, queue, errors };
+}
+
+describe('WorkQueue', () => {
+  it('collapses repeated adds of a queued key into one reconcile', async () => {
+    const seen: string[] = [];
+    const { queue } = setup(async (key) => void seen.push(key), 1);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const blocking = setup(async (key) => {
+      seen.push(key);
+      await gate;
+    }, 1).queue;
+    blocking.add('busy');
+    blocking.add('a');
+    blocking.add('a');
+    blocking.add('a');
+    release();
+    await blocking.idle();
+    expect(seen).toEqual(['busy', 'a']);
+    await queue.idle();
+  });
+
+  it('never processes one key twice at once; an add during processing runs it once more afterwards', async () => {
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    let runs = 0;
+    let release!: () => void;
+    let gate = new Promise<void>((r) => (release = r));
+    const { queue } = setup(async () => {
+      runs++;
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await gate;
+      concurrent--;
+    }, 4);
+    queue.add('node-a');
+    await new Promise((r) => setImmediate(r));
+    queue.add('node-a');
+    queue.add('node-a');
+    const first = release;
+    gate = Promise.resolve();
+    first();
+    await queue.idle();
+    expect(maxConcurrent).toBe(1);
+    expect(runs).toBe(2);
+  });
+
+  it('requeues at the returned deadline, keeping the earliest one', async () => {
+    const seen: number[] = [];
+    const { clock, queue } = setup(async () => {
+      seen.push(clock.now());
+      return seen.length === 1 ? { requeueAfterMs: 5_000 } : undefined;
+    });
+    const start = clock.now();
+    queue.add('n');
+    await queue.idle();
+    queue.addAfter('n', 9_000); // later than the pending 5 s deadline: ignored
+    await clock.advance(4_999);
+    expect(seen.length).toBe(1);
+    await clock.advance(1);
+    await queue.idle();
+    expect(seen).toEqual([start, start + 5_000]);
+  });
+
+  it('retries a failing key with capped exponential backoff', async () => {
+    let calls = 0;
+    const { clock, queue, errors } = setup(async () => {
+      calls++;
+      if (calls <= 3) throw new Error('boom');
+    });
+    queue.add('n');
+    await queue.idle();
+    await clock.advance(50);
+    await queue.idle();
+    await clock.advance(100);
+    await queue.idle();
+    await clock.advance(200);
+    await queue.idle();
+    expect(errors.map((e) => e.retryInMs)).toEqual([50, 100, 200]);
+    expect(calls).toBe(4);
+  });
+});

@@ -1,0 +1,133 @@
+// A level-triggered work queue keyed by node (STYLE.md 3, controller-runtime's contract): handlers only add
+// keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs again
+// once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
+// pending deadline per key.
+
+import type { Clock, Timer } from '../lib/clock.ts';
+
+export interface ReconcileResult {
+  /** Process the key again after this many ms (a deadline at which the answer may change). */
+  requeueAfterMs?: number;
+}
+
+export type ReconcileFn = (key: string) => Promise<ReconcileResult | void>;
+
+export interface WorkQueueOptions {
+  clock: Clock;
+  concurrency: number;
+  /** Per-key backoff after failures. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  onError?(key: string, err: unknown, retryInMs: number): void;
+}
+
+export class WorkQueue {
+  private readonly options: WorkQueueOptions;
+  private readonly reconcile: ReconcileFn;
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly delayed = new Map<string, { at: number; timer: Timer }>();
+  private readonly failures = new Map<string, number>();
+  private active = 0;
+  private running = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(reconcile: ReconcileFn, options: WorkQueueOptions) {
+    this.reconcile = reconcile;
+    this.options = options;
+  }
+
+  get depth(): number {
+    return this.queue.length;
+  }
+
+  add(key: string): void {
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.queue.push(key);
+    this.pump();
+  }
+
+  addAfter(key: string, delayMs: number): void {
+    if (delayMs <= 0) return this.add(key);
+    const at = this.options.clock.now() + delayMs;
+    const pending = this.delayed.get(key);
+    if (pending && pending.at <= at) return;
+    pending?.timer.cancel();
+    const timer = this.options.clock.setTimer(delayMs, () => {
+      this.delayed.delete(key);
+      this.add(key);
+    });
+    this.delayed.set(key, { at, timer });
+  }
+
+  /** Forgets a key's failure history and pending deadline (the object is gone). */
+  forget(key: string): void {
+    this.failures.delete(key);
+    this.delayed.get(key)?.timer.cancel();
+    this.delayed.delete(key);
+  }
+
+  start(): void {
+    this.running = true;
+    this.pump();
+  }
+
+  /** Stops taking new work; resolves when in-flight reconciles finish. Queued keys are dropped. */
+  async stop(): Promise<void> {
+    this.running = false;
+    for (const { timer } of this.delayed.values()) timer.cancel();
+    this.delayed.clear();
+    this.queue.length = 0;
+    this.queued.clear();
+    this.dirty.clear();
+    await this.idle();
+  }
+
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void> {
+    if (this.active === 0 && (this.queue.length === 0 || !this.running)) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (this.running && this.active < this.options.concurrency && this.queue.length > 0) {
+      const key = this.queue.shift() as string;
+      this.queued.delete(key);
+      this.processing.add(key);
+      this.active++;
+      void this.run(key);
+    }
+    if (this.active === 0 && (this.queue.length === 0 || !this.running)) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private async run(key: string): Promise<void> {
+    try {
+      const result = await this.reconcile(key);
+      this.failures.delete(key);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      const attempt = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, attempt);
+      const { initialBackoffMs = 50, maxBackoffMs = 30_000 } = this.options;
+      const delay = Math.min(maxBackoffMs, initialBackoffMs * 2 ** (attempt - 1));
+      this.options.onError?.(key, err, delay);
+      if (this.running) this.addAfter(key, delay);
+    } finally {
+      this.processing.delete(key);
+      this.active--;
+      if (this.dirty.delete(key) && this.running) this.add(key);
+      this.pump();
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { KubeClient } from './client.ts';
+import { KubeErrorCode } from './errors.ts';
+
+let server: Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  server?.close();
+  server = undefined;
+});
+
+/** A loopback server that answers every watch with `lines` and then keeps the stream open. */
+async function watchServer(lines: string[]): Promise<KubeClient> {
+  server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    for (const line of lines) res.write(`${line}\n`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return new KubeClient({
+    server: `http://127.0.0.1:${port}`,
+    tls: {},
+    authHeaders: async () => ({}),
+    source: 'test',
+  });
+}
+
+describe('KubeClient.watch', () => {
+  it('an ERROR event (410 Gone after an API server restart) rejects with Gone and does not crash the process', async () => {
+    const client = await watchServer([
+      JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '5' } } }),
+      JSON.stringify({
+        type: 'ERROR',
+        object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 5 (9)' },
+      }),
+    ]);
+    const events: string[] = [];
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): void => void uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      await expect(
+        client.watch('/api/v1/nodes', {}, (e) => events.push(e.type), new AbortController().signal),
+      ).rejects.toMatchObject({ code: KubeErrorCode.Gone, status: 410 });
+      // Aborting the request after the loop ended errors the stream; that must not surface anywhere.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(uncaught).toEqual([]);
+      expect(events).toEqual(['ADDED']);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await client.close();
+    }
+  });
+
+  it('a line that is not JSON rejects the watch without crashing the process', async () => {
+    const client = await watchServer(['{"type":"ADDED","object":{}}', 'not json']);
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): void => void uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      await expect(
+        client.watch('/api/v1/nodes', {}, () => {}, new AbortController().signal),
+      ).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await client.close();
+    }
+  });
+});

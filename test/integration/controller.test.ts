@@ -1,0 +1,624 @@
+// nodecare-controller against the real control plane (kube-apiserver, kube-scheduler), with real agents as
+// local processes probing real loopback HTTP servers.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  CoreV1Api,
+  EventsV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Node,
+} from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  EXTENSION_ANNOTATION_PREFIX,
+  NODE_STATUS_LABEL,
+} from '../../api/index.ts';
+import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
+import { applyBaseManifests } from './setup.ts';
+
+const admin = adminKubeConfig();
+const core = admin.makeApiClient(CoreV1Api);
+const eventsApi = admin.makeApiClient(EventsV1Api);
+const kubeconfig = inject('kubeconfig');
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Agents renew fast so that a killed agent is noticed in seconds, not minutes. */
+const AGENT_ARGS = ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'];
+const CONTROLLER_ARGS = [
+  '--missing-lease-grace-seconds=20',
+  '--leader-election-lease-duration-seconds=6',
+  '--leader-election-renew-deadline-seconds=4',
+  '--leader-election-retry-period-seconds=1',
+];
+const fast = {
+  periodSeconds: 1,
+  failureThreshold: 2,
+  successThreshold: 1,
+  startupGraceSeconds: 0,
+  timeoutSeconds: 1,
+};
+
+const processes: ProgramProcess[] = [];
+const servers: Server[] = [];
+
+beforeAll(async () => {
+  await applyBaseManifests();
+});
+
+afterEach(async () => {
+  await Promise.all(processes.splice(0).map((p) => p.kill()));
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.kill()));
+});
+
+async function endpoint(): Promise<{
+  server: Server;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}> {
+  const server = createServer((_req, res) => res.end('ok'));
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port,
+    stop: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+    start: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
+  };
+}
+
+function httpExtension(port: number, extra: object = {}): string {
+  return JSON.stringify({ probe: { http: { url: `http://127.0.0.1:${port}/` } }, ...fast, ...extra });
+}
+
+async function createNode(
+  name: string,
+  extensions: Record<string, string>,
+  labels: Record<string, string> = {},
+  bootId = 'boot-1',
+) {
+  const annotations = Object.fromEntries(
+    Object.entries(extensions).map(([ext, value]) => [`${EXTENSION_ANNOTATION_PREFIX}${ext}`, value]),
+  );
+  await core.createNode({
+    body: {
+      metadata: { name, annotations, labels: { 'kubernetes.io/hostname': name, ...labels } },
+      status: {
+        allocatable: { cpu: '4', memory: '8Gi', pods: '110' },
+        capacity: { cpu: '4', memory: '8Gi', pods: '110' },
+        nodeInfo: { bootID: bootId } as never,
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
+      },
+    },
+  });
+}
+
+async function agentFor(nodeName: string): Promise<ProgramProcess> {
+  const agent = await startAgent({ kubeconfig, nodeName, extraArgs: AGENT_ARGS });
+  processes.push(agent);
+  return agent;
+}
+
+async function controller(
+  extra: string[] = [],
+  identity = uniqueName('controller'),
+): Promise<ProgramProcess & { identity: string }> {
+  const proc = startProgram('controller', [
+    `--kubeconfig=${kubeconfig}`,
+    '--health-port=0',
+    '--health-address=127.0.0.1',
+    '--log-level=debug',
+    `--identity=${identity}`,
+    ...CONTROLLER_ARGS,
+    ...extra,
+  ]);
+  processes.push(proc);
+  await proc.waitForLog('Started nodecare-controller');
+  return Object.assign(proc, { identity });
+}
+
+async function readNode(name: string): Promise<V1Node> {
+  return core.readNode({ name });
+}
+
+function taintKeys(node: V1Node): string[] {
+  return (node.spec?.taints ?? []).map((t) => t.key).sort();
+}
+
+function condition(node: V1Node) {
+  return node.status?.conditions?.find((c) => c.type === 'ExtensionsReady');
+}
+
+async function waitForNode(
+  name: string,
+  what: string,
+  check: (node: V1Node) => boolean,
+  timeoutMs = 30_000,
+): Promise<V1Node> {
+  return eventually(
+    async () => {
+      const node = await readNode(name);
+      return check(node) ? node : undefined;
+    },
+    { what: `${name}: ${what}`, timeoutMs, intervalMs: 100 },
+  );
+}
+
+async function eventReasons(nodeName: string): Promise<string[]> {
+  const list = await eventsApi.listNamespacedEvent({
+    namespace: 'default',
+    fieldSelector: `regarding.name=${nodeName}`,
+  });
+  return list.items.map((e) => e.reason ?? '');
+}
+
+/** Events are recorded after the writes they describe: wait for them rather than race them. */
+async function expectEvents(nodeNames: string[], reasons: string[]): Promise<void> {
+  await eventually(
+    async () => {
+      const seen = (await Promise.all(nodeNames.map((n) => eventReasons(n)))).flat();
+      return reasons.every((r) => seen.includes(r)) ? true : undefined;
+    },
+    { what: `events ${reasons.join(', ')} on ${nodeNames.join(', ')}`, timeoutMs: 10_000 },
+  );
+}
+
+describe('nodecare-controller', () => {
+  it('holds a new node with the bootstrap taint until both extensions are Healthy; the scheduler places the pod only then', async () => {
+    const nodeName = uniqueName('ctl-boot');
+    const group = uniqueName('g');
+    const a = await endpoint();
+    const b = await endpoint();
+    await b.stop();
+    await createNode(
+      nodeName,
+      { 'ext-a': httpExtension(a.port), 'ext-b': httpExtension(b.port) },
+      { 'test-group': group },
+    );
+    await controller();
+    await waitForNode(nodeName, 'bootstrap taint', (n) => taintKeys(n).includes(BOOTSTRAP));
+
+    const namespace = uniqueName('ctl-boot-ns');
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          nodeSelector: { 'test-group': group },
+          containers: [{ name: 'web', image: 'example.invalid/web' }],
+        },
+      },
+    });
+    await agentFor(nodeName);
+    await eventually(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'web', namespace });
+        return pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')
+          ? pod
+          : undefined;
+      },
+      { what: 'the scheduler to refuse the tainted node' },
+    );
+    const held = await readNode(nodeName);
+    expect(taintKeys(held)).toContain(BOOTSTRAP);
+    expect(condition(held)?.status).toBe('False');
+    expect(held.metadata?.labels?.[NODE_STATUS_LABEL]).toMatch(/progressing|unhealthy/);
+
+    await b.start();
+    const ready = await waitForNode(
+      nodeName,
+      'bootstrap taint removed',
+      (n) => !taintKeys(n).includes(BOOTSTRAP),
+    );
+    expect(taintKeys(ready)).not.toContain(RUNTIME);
+    expect(condition(ready)).toMatchObject({ status: 'True', reason: 'AllExtensionsHealthy' });
+    expect(ready.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('healthy');
+    const bound = await eventually(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'web', namespace });
+        return pod.spec?.nodeName ? pod : undefined;
+      },
+      { what: 'the scheduler to bind the pod', timeoutMs: 60_000 },
+    );
+    expect(bound.spec?.nodeName).toBe(nodeName);
+    await expectEvents([nodeName], ['BootstrapTaintRemoved']);
+  });
+
+  it('puts the runtime taint on when an extension fails later, removes it on recovery, and never writes while nothing changes', async () => {
+    const nodeName = uniqueName('ctl-runtime');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    await agentFor(nodeName);
+    await controller();
+    await waitForNode(nodeName, 'Ready', (n) => condition(n)?.status === 'True' && taintKeys(n).length === 0);
+
+    // Nothing changes: the controller must not write the node (no heartbeat writes).
+    const before = (await readNode(nodeName)).metadata?.resourceVersion;
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect((await readNode(nodeName)).metadata?.resourceVersion).toBe(before);
+
+    await web.stop();
+    const degraded = await waitForNode(nodeName, 'runtime taint', (n) => taintKeys(n).includes(RUNTIME));
+    expect(taintKeys(degraded)).not.toContain(BOOTSTRAP);
+    expect(condition(degraded)).toMatchObject({ status: 'False', reason: 'ExtensionsUnhealthy' });
+    expect(condition(degraded)?.message).toMatch(/web Unhealthy \(ConnectionRefused\)/);
+    expect(degraded.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
+
+    await web.start();
+    const recovered = await waitForNode(
+      nodeName,
+      'runtime taint removed',
+      (n) => !taintKeys(n).includes(RUNTIME),
+    );
+    expect(condition(recovered)?.status).toBe('True');
+    expect(recovered.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('healthy');
+    await expectEvents([nodeName], ['RuntimeTaintAdded', 'RuntimeTaintRemoved', 'ExtensionUnhealthy']);
+  });
+
+  it('taints a node whose agent died once its leases expire, while a controller restart alone never taints a healthy node', async () => {
+    const healthyNode = uniqueName('ctl-alive');
+    const dyingNode = uniqueName('ctl-dying');
+    const a = await endpoint();
+    await createNode(healthyNode, { web: httpExtension(a.port) });
+    await createNode(dyingNode, { web: httpExtension(a.port) });
+    await agentFor(healthyNode);
+    const doomed = await agentFor(dyingNode);
+    const first = await controller();
+    for (const n of [healthyNode, dyingNode])
+      await waitForNode(
+        n,
+        'Ready',
+        (node) => condition(node)?.status === 'True' && taintKeys(node).length === 0,
+      );
+
+    // Restart the controller: the healthy node keeps its state, nothing is written to it.
+    await first.stop();
+    const rv = (await readNode(healthyNode)).metadata?.resourceVersion;
+    const second = await controller();
+    await second.waitForLog('Reconciling as leader', 30_000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const after = await readNode(healthyNode);
+    expect(taintKeys(after)).toEqual([]);
+    expect(after.metadata?.resourceVersion).toBe(rv);
+
+    await doomed.kill();
+    const killedAt = Date.now();
+    const tainted = await waitForNode(
+      dyingNode,
+      'runtime taint after the heartbeat lease expired',
+      (n) => taintKeys(n).includes(RUNTIME),
+      40_000,
+    );
+    // The heartbeat lease lasts 8 s; the taint must not come before it could have expired.
+    expect(Date.now() - killedAt).toBeGreaterThan(4_000);
+    expect(condition(tainted)).toMatchObject({ status: 'Unknown', reason: 'AgentNotReporting' });
+    expect(taintKeys(await readNode(healthyNode))).toEqual([]);
+  });
+
+  it('sends a Ready node back to Bootstrapping when its bootID changes', async () => {
+    const nodeName = uniqueName('ctl-reboot');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    await agentFor(nodeName);
+    await controller();
+    await waitForNode(nodeName, 'Ready', (n) => condition(n)?.status === 'True');
+
+    await web.stop();
+    await core.patchNodeStatus(
+      { name: nodeName, body: { status: { nodeInfo: { bootID: 'boot-2' } } } },
+      mergePatch,
+    );
+    const rebooted = await waitForNode(nodeName, 'bootstrap taint after reboot', (n) =>
+      taintKeys(n).includes(BOOTSTRAP),
+    );
+    expect(taintKeys(rebooted)).not.toContain(RUNTIME);
+
+    await web.start();
+    const ready = await waitForNode(
+      nodeName,
+      'Ready again',
+      (n) => taintKeys(n).length === 0 && condition(n)?.status === 'True',
+    );
+    expect(ready.metadata?.annotations?.['nodecare.io/bootstrapped-boot-id']).toBe('boot-2');
+  });
+
+  it('trips the correlated-failure breaker: one extension failing on most nodes removes rather than adds runtime taints', async () => {
+    const ext = uniqueName('rollout');
+    const nodes = Array.from({ length: 4 }, () => uniqueName('ctl-breaker'));
+    const endpoints = await Promise.all(nodes.map(() => endpoint()));
+    for (const [i, n] of nodes.entries())
+      await createNode(n, { [ext]: httpExtension((endpoints[i] as { port: number }).port) });
+    for (const n of nodes) await agentFor(n);
+    const ctl = await controller();
+    for (const n of nodes)
+      await waitForNode(
+        n,
+        'Ready',
+        (node) => condition(node)?.status === 'True' && taintKeys(node).length === 0,
+      );
+
+    // One node fails first: that is a node problem, it gets the runtime taint.
+    await (endpoints[0] as { stop(): Promise<void> }).stop();
+    await waitForNode(nodes[0] as string, 'runtime taint on the first failing node', (n) =>
+      taintKeys(n).includes(RUNTIME),
+    );
+    // Then the same extension fails on the others: a bad rollout. The breaker trips and the taints come off.
+    for (const e of endpoints.slice(1)) await e.stop();
+    await ctl.waitForLog('Correlated failure: breaker tripped', 30_000);
+    for (const n of nodes) {
+      // Reported as failing (condition False), yet not tainted: the breaker holds the runtime taint back.
+      await waitForNode(
+        n,
+        'failing but untainted while the breaker is tripped',
+        (x) => condition(x)?.status === 'False' && !taintKeys(x).includes(RUNTIME),
+        30_000,
+      );
+    }
+    await expectEvents(nodes, ['CorrelatedFailure']);
+  });
+
+  it('preserves taints and labels other writers own, including a change made between its read and its write (409 path)', async () => {
+    const nodeName = uniqueName('ctl-others');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    await core.patchNode(
+      { name: nodeName, body: { spec: { taints: [{ key: 'example.com/theirs', effect: 'NoSchedule' }] } } },
+      mergePatch,
+    );
+    const ctl = await controller(['--log-level=debug']);
+    await waitForNode(nodeName, 'bootstrap taint next to the foreign one', (n) =>
+      taintKeys(n).includes(BOOTSTRAP),
+    );
+    expect(taintKeys(await readNode(nodeName))).toContain('example.com/theirs');
+
+    // Race a foreign writer against the controller's removal of the bootstrap taint: start the agent and,
+    // at the same moment, keep changing the node's taints so some controller writes meet a stale version.
+    await agentFor(nodeName);
+    for (let i = 0; i < 20; i++) {
+      const node = await readNode(nodeName);
+      const others = (node.spec?.taints ?? []).filter((t) => t.key.startsWith('example.com/'));
+      await core
+        .patchNode(
+          {
+            name: nodeName,
+            body: {
+              metadata: { resourceVersion: node.metadata?.resourceVersion },
+              spec: {
+                taints: [
+                  ...(node.spec?.taints ?? []),
+                  { key: `example.com/extra-${i}`, effect: 'PreferNoSchedule' },
+                ],
+              },
+            },
+          },
+          mergePatch,
+        )
+        .catch(() => undefined);
+      if (others.length > 3 && !taintKeys(node).includes(BOOTSTRAP)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const ready = await waitForNode(
+      nodeName,
+      'bootstrap taint removed',
+      (n) => !taintKeys(n).includes(BOOTSTRAP),
+    );
+    const keys = taintKeys(ready);
+    expect(keys).toContain('example.com/theirs');
+    expect(keys.filter((k) => k.startsWith('example.com/extra-')).length).toBeGreaterThan(0);
+    expect(ctl.stderr.join('\n')).not.toMatch(/Error/);
+  });
+
+  it('in --dry-run computes and reports everything but writes no taint', async () => {
+    const nodeName = uniqueName('ctl-dry');
+    const web = await endpoint();
+    await web.stop();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    await agentFor(nodeName);
+    const ctl = await controller(['--dry-run']);
+    const node = await waitForNode(nodeName, 'condition written', (n) => condition(n)?.status === 'False');
+    expect(taintKeys(node)).toEqual([]);
+    await ctl.waitForLog('Would change taints (dry run)');
+    expect(node.metadata?.labels?.[NODE_STATUS_LABEL]).toMatch(/progressing|unhealthy/);
+  });
+});
+
+describe('node writes', () => {
+  it('a write from a stale read gets a real 409, is re-applied to the live node, and keeps the taint added in between', async () => {
+    const { KubeClient } = await import('../../lib/kube/client.ts');
+    const { loadConnection } = await import('../../lib/kube/config.ts');
+    const { toCachedNode } = await import('../../controller/cache.ts');
+    const { applyNodeChange, nodeChange } = await import('../../controller/writes.ts');
+    const client = new KubeClient(await loadConnection(kubeconfig));
+    const nodeName = uniqueName('ctl-409');
+    await createNode(nodeName, {});
+    const stale = toCachedNode(await client.get(`/api/v1/nodes/${nodeName}`));
+    await core.patchNode(
+      { name: nodeName, body: { spec: { taints: [{ key: 'example.com/raced', effect: 'NoSchedule' }] } } },
+      mergePatch,
+    );
+
+    const keys = { bootstrap: BOOTSTRAP, runtime: RUNTIME };
+    const decision = {
+      desiredTaints: { bootstrap: false, runtime: true },
+      label: 'unhealthy',
+      desiredAnnotations: {},
+    } as never;
+    const change = nodeChange(stale, decision, keys, true);
+    let rebased = 0;
+    const written = await applyNodeChange({ client, timeoutMs: 5_000 }, stale, change!, (live) => {
+      rebased++;
+      return nodeChange(live, decision, keys, true);
+    });
+    expect(rebased).toBe(1);
+    expect(written?.taints.map((t) => t.key).sort()).toEqual(['example.com/raced', RUNTIME].sort());
+    expect(taintKeys(await readNode(nodeName))).toEqual(['example.com/raced', RUNTIME].sort());
+    await client.close();
+  });
+});
+
+describe('nodecare-controller eviction and replicas', () => {
+  async function pod(namespace: string, name: string, nodeName: string, extra: Record<string, unknown> = {}) {
+    const { metadata = {}, spec = {} } = extra as { metadata?: object; spec?: object };
+    return core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name, ...metadata },
+        spec: {
+          nodeName,
+          containers: [{ name: 'c', image: 'example.invalid/c' }],
+          terminationGracePeriodSeconds: 0,
+          ...spec,
+        },
+      },
+    });
+  }
+
+  async function evicted(namespace: string, name: string): Promise<boolean> {
+    try {
+      const p = await core.readNamespacedPod({ namespace, name });
+      return Boolean(p.metadata?.deletionTimestamp);
+    } catch {
+      return true; // gone
+    }
+  }
+
+  it('evicts pods of a long-Degraded node (not DaemonSet or tolerating pods), one node per interval per zone; off by default', async () => {
+    const zone = uniqueName('zone');
+    const namespace = uniqueName('ctl-evict');
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const healthy = await endpoint();
+    const failing = await endpoint();
+    const names = {
+      bad1: uniqueName('ctl-ev-bad'),
+      bad2: uniqueName('ctl-ev-bad'),
+      ok: [uniqueName('ctl-ev-ok'), uniqueName('ctl-ev-ok'), uniqueName('ctl-ev-ok')],
+    };
+    const labels = { 'topology.kubernetes.io/zone': zone };
+    await createNode(names.bad1, { web: httpExtension(failing.port) }, labels);
+    await createNode(names.bad2, { web: httpExtension(failing.port) }, labels);
+    for (const n of names.ok) await createNode(n, { web: httpExtension(healthy.port) }, labels);
+    for (const n of [names.bad1, names.bad2, ...names.ok]) await agentFor(n);
+
+    const ds = await admin
+      .makeApiClient((await import('@kubernetes/client-node')).AppsV1Api)
+      .createNamespacedDaemonSet({
+        namespace,
+        body: {
+          metadata: { name: 'ds' },
+          spec: {
+            selector: { matchLabels: { app: 'ds' } },
+            template: {
+              metadata: { labels: { app: 'ds' } },
+              spec: { containers: [{ name: 'c', image: 'example.invalid/ds' }] },
+            },
+          },
+        },
+      });
+    for (const node of [names.bad1, names.bad2]) {
+      await pod(namespace, `app-${node}`, node);
+      await pod(namespace, `ds-${node}`, node, {
+        metadata: {
+          ownerReferences: [
+            { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: ds.metadata?.uid, controller: true },
+          ],
+        },
+      });
+      await pod(namespace, `tolerant-${node}`, node, {
+        spec: { tolerations: [{ key: RUNTIME, operator: 'Exists', effect: 'NoSchedule' }] },
+      });
+    }
+
+    // Off by default: a controller without --evict-after-seconds taints but evicts nothing.
+    const plain = await controller();
+    for (const n of [names.bad1, names.bad2, ...names.ok])
+      await waitForNode(n, 'Ready', (node) => condition(node)?.status === 'True');
+    await failing.stop();
+    for (const n of [names.bad1, names.bad2])
+      await waitForNode(n, 'runtime taint', (node) => taintKeys(node).includes(RUNTIME));
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await evicted(namespace, `app-${names.bad1}`)).toBe(false);
+    await plain.stop();
+
+    // On: Degraded for 2 s → evicted, at most one node per 5 s in this zone.
+    await controller(['--evict-after-seconds=2', '--eviction-rate=0.2']);
+    const first = await eventually(
+      async () => {
+        const done = await Promise.all([names.bad1, names.bad2].map((n) => evicted(namespace, `app-${n}`)));
+        return done.some(Boolean) ? done : undefined;
+      },
+      { what: 'the first Degraded node to be evicted', timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const firstAt = Date.now();
+    expect(first.filter(Boolean)).toHaveLength(1);
+    const second = first[0] ? names.bad2 : names.bad1;
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await evicted(namespace, `app-${second}`)).toBe(false);
+    await eventually(async () => ((await evicted(namespace, `app-${second}`)) ? true : undefined), {
+      what: 'the second node after the rate interval',
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+    expect(Date.now() - firstAt).toBeGreaterThan(3_000);
+    for (const node of [names.bad1, names.bad2]) {
+      expect(await evicted(namespace, `ds-${node}`)).toBe(false);
+      expect(await evicted(namespace, `tolerant-${node}`)).toBe(false);
+    }
+    for (const n of names.ok) expect(taintKeys(await readNode(n))).toEqual([]);
+    await expectEvents([names.bad1, names.bad2], ['PodEvicted']);
+  });
+
+  it('with two replicas only the leader writes; SIGTERM hands over at once, a killed leader within the lease duration', async () => {
+    const nodeName = uniqueName('ctl-ha');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    await agentFor(nodeName);
+    const a = await controller([], uniqueName('replica-a'));
+    await a.waitForLog('Reconciling as leader');
+    const b = await controller([], uniqueName('replica-b'));
+    await waitForNode(nodeName, 'Ready', (n) => condition(n)?.status === 'True');
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(b.logs.some((l) => l.msg === 'Reconciling as leader')).toBe(false);
+    expect(b.logs.some((l) => l.msg === 'Changing taints' || l.msg === 'Node state changed')).toBe(false);
+
+    const handoverStarted = Date.now();
+    expect(await a.stop()).toBe(0);
+    await b.waitForLog('Reconciling as leader', 10_000);
+    expect(Date.now() - handoverStarted).toBeLessThan(3_000 + 1_000);
+
+    await web.stop();
+    await waitForNode(nodeName, 'runtime taint written by the new leader', (n) =>
+      taintKeys(n).includes(RUNTIME),
+    );
+    const c = await controller([], uniqueName('replica-c'));
+    await new Promise((r) => setTimeout(r, 1_000));
+    await b.kill();
+    const killedAt = Date.now();
+    await c.waitForLog('Reconciling as leader', 20_000);
+    // Lease duration 6 s in these tests (plus a retry period and slack).
+    expect(Date.now() - killedAt).toBeLessThan(6_000 + 1_000 + 3_000);
+    await web.start();
+    await waitForNode(
+      nodeName,
+      'runtime taint removed by the third leader',
+      (n) => !taintKeys(n).includes(RUNTIME),
+    );
+  });
+});

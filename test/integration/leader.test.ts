@@ -1,0 +1,126 @@
+// Leader election (controller/leader.ts) between two candidates against the real API server, with the real
+// clock and the default timing (15 s / 10 s / 2 s): one leader at a time, a graceful hand-off within 3 s
+// (SPEC P7), and takeover after a crash once the lease went unrenewed for its duration.
+
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { COMPONENT_NAMESPACE } from '../../api/names.ts';
+import { KubeLeaderLeaseStore, LEADER_ELECTION_DEFAULTS, LeaderElector } from '../../controller/leader.ts';
+import { systemClock } from '../../lib/clock.ts';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { loadConnection } from '../../lib/kube/config.ts';
+import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { applyBaseManifests } from './setup.ts';
+
+const coordination = adminKubeConfig().makeApiClient(CoordinationV1Api);
+const { leaseDurationMs, retryPeriodMs } = LEADER_ELECTION_DEFAULTS;
+
+interface Candidate {
+  identity: string;
+  elector: LeaderElector;
+  /** Date.now() at each onStartedLeading. */
+  startedAt: number[];
+  client: KubeClient;
+}
+
+const running: Candidate[] = [];
+
+beforeAll(async () => {
+  await applyBaseManifests();
+});
+
+afterEach(async () => {
+  await Promise.all(running.map((c) => c.elector.stop()));
+  await Promise.all(running.map((c) => c.client.close()));
+  running.length = 0;
+});
+
+/** A candidate as a separate replica would run it: its own client (connections), the system clock. */
+async function candidate(lease: string, identity: string): Promise<Candidate> {
+  const client = new KubeClient(await loadConnection(inject('kubeconfig')));
+  const elector = new LeaderElector({
+    store: new KubeLeaderLeaseStore(client),
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+    identity,
+    name: lease,
+    namespace: COMPONENT_NAMESPACE,
+  });
+  const c: Candidate = { identity, elector, startedAt: [], client };
+  elector.start({
+    onStartedLeading: () => c.startedAt.push(Date.now()),
+    onStoppedLeading: () => undefined,
+  });
+  running.push(c);
+  return c;
+}
+
+async function twoCandidates(): Promise<{ lease: string; leader: Candidate; standby: Candidate }> {
+  const lease = uniqueName('leader');
+  const a = await candidate(lease, uniqueName('replica-a'));
+  const b = await candidate(lease, uniqueName('replica-b'));
+  const leader = await eventually(() => [a, b].find((c) => c.elector.isLeader), {
+    timeoutMs: 10_000,
+    what: 'a leader',
+  });
+  return { lease, leader, standby: leader === a ? b : a };
+}
+
+async function readLease(name: string) {
+  return coordination.readNamespacedLease({ name, namespace: COMPONENT_NAMESPACE });
+}
+
+describe('leader election against the real API server', () => {
+  it('exactly one of two candidates leads, and the Lease names it', async () => {
+    const { lease, leader, standby } = await twoCandidates();
+    const until = Date.now() + 3 * retryPeriodMs;
+    while (Date.now() < until) {
+      expect([leader.elector.isLeader, standby.elector.isLeader]).toEqual([true, false]);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const spec = (await readLease(lease)).spec;
+    expect(spec?.holderIdentity).toBe(leader.identity);
+    expect(spec?.leaseDurationSeconds).toBe(leaseDurationMs / 1000);
+    expect(leader.startedAt).toHaveLength(1);
+    expect(standby.startedAt).toHaveLength(0);
+  });
+
+  it('stopping the leader releases the lease and the standby leads within 3 s', async () => {
+    const { lease, leader, standby } = await twoCandidates();
+    const before = (await readLease(lease)).spec?.leaseTransitions ?? 0;
+    const stoppedAt = Date.now();
+    await leader.elector.stop();
+    expect(leader.elector.isLeader).toBe(false);
+    await eventually(() => standby.startedAt[0], {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+      what: 'the standby to lead',
+    });
+    const handOffMs = (standby.startedAt[0] as number) - stoppedAt;
+    expect(handOffMs).toBeLessThanOrEqual(3_000);
+    const spec = (await readLease(lease)).spec;
+    expect(spec?.holderIdentity).toBe(standby.identity);
+    expect(spec?.leaseTransitions).toBe(before + 1);
+  });
+
+  it('a leader that stops renewing without releasing (a crash) is replaced once the lease expires', async () => {
+    const { lease, leader, standby } = await twoCandidates();
+    const crashedAt = Date.now();
+    await leader.elector.stop({ release: false });
+    expect((await readLease(lease)).spec?.holderIdentity).toBe(leader.identity);
+
+    await eventually(() => standby.startedAt[0], {
+      timeoutMs: leaseDurationMs + 4 * retryPeriodMs + 5_000,
+      intervalMs: 50,
+      what: 'the standby to take over',
+    });
+    const takeoverMs = (standby.startedAt[0] as number) - crashedAt;
+    // The last renewal came at most one retryPeriod before the crash, so the lease cannot expire for the
+    // standby much sooner than leaseDuration − retryPeriod. It then notices within one jittered retry after
+    // expiry, counted from when it first saw that last renewal (itself up to one jittered retry late).
+    expect(takeoverMs).toBeGreaterThanOrEqual(leaseDurationMs - retryPeriodMs - 500);
+    expect(takeoverMs).toBeLessThanOrEqual(leaseDurationMs + 2 * 1.2 * retryPeriodMs + 1_000);
+    expect((await readLease(lease)).spec?.holderIdentity).toBe(standby.identity);
+  });
+});
