@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { load } from 'js-yaml';
 import { parseExtensionSpec, validateExtensionName, type ExtensionSpec } from '../api/index.ts';
 import { LOG_LEVELS } from '../lib/log.ts';
-import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 
 export const AGENT_OPTIONS = {
   kubeconfig: {
@@ -147,9 +147,9 @@ export function loadAgentConfig(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): AgentConfigResult {
-  const { help, values } = parseOptions(AGENT_OPTIONS, argv, env);
+  // Bad flags do not stop the config file from being checked: every problem is reported in one go.
+  const { help, values, problems } = collectOptions(AGENT_OPTIONS, argv, env);
   if (help) return { help: renderHelp('nodecare-agent', AGENT_SUMMARY, AGENT_OPTIONS) };
-  const problems: string[] = [];
   const file =
     typeof values.config === 'string'
       ? readConfigFile(values.config, problems)
@@ -158,7 +158,10 @@ export function loadAgentConfig(
   for (const p of allowedPaths)
     if (!p.startsWith('/')) problems.push(`--allowed-path: "${p}" is not an absolute path`);
   const nodeName = values['node-name'] as string;
-  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) || nodeName.length > 253) {
+  if (
+    nodeName !== undefined &&
+    (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) || nodeName.length > 253)
+  ) {
     problems.push(`--node-name: "${nodeName}" is not a valid node name (DNS subdomain)`);
   }
   if (problems.length > 0) throw new OptionsError(problems);

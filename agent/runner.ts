@@ -45,6 +45,8 @@ export class ExtensionRunner {
   private lastWrittenMs = -Infinity;
   private lastWrittenRecord: ProbeStateRecord | undefined;
   private probing = false;
+  /** A tick of a newer registration found a probe of the previous one running. */
+  private probeWhenIdle = false;
 
   constructor(name: string, registration: Registration, graceStartMs: number, deps: RunnerDeps) {
     this.name = name;
@@ -107,10 +109,15 @@ export class ExtensionRunner {
     this.probeTimer = this.deps.clock.setTimer(delayMs, () => void this.tick());
   }
 
-  /** Renewal runs on its own timer, so a probe period longer than the renewal interval never lets the lease lapse. */
+  /**
+   * Renewal runs on its own timer, so a probe period longer than the renewal interval never lets the lease
+   * lapse. It is due one interval after the last write (a state change in between moves it), not one
+   * interval after the previous timer, which would let a renewal skipped as "not due yet" wait a second interval.
+   */
   private renewLoop(): void {
     if (this.stopping.signal.aborted) return;
-    this.renewTimer = this.deps.clock.setTimer(this.deps.renewIntervalMs, () => {
+    const dueInMs = this.lastWrittenMs + this.deps.renewIntervalMs - this.deps.clock.now();
+    this.renewTimer = this.deps.clock.setTimer(dueInMs > 0 ? dueInMs : this.deps.renewIntervalMs, () => {
       this.publish();
       this.renewLoop();
     });
@@ -118,7 +125,12 @@ export class ExtensionRunner {
 
   private async tick(): Promise<void> {
     const reg = this.registration;
-    if (!reg.valid || this.probing || this.stopping.signal.aborted) return;
+    if (!reg.valid || this.stopping.signal.aborted) return;
+    if (this.probing) {
+      // Re-registered while the previous registration's probe runs: probe as soon as that one is done.
+      this.probeWhenIdle = true;
+      return;
+    }
     const { clock, metrics, random } = this.deps;
     const { spec } = reg;
     const timeoutMs = spec.timeoutSeconds * 1000;
@@ -133,7 +145,12 @@ export class ExtensionRunner {
     });
     this.probing = false;
     if (this.stopping.signal.aborted) return; // stopping is not a failure: publish nothing
-    if (this.registration !== reg) return; // re-registered while probing: the new loop owns the lease
+    if (this.registration !== reg) {
+      // Re-registered while probing: the result is dropped and the new registration's loop owns the lease.
+      if (this.probeWhenIdle) this.scheduleProbe(0);
+      this.probeWhenIdle = false;
+      return;
+    }
     metrics.probeDuration.observe({ kind: spec.probe.kind }, (performance.now() - started) / 1000);
     metrics.probeResults.inc({ kind: spec.probe.kind, outcome: result.outcome });
     const step = transition(this.machine, {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,4 +83,29 @@ describe('runProbe', () => {
   ])('$name', async ({ run, expected }) => {
     expect(await run()).toMatchObject(expected);
   });
+
+  it('a catastrophically backtracking content regex answers at once instead of freezing the agent', async () => {
+    // Run in a child process: without the fix the regex blocks its event loop (and no timeout could fire).
+    const file = join(dir, 'aaaa.txt');
+    await writeFile(file, `${'a'.repeat(64 * 1024 - 1)}b`);
+    const script = `
+      const { runProbe } = await import(${JSON.stringify(join(import.meta.dirname, 'index.ts'))});
+      const spec = { kind: 'file', path: ${JSON.stringify(file)}, contentRegex: '^(a+)+$' };
+      const ctx = { signal: AbortSignal.timeout(3000), timeoutMs: 3000, now: () => Date.now(), env: {} };
+      process.stdout.write(JSON.stringify(await runProbe(spec, ctx)));
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      child.once('exit', (c, s) => resolve([c, s])),
+    );
+    clearTimeout(killer);
+    expect(signal, 'the probe froze its process').toBeNull();
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ outcome: 'Unhealthy', reason: 'ContentMismatch' });
+  }, 30_000);
 });

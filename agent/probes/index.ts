@@ -2,6 +2,7 @@
 // compile until its probe is registered here (STYLE.md 8). runProbe is where the two promises every probe
 // makes are enforced for all of them: no exception escapes, and the result arrives by the deadline.
 
+import { setFlagsFromString } from 'node:v8';
 import type { ProbeKind, ProbeSpec } from '../../api/extension.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { csiProbe } from './csi.ts';
@@ -18,6 +19,13 @@ import { processProbe } from './process.ts';
 import { describeError, timedOut, unknown } from './result.ts';
 import { tcpProbe } from './tcp.ts';
 import type { Probe, ProbeContext, ProbeResult } from './types.ts';
+
+// Body and content regexes come from registrations, and V8's regex engine backtracks: a pattern such as
+// ^(a+)+$ against 64 KiB would run for longer than the universe, synchronously, so no deadline could stop it
+// and the whole agent (heartbeat included) would freeze. With this flag V8 re-runs a regex that backtracks
+// excessively on its linear-time engine (same result). Patterns that engine cannot run (backreferences,
+// lookarounds) get no such rescue; docs/adr/0003-probe-implementation-choices.md.
+setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 export const PROBES = {
   http: httpProbe,

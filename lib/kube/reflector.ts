@@ -98,8 +98,9 @@ export class Reflector<R extends Meta, T> {
           this.resourceVersion = ''; // history compacted: relist, then watch again
           continue;
         }
-        if (isKubeError(err, KubeErrorCode.NotFound) && !this.resourceVersion) {
-          // The resource type does not exist (a CRD not installed yet): that is an empty collection.
+        if (isKubeError(err, KubeErrorCode.NotFound) && !this.hasSynced) {
+          // The resource type does not exist (a CRD not installed yet): an empty collection, so dependants
+          // can start. Only before the first sync: a later 404 keeps what is known and retries.
           this.applyList(new Map());
         }
         handlers.error?.(err);

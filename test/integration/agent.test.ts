@@ -37,6 +37,7 @@ const kubeconfig = inject('kubeconfig');
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const agents: ProgramProcess[] = [];
+const createdNodes: string[] = [];
 let dir: string;
 
 beforeAll(async () => {
@@ -46,6 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(agents.map((a) => a.kill()));
+  await Promise.all(createdNodes.map((name) => core.deleteNode({ name }).catch(() => undefined)));
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -54,6 +56,7 @@ async function createNode(
   annotations: Record<string, string> = {},
   labels: Record<string, string> = {},
 ) {
+  createdNodes.push(name);
   return core.createNode({
     body: {
       metadata: { name, annotations, labels },

@@ -45,6 +45,8 @@ const fast = {
 
 const processes: ProgramProcess[] = [];
 const servers: Server[] = [];
+/** Nodes a test created: deleted after it, so one test's failing nodes never weigh on the next (breaker, zones). */
+const createdNodes: string[] = [];
 
 beforeAll(async () => {
   await applyBaseManifests();
@@ -52,6 +54,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(processes.splice(0).map((p) => p.kill()));
+  await Promise.all(createdNodes.splice(0).map((name) => core.deleteNode({ name }).catch(() => undefined)));
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
     s.close();

@@ -1,0 +1,298 @@
+// nodecare-agent's command line as users meet it: the real entry point run as a process, its exit code and
+// what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (SPEC 10).
+
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_OPTIONS } from '../../agent/config.ts';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
+const TIMEOUT_MS = 60_000;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The environment of the test runner without anything that would tell the agent its node or cluster. */
+function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined) continue;
+    if (['NODE_NAME', 'POD_NAME', 'KUBECONFIG', 'KUBERNETES_SERVICE_HOST'].includes(key)) continue;
+    env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+function runAgent(args: string[], env: Record<string, string> = cleanEnv()): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The problems listed under "invalid configuration:" (each on a "  - " line). */
+function problems(stderr: string): string[] {
+  return stderr
+    .split('\n')
+    .filter((line) => line.startsWith('  - '))
+    .map((line) => line.slice(4));
+}
+
+let dir: string;
+/** A loopback TCP listener that counts connections: the kubeconfig below points the agent at it. */
+let apiServer: Server;
+let connections = 0;
+let kubeconfig: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'nodecare-agent-cli-'));
+  apiServer = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => apiServer.listen(0, '127.0.0.1', resolve));
+  const { port } = apiServer.address() as AddressInfo;
+  kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}` } }],
+      users: [{ name: 'u', user: { token: 'not-a-real-token' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => apiServer?.close(resolve));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('nodecare-agent command line', { timeout: TIMEOUT_MS }, () => {
+  it('lists every problem of the command line in one message and exits 2 before reading the kubeconfig', async () => {
+    const missingKubeconfig = join(dir, 'does-not-exist.kubeconfig');
+    const run = await runAgent([
+      '--bogus',
+      '--health-port',
+      'abc',
+      '--log-level',
+      'loud',
+      `--kubeconfig=${missingKubeconfig}`,
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.match(/^nodecare-agent: invalid configuration:$/gm)).toHaveLength(1);
+    expect(problems(run.stderr)).toEqual(
+      expect.arrayContaining([
+        "Unknown option '--bogus'",
+        '--node-name is required (or set NODE_NAME)',
+        '--health-port: expected an integer, got "abc"',
+        '--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+      ]),
+    );
+    expect(problems(run.stderr)).toHaveLength(4);
+    expect(run.stderr).toMatch(/Run nodecare-agent --help for the options\./);
+    // The error is about the flags; the (missing) kubeconfig was never opened, and nothing was logged.
+    expect(run.stderr).not.toMatch(/kubeconfig|ENOENT/i);
+    expect(run.stdout).toBe('');
+  });
+
+  it.each([
+    {
+      behaviour: 'unknown flag → exit 2',
+      args: ['--node-name=a', '--bogus'],
+      problem: "Unknown option '--bogus'",
+    },
+    {
+      behaviour: 'two unknown flags → both listed',
+      args: ['--node-name=a', '--bogus', '--also-bogus'],
+      problem: "Unknown option '--also-bogus'",
+    },
+    {
+      behaviour: '--health-port abc → exit 2',
+      args: ['--node-name=a', '--health-port', 'abc'],
+      problem: '--health-port: expected an integer, got "abc"',
+    },
+    {
+      behaviour: '--health-port out of range → exit 2',
+      args: ['--node-name=a', '--health-port=70000'],
+      problem: '--health-port: 70000 is out of range [0, 65535]',
+    },
+    {
+      behaviour: '--log-level loud → exit 2',
+      args: ['--node-name=a', '--log-level', 'loud'],
+      problem: '--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    },
+    {
+      behaviour: 'missing NODE_NAME → exit 2',
+      args: [],
+      problem: '--node-name is required (or set NODE_NAME)',
+    },
+    {
+      behaviour: 'invalid node name → exit 2',
+      args: ['--node-name=Not_A_Node'],
+      problem: '--node-name: "Not_A_Node" is not a valid node name (DNS subdomain)',
+    },
+    {
+      behaviour: 'a flag without its value → exit 2 (not a crash)',
+      args: ['--node-name=a', '--allowed-path'],
+      problem: "Option '--allowed-path <value>' argument missing",
+    },
+    {
+      behaviour: 'a positional argument → exit 2',
+      args: ['--node-name=a', 'stray'],
+      problem: "Unexpected argument 'stray'. This command does not take positional arguments",
+    },
+  ])('$behaviour', async ({ args, problem }) => {
+    const run = await runAgent([`--kubeconfig=${kubeconfig}`, ...args]);
+    expect(run.code).toBe(2);
+    expect(problems(run.stderr)).toContain(problem);
+    expect(run.stdout).toBe('');
+  });
+
+  it('opens no connection when the configuration is bad, and does once it is good', async () => {
+    const before = connections;
+    const bad = await runAgent(['--node-name=node-a', '--log-level=loud', `--kubeconfig=${kubeconfig}`]);
+    expect(bad.code).toBe(2);
+    expect(connections).toBe(before);
+
+    // The same command with good flags reaches the API server (here: the counting listener), so the check
+    // above would have seen a connection had there been one.
+    const child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        '--node-name=node-a',
+        '--health-port=0',
+        '--health-address=127.0.0.1',
+        `--kubeconfig=${kubeconfig}`,
+      ],
+      { env: cleanEnv(), stdio: 'ignore' },
+    );
+    try {
+      const deadline = Date.now() + 30_000;
+      while (connections === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(connections).toBeGreaterThan(before);
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  it('prints help listing every option of AGENT_OPTIONS and exits 0', async () => {
+    const run = await runAgent(['--help']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(/^Usage: nodecare-agent \[options\]/);
+    for (const [name, spec] of Object.entries(AGENT_OPTIONS)) {
+      expect(run.stdout).toContain(`--${name}`);
+      expect(run.stdout).toContain(spec.description);
+      if ('env' in spec) expect(run.stdout).toContain(`env ${spec.env}`);
+    }
+    expect(run.stdout).toContain('--help');
+  });
+
+  it('is documented: docs/agent.md has a row for every option of AGENT_OPTIONS, with its default', async () => {
+    const doc = await readFile(join(import.meta.dirname, '..', '..', 'docs', 'agent.md'), 'utf8');
+    for (const [name, spec] of Object.entries(AGENT_OPTIONS)) {
+      const row = doc.split('\n').find((line) => line.startsWith(`| \`--${name}\``));
+      expect(row, `docs/agent.md has no flag row for --${name}`).toBeDefined();
+      if ('env' in spec) expect(row).toContain(`\`${spec.env}\``);
+      const value = 'default' in spec ? spec.default : undefined;
+      const shown = Array.isArray(value) ? value.map((v) => `\`${v}\``).join(', ') : String(value);
+      if (value !== undefined && value !== '') expect(row).toContain(shown);
+    }
+  });
+
+  it('accepts exec extensions from its own config file (a trusted source) and only then reads the kubeconfig', async () => {
+    const config = join(dir, 'exec.yaml');
+    await writeFile(
+      config,
+      [
+        'extensions:',
+        '  disk-check:',
+        '    probe:',
+        '      exec:',
+        '        command: [/usr/local/bin/check-disk, --mount, /var/lib/containerd]',
+        '    periodSeconds: 30',
+        '    timeoutSeconds: 5',
+        '    critical: false',
+        'allowedPaths: [/opt/plugins]',
+        '',
+      ].join('\n'),
+    );
+    const missingKubeconfig = join(dir, 'missing.kubeconfig');
+    const run = await runAgent([
+      '--node-name=node-a',
+      `--config=${config}`,
+      `--kubeconfig=${missingKubeconfig}`,
+    ]);
+    // Past validation, the first I/O is reading the kubeconfig, which is missing: exit 1, not a config error.
+    expect(run.stderr).not.toMatch(/invalid configuration/);
+    expect(run.stderr).toContain(`cannot read kubeconfig ${missingKubeconfig}`);
+    expect(run.code).toBe(1);
+  });
+
+  it('rejects a config file with malformed extensions, naming each field path', async () => {
+    const config = join(dir, 'bad.yaml');
+    await writeFile(
+      config,
+      [
+        'extensions:',
+        '  gpu-plugin:',
+        '    probe:',
+        '      http:',
+        '        url: ftp://127.0.0.1/healthz',
+        '    periodSeconds: 0',
+        '  Bad_Name:',
+        '    probe: { tcp: { port: 9000 } }',
+        '  no-probe:',
+        '    periodSeconds: 10',
+        '  shell:',
+        '    probe: { exec: { command: [sh, -c, "true"] } }',
+        'extensionz: {}',
+        '',
+      ].join('\n'),
+    );
+    const run = await runAgent(['--node-name=node-a', `--config=${config}`, `--kubeconfig=${kubeconfig}`]);
+    expect(run.code).toBe(2);
+    const prefix = `--config ${config}: `;
+    expect(problems(run.stderr)).toEqual(
+      expect.arrayContaining([
+        `${prefix}extensionz: unknown field`,
+        `${prefix}extensions.gpu-plugin.probe.http.url: expected an http:// or https:// URL, got "ftp://127.0.0.1/healthz"`,
+        `${prefix}extensions.gpu-plugin.periodSeconds: expected an integer from 1 to 3600, got 0`,
+        `${prefix}extensions.name "Bad_Name": expected a DNS label (lowercase letters, digits and '-', at most 63 characters)`,
+        `${prefix}extensions.no-probe.probe: required`,
+        `${prefix}extensions.shell.probe.exec.command: command[0] must be an absolute path, got "sh"`,
+      ]),
+    );
+    expect(problems(run.stderr)).toHaveLength(6);
+  });
+
+  it('reports problems of the flags and of the config file together', async () => {
+    const config = join(dir, 'also-bad.yaml');
+    await writeFile(config, 'extensions:\n  web:\n    probe: { http: {} }\n');
+    const run = await runAgent(['--health-port=abc', `--config=${config}`, `--kubeconfig=${kubeconfig}`]);
+    expect(run.code).toBe(2);
+    expect(problems(run.stderr)).toEqual([
+      '--node-name is required (or set NODE_NAME)',
+      '--health-port: expected an integer, got "abc"',
+      `--config ${config}: extensions.web.probe.http.url: required`,
+    ]);
+  });
+});

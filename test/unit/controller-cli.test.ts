@@ -1,0 +1,66 @@
+// nodecare-controller's command line: bad flags exit 2 before any I/O with every problem listed; --help
+// lists every option.
+
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'controller', 'main.ts');
+
+function run(args: string[]) {
+  const result = spawnSync(process.execPath, [MAIN, ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { PATH: process.env.PATH ?? '' },
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('nodecare-controller command line', () => {
+  it('lists every problem at once and exits 2 before reading any kubeconfig', () => {
+    const { code, stderr } = run([
+      '--kubeconfig=/nonexistent/kubeconfig',
+      '--workers=zero',
+      '--max-unhealthy-fraction=2',
+      '--log-level=loud',
+      '--bogus',
+    ]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--workers: expected an integer, got "zero"/);
+    expect(stderr).toMatch(/--max-unhealthy-fraction: 2 is out of range \[0, 1\]/);
+    expect(stderr).toMatch(
+      /--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"/,
+    );
+    expect(stderr).toMatch(/bogus/);
+    expect(stderr).not.toMatch(/nonexistent/);
+  });
+
+  it.each([
+    {
+      behaviour: 'leader election timing that cannot work',
+      args: ['--leader-election-lease-duration-seconds=5', '--leader-election-renew-deadline-seconds=10'],
+      message: /lease duration \(5\) > renew deadline \(10\)/,
+    },
+    {
+      behaviour: 'the same key for both taints',
+      args: ['--bootstrap-taint-key=a/b', '--runtime-taint-key=a/b'],
+      message: /must differ/,
+    },
+    {
+      behaviour: 'an invalid taint key',
+      args: ['--runtime-taint-key=not a key'],
+      message: /not a valid taint key/,
+    },
+  ])('rejects $behaviour', ({ args, message }) => {
+    const { code, stderr } = run(args);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+
+  it('--help lists every option and exits 0', () => {
+    const { code, stdout } = run(['--help']);
+    expect(code).toBe(0);
+    for (const name of Object.keys(CONTROLLER_OPTIONS)) expect(stdout).toContain(`--${name}`);
+  });
+});
