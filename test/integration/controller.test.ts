@@ -97,6 +97,7 @@ async function createNode(
   labels: Record<string, string> = {},
   bootId = 'boot-1',
 ) {
+  createdNodes.push(name);
   const annotations = Object.fromEntries(
     Object.entries(extensions).map(([ext, value]) => [`${EXTENSION_ANNOTATION_PREFIX}${ext}`, value]),
   );
