@@ -158,9 +158,24 @@ export class Reconciler {
         );
       }
     }
-    if (change) {
+    // The condition first: whoever sees a taint change can already read why.
+    let current = node;
+    try {
+      const written = await writeCondition(writer, node, decision.condition, clock.now());
+      if (written) {
+        metrics.nodeWrites.inc({ kind: 'condition', result: 'ok' });
+        current = written;
+      }
+    } catch (err) {
+      metrics.nodeWrites.inc({ kind: 'condition', result: 'error' });
+      if (isKubeError(err, KubeErrorCode.NotFound)) return {};
+      throw err;
+    }
+    // Recomputed from the node the status write returned: its resourceVersion and its taints belong together.
+    const nodeDiff = current === node ? change : nodeChange(current, decision, this.keys, !config.dryRun);
+    if (nodeDiff) {
       try {
-        await applyNodeChange(writer, node, change, (live) =>
+        await applyNodeChange(writer, current, nodeDiff, (live) =>
           nodeChange(live, decision, this.keys, !config.dryRun),
         );
         metrics.nodeWrites.inc({ kind: 'node', result: 'ok' });
@@ -172,14 +187,6 @@ export class Reconciler {
         if (isKubeError(err, KubeErrorCode.NotFound)) return {};
         throw err;
       }
-    }
-    try {
-      if (await writeCondition(writer, node, decision.condition, clock.now()))
-        metrics.nodeWrites.inc({ kind: 'condition', result: 'ok' });
-    } catch (err) {
-      metrics.nodeWrites.inc({ kind: 'condition', result: 'error' });
-      if (isKubeError(err, KubeErrorCode.NotFound)) return {};
-      throw err;
     }
 
     for (const event of decision.events) {

@@ -117,13 +117,16 @@ export async function applyNodeChange(
   return current;
 }
 
-/** Writes ExtensionsReady when status, reason or message differ; lastTransitionTime moves only with status. */
+/**
+ * Writes ExtensionsReady when status, reason or message differ; lastTransitionTime moves only with status.
+ * Returns the node as written (its new resourceVersion), or undefined when nothing needed writing.
+ */
 export async function writeCondition(
   deps: NodeWriterDeps,
   node: CachedNode,
   desired: DesiredCondition,
   nowMs: number,
-): Promise<boolean> {
+): Promise<CachedNode | undefined> {
   const observed = node.extensionsReadyCondition;
   if (
     observed &&
@@ -131,30 +134,34 @@ export async function writeCondition(
     observed.reason === desired.reason &&
     observed.message === desired.message
   ) {
-    return false;
+    return undefined;
   }
   const now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const transition =
     observed?.status === desired.status && node.conditionTransitionTime ? node.conditionTransitionTime : now;
-  await deps.client.request('PATCH', `/api/v1/nodes/${node.name}/status`, {
-    body: {
-      status: {
-        conditions: [
-          {
-            type: NODE_CONDITION_TYPE,
-            status: desired.status,
-            reason: desired.reason,
-            message: desired.message,
-            lastTransitionTime: transition,
-            lastHeartbeatTime: now,
-          },
-        ],
+  const written = await deps.client.request<Parameters<typeof toCachedNode>[0]>(
+    'PATCH',
+    `/api/v1/nodes/${node.name}/status`,
+    {
+      body: {
+        status: {
+          conditions: [
+            {
+              type: NODE_CONDITION_TYPE,
+              status: desired.status,
+              reason: desired.reason,
+              message: desired.message,
+              lastTransitionTime: transition,
+              lastHeartbeatTime: now,
+            },
+          ],
+        },
       },
+      contentType: PatchType.strategic,
+      timeoutMs: deps.timeoutMs,
     },
-    contentType: PatchType.strategic,
-    timeoutMs: deps.timeoutMs,
-  });
-  return true;
+  );
+  return toCachedNode(written);
 }
 
 export interface EventRecorder {

@@ -5,19 +5,7 @@
 import { setFlagsFromString } from 'node:v8';
 import type { ProbeKind, ProbeSpec } from '../../api/extension.ts';
 import { ProbeReason } from '../../api/reasons.ts';
-import { csiProbe } from './csi.ts';
-import { devicePluginProbe } from './devicePlugin.ts';
-import { execProbe } from './exec.ts';
-import { fileProbe } from './file.ts';
-import { grpcProbe } from './grpc.ts';
-import { hostProbe } from './host.ts';
-import { httpProbe } from './http.ts';
-import { nodeConditionProbe } from './nodeCondition.ts';
-import { nodeResourceProbe } from './nodeResource.ts';
-import { podReadyProbe } from './podReady.ts';
-import { processProbe } from './process.ts';
 import { describeError, timedOut, unknown } from './result.ts';
-import { tcpProbe } from './tcp.ts';
 import type { Probe, ProbeContext, ProbeResult } from './types.ts';
 
 // Body and content regexes come from registrations, and V8's regex engine backtracks: a pattern such as
@@ -27,20 +15,24 @@ import type { Probe, ProbeContext, ProbeResult } from './types.ts';
 // lookarounds) get no such rescue; docs/adr/0003-probe-implementation-choices.md.
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
+/**
+ * Probe modules load on first use: a node pays for gRPC (grpc-js, protobufjs), systeminformation or undici
+ * only when one of its extensions uses a probe kind that needs them (agent memory goal, SPEC P6).
+ */
 export const PROBES = {
-  http: httpProbe,
-  tcp: tcpProbe,
-  grpc: grpcProbe,
-  csi: csiProbe,
-  devicePlugin: devicePluginProbe,
-  nodeResource: nodeResourceProbe,
-  nodeCondition: nodeConditionProbe,
-  podReady: podReadyProbe,
-  exec: execProbe,
-  file: fileProbe,
-  process: processProbe,
-  host: hostProbe,
-} satisfies { [K in ProbeKind]: Probe<K> };
+  http: () => import('./http.ts').then((m) => m.httpProbe),
+  tcp: () => import('./tcp.ts').then((m) => m.tcpProbe),
+  grpc: () => import('./grpc.ts').then((m) => m.grpcProbe),
+  csi: () => import('./csi.ts').then((m) => m.csiProbe),
+  devicePlugin: () => import('./devicePlugin.ts').then((m) => m.devicePluginProbe),
+  nodeResource: () => import('./nodeResource.ts').then((m) => m.nodeResourceProbe),
+  nodeCondition: () => import('./nodeCondition.ts').then((m) => m.nodeConditionProbe),
+  podReady: () => import('./podReady.ts').then((m) => m.podReadyProbe),
+  exec: () => import('./exec.ts').then((m) => m.execProbe),
+  file: () => import('./file.ts').then((m) => m.fileProbe),
+  process: () => import('./process.ts').then((m) => m.processProbe),
+  host: () => import('./host.ts').then((m) => m.hostProbe),
+} satisfies { [K in ProbeKind]: () => Promise<Probe<K>> };
 
 /**
  * Runs the probe for `spec`. Never rejects. The probe sees a signal that aborts at ctx.signal or after
@@ -51,8 +43,8 @@ export const PROBES = {
 export async function runProbe(spec: ProbeSpec, ctx: ProbeContext): Promise<ProbeResult> {
   if (ctx.signal.aborted) return timedOut(ctx);
   const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.timeoutMs)]);
-  const probe = PROBES[spec.kind] as Probe; // The table pairs each kind with its probe; TS cannot correlate them.
-  const attempt = (async () => probe(spec, { ...ctx, signal }))().catch((err: unknown) =>
+  const load = PROBES[spec.kind] as () => Promise<Probe>; // The table pairs each kind with its probe; TS cannot correlate them.
+  const attempt = (async () => (await load())(spec, { ...ctx, signal }))().catch((err: unknown) =>
     unknown(ProbeReason.ProbeError, `probe failed: ${describeError(err)}`),
   );
   let onAbort = (): void => {};

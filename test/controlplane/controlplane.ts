@@ -215,61 +215,49 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     30_000,
   ).catch((err: Error) => fail('wait for namespace default', apiserver, err.message));
 
-  if (options.scheduler !== false) {
-    const path = join(dir, 'scheduler.kubeconfig');
-    await writeFile(path, kubeconfig('system:kube-scheduler', schedulerToken), { mode: 0o600 });
+  /** kube-scheduler and kube-controller-manager: own kubeconfig, secure port for /healthz, no election. */
+  const startComponent = async (
+    name: string,
+    user: string,
+    token: string,
+    extraArgs: string[],
+  ): Promise<void> => {
+    const path = join(dir, `${name}.kubeconfig`);
+    await writeFile(path, kubeconfig(user, token), { mode: 0o600 });
     const [port] = await freePorts(1);
-    const scheduler: Component = {
-      name: 'kube-scheduler',
-      logPath: join(dir, 'kube-scheduler.log'),
+    const component: Component = {
+      name,
+      logPath: join(dir, `${name}.log`),
       args: [
-        'kube-scheduler',
+        name,
         `--kubeconfig=${path}`,
         `--authentication-kubeconfig=${path}`,
         `--authorization-kubeconfig=${path}`,
         '--leader-elect=false',
         '--bind-address=127.0.0.1',
         `--secure-port=${port}`,
+        ...extraArgs,
       ],
     };
-    components.push(scheduler);
-    log('[controlplane] starting kube-scheduler');
-    await launch(scheduler, kubeBin);
+    components.push(component);
+    log(`[controlplane] starting ${name}`);
+    await launch(component, kubeBin);
     await waitFor(
-      scheduler,
+      component,
       async () => (await get(`https://127.0.0.1:${port}/healthz`)).status === 200,
       60_000,
-    ).catch((err: Error) => fail('start kube-scheduler', scheduler, err.message));
+    ).catch((err: Error) => fail(`start ${name}`, component, err.message));
+  };
+  if (options.scheduler !== false) {
+    await startComponent('kube-scheduler', 'system:kube-scheduler', schedulerToken, []);
   }
   if (options.controllerManager !== false) {
-    const path = join(dir, 'kcm.kubeconfig');
-    await writeFile(path, kubeconfig('system:kube-controller-manager', kcmToken), { mode: 0o600 });
-    const [port] = await freePorts(1);
-    const kcm: Component = {
-      name: 'kube-controller-manager',
-      logPath: join(dir, 'kube-controller-manager.log'),
-      args: [
-        'kube-controller-manager',
-        `--kubeconfig=${path}`,
-        `--authentication-kubeconfig=${path}`,
-        `--authorization-kubeconfig=${path}`,
-        '--leader-elect=false',
-        '--bind-address=127.0.0.1',
-        `--secure-port=${port}`,
-        // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
-        '--controllers=garbagecollector,namespace,serviceaccount',
-        `--service-account-private-key-file=${join(pki, 'sa.key')}`,
-        `--root-ca-file=${join(pki, 'apiserver.crt')}`,
-      ],
-    };
-    components.push(kcm);
-    log('[controlplane] starting kube-controller-manager (garbagecollector, namespace, serviceaccount)');
-    await launch(kcm, kubeBin);
-    await waitFor(
-      kcm,
-      async () => (await get(`https://127.0.0.1:${port}/healthz`)).status === 200,
-      60_000,
-    ).catch((err: Error) => fail('start kube-controller-manager', kcm, err.message));
+    await startComponent('kube-controller-manager', 'system:kube-controller-manager', kcmToken, [
+      // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
+      '--controllers=garbagecollector,namespace,serviceaccount',
+      `--service-account-private-key-file=${join(pki, 'sa.key')}`,
+      `--root-ca-file=${join(pki, 'apiserver.crt')}`,
+    ]);
   }
   log(`[controlplane] ready: ${server} (kubeconfig ${kubeconfigPath})`);
 

@@ -437,7 +437,11 @@ describe('nodecare-controller', () => {
     await createNode(nodeName, { web: httpExtension(web.port) });
     await agentFor(nodeName);
     const ctl = await controller(['--dry-run']);
-    const node = await waitForNode(nodeName, 'condition written', (n) => condition(n)?.status === 'False');
+    const node = await waitForNode(
+      nodeName,
+      'condition and label written',
+      (n) => condition(n)?.status === 'False' && n.metadata?.labels?.[NODE_STATUS_LABEL] !== undefined,
+    );
     expect(taintKeys(node)).toEqual([]);
     await ctl.waitForLog('Would change taints (dry run)');
     expect(node.metadata?.labels?.[NODE_STATUS_LABEL]).toMatch(/progressing|unhealthy/);
