@@ -610,6 +610,12 @@ describe('nodecare-controller eviction and replicas', () => {
     expect(await a.stop()).toBe(0);
     await b.waitForLog('Reconciling as leader', 10_000);
     expect(Date.now() - handoverStarted).toBeLessThan(3_000 + 1_000);
+    // The failover alone changes nothing on a healthy node: fresh lease graces, no taint, no write.
+    const rvAfterHandover = (await readNode(nodeName)).metadata?.resourceVersion;
+    await new Promise((r) => setTimeout(r, 2_000));
+    const afterHandover = await readNode(nodeName);
+    expect(taintKeys(afterHandover)).toEqual([]);
+    expect(afterHandover.metadata?.resourceVersion).toBe(rvAfterHandover);
 
     await web.stop();
     await waitForNode(nodeName, 'runtime taint written by the new leader', (n) =>
