@@ -82,6 +82,14 @@ function sameForDecision(a: CachedNode, b: CachedNode): boolean {
   return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });
 }
 
+/** True when a lease update changed nothing but renewTime (and the resourceVersion that comes with it). */
+function onlyRenewed(lease: ObservedLease, old: ObservedLease): boolean {
+  return (
+    JSON.stringify({ ...lease, renewTime: '', resourceVersion: '' }) ===
+    JSON.stringify({ ...old, renewTime: '', resourceVersion: '' })
+  );
+}
+
 export interface CacheEvents {
   nodeChanged(name: string): void;
   /** SystemExtensions changed: any node may be affected. */
@@ -128,10 +136,16 @@ export class ClusterCache {
           events.nodeChanged(lease.node);
         },
         updated: (lease, old) => {
-          if (lease.renewTime !== old.renewTime) this.observedAt.set(lease.name, clock.now());
+          const now = clock.now();
+          const lastSeen = this.observedAt.get(lease.name) ?? now;
+          const wasExpired = now - lastSeen >= old.leaseDurationSeconds * 1000;
+          if (lease.renewTime !== old.renewTime) this.observedAt.set(lease.name, now);
           if (lease.node !== old.node) this.unindex(old);
           this.index(lease);
-          events.nodeChanged(lease.node);
+          // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
+          // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
+          // renewal that revives an expired lease (an agent back from the dead) is a change.
+          if (wasExpired || !onlyRenewed(lease, old)) events.nodeChanged(lease.node);
         },
         deleted: (lease) => {
           this.observedAt.delete(lease.name);

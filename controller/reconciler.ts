@@ -145,18 +145,12 @@ export class Reconciler {
     }
 
     const nodeLog = log.child({ node: name });
-    const change = nodeChange(node, decision, this.keys, !config.dryRun);
-    if (
-      change?.taintSummary.length ||
-      (config.dryRun && decision.events.some((e) => TAINT_EVENTS.has(e.reason)))
-    ) {
-      const summary = nodeChange(node, decision, this.keys, false)?.taintSummary ?? [];
-      if (summary.length > 0) {
-        nodeLog.info(
-          { state: decision.state, taints: summary, dryRun: config.dryRun },
-          config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
-        );
-      }
+    const taintSummary = nodeChange(node, decision, this.keys, false)?.taintSummary ?? [];
+    if (taintSummary.length > 0) {
+      nodeLog.info(
+        { state: decision.state, taints: taintSummary, dryRun: config.dryRun },
+        config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
+      );
     }
     // The condition first: whoever sees a taint change can already read why.
     let current = node;
@@ -172,7 +166,7 @@ export class Reconciler {
       throw err;
     }
     // Recomputed from the node the status write returned: its resourceVersion and its taints belong together.
-    const nodeDiff = current === node ? change : nodeChange(current, decision, this.keys, !config.dryRun);
+    const nodeDiff = nodeChange(current, decision, this.keys, !config.dryRun);
     if (nodeDiff) {
       try {
         await applyNodeChange(writer, current, nodeDiff, (live) =>

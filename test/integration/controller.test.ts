@@ -315,6 +315,14 @@ describe('nodecare-controller', () => {
     expect(Date.now() - killedAt).toBeGreaterThan(4_000);
     expect(condition(tainted)).toMatchObject({ status: 'Unknown', reason: 'AgentNotReporting' });
     expect(taintKeys(await readNode(healthyNode))).toEqual([]);
+
+    // The agent comes back: the node recovers without any controller restart.
+    await agentFor(dyingNode);
+    await waitForNode(
+      dyingNode,
+      'recovered once its agent is back',
+      (n) => !taintKeys(n).includes(RUNTIME) && condition(n)?.status === 'True',
+    );
   });
 
   it('sends a Ready node back to Bootstrapping when its bootID changes', async () => {
