@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{api,lib,agent,controller,cli}/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          include: ['{api,lib,agent,controller,cli,demo}/**/*.test.ts', 'test/unit/**/*.test.ts'],
           testTimeout: 20_000,
         },
       },

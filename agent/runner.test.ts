@@ -147,25 +147,26 @@ describe('ExtensionRunner', () => {
     const t0 = h.clock.now();
     h.runner('web', WEB);
     await h.clock.advance(30_000); // probes at 0.5, 10.5, 20.5 s
-    expect(h.store.writes.map((w) => w.state)).toEqual(['Progressing', 'Healthy']);
+    // Nothing is published before the first probe result (no AwaitingFirstProbe flap on agent restarts).
+    expect(h.store.writes.map((w) => w.state)).toEqual(['Healthy']);
 
     result = REFUSED; // probes at 30.5, 40.5 and 50.5 s fail; the third one flips the state
     await h.clock.advance(20_400);
-    expect(h.store.writes).toHaveLength(2);
+    expect(h.store.writes).toHaveLength(1);
     await h.clock.advance(100);
-    expect(writeTimes(h, t0)).toEqual([0, 0.5, 50.5]);
-    expect(h.store.writes[2]).toMatchObject({
+    expect(writeTimes(h, t0)).toEqual([0.5, 50.5]);
+    expect(h.store.writes[1]).toMatchObject({
       state: 'Unhealthy',
       reason: 'ConnectionRefused',
       message: 'connection refused (127.0.0.1:8080)',
     });
     // The renewal (due 120 s after the last write) would have come 70 s later.
-    expect(h.store.writes[2]!.atMs - h.store.writes[1]!.atMs).toBeLessThan(DEFAULT_RENEW_MS);
+    expect(h.store.writes[1]!.atMs - h.store.writes[0]!.atMs).toBeLessThan(DEFAULT_RENEW_MS);
 
     result = OK; // recovery is a state change too, written by the probe that sees it (60.5 s)
     await h.clock.advance(10_000);
-    expect(writeTimes(h, t0)).toEqual([0, 0.5, 50.5, 60.5]);
-    expect(h.store.writes[3]?.state).toBe('Healthy');
+    expect(writeTimes(h, t0)).toEqual([0.5, 50.5, 60.5]);
+    expect(h.store.writes[2]?.state).toBe('Healthy');
   });
 
   it('renews an unchanged state only every renewal interval, never on each probe', async () => {
@@ -175,12 +176,12 @@ describe('ExtensionRunner', () => {
     await h.clock.advance(3_600_000);
     expect(h.probes).toBeGreaterThanOrEqual(360);
     const times = writeTimes(h, t0);
-    // create (Progressing), Healthy after the first probe, then one renewal per 120 s.
-    expect(times.slice(0, 3)).toEqual([0, 0.5, 120.5]);
-    const gaps = times.slice(2).map((t, i) => t - (times[i + 1] as number));
+    // Created Healthy by the first probe, then one renewal per 120 s.
+    expect(times.slice(0, 2)).toEqual([0.5, 120.5]);
+    const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
     for (const gap of gaps) expect(gap).toBe(DEFAULT_RENEW_MS / 1000);
-    expect(times).toHaveLength(2 + 29);
-    expect(h.store.writes.slice(1).every((w) => w.state === 'Healthy')).toBe(true);
+    expect(times).toHaveLength(1 + 29);
+    expect(h.store.writes.every((w) => w.state === 'Healthy')).toBe(true);
   });
 
   it('renews on its own timer when the probe period is longer than the renewal interval', async () => {
@@ -190,12 +191,12 @@ describe('ExtensionRunner', () => {
     h.runner('slow', slow);
     await h.clock.advance(1_800_000);
     const times = writeTimes(h, t0);
-    expect(times.slice(0, 2)).toEqual([0, 0.5]);
+    expect(times[0]).toBe(0.5);
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
     // Every renewal comes one interval after the previous write: the lease (3 intervals long) never runs
     // on less than two intervals of margin.
-    for (const gap of gaps.slice(1)) expect(gap).toBe(DEFAULT_RENEW_MS / 1000);
-    expect(times.length).toBeGreaterThanOrEqual(2 + 14);
+    for (const gap of gaps) expect(gap).toBe(DEFAULT_RENEW_MS / 1000);
+    expect(times.length).toBeGreaterThanOrEqual(1 + 14);
   });
 
   it('does not write a change of message alone before the renewal; the renewal carries the newest message', async () => {
@@ -205,12 +206,12 @@ describe('ExtensionRunner', () => {
     h.runner('web', WEB);
     await h.clock.advance(119_000); // 12 probes, each with a new message
     expect(h.probes).toBe(12);
-    expect(writeTimes(h, t0)).toEqual([0, 0.5]);
-    expect(h.store.writes[1]?.message).toBe('HTTP 200 in 1 ms');
+    expect(writeTimes(h, t0)).toEqual([0.5]);
+    expect(h.store.writes[0]?.message).toBe('HTTP 200 in 1 ms');
 
     await h.clock.advance(2_000); // the probe at 120.5 s is the first one after the renewal fell due
-    expect(writeTimes(h, t0)).toEqual([0, 0.5, 120.5]);
-    expect(h.store.writes[2]?.message).toBe('HTTP 200 in 13 ms');
+    expect(writeTimes(h, t0)).toEqual([0.5, 120.5]);
+    expect(h.store.writes[1]?.message).toBe('HTTP 200 in 13 ms');
   });
 
   it('publishes an invalid registration as Unknown / InvalidRegistration at once, never probes it, and keeps renewing it', async () => {
@@ -262,11 +263,11 @@ describe('ExtensionRunner', () => {
     const runner = h.runner('web', failFast);
     await h.clock.advance(500);
     expect(h.probes).toBe(1);
-    expect(h.store.writes.map((w) => w.state)).toEqual(['Progressing']);
+    expect(h.store.writes).toEqual([]); // nothing before the first result
 
     runner.stop(); // aborts the running probe: its (failing) answer must not be published
     await h.clock.advance(3_600_000);
-    expect(h.store.writes.map((w) => w.state)).toEqual(['Progressing']);
+    expect(h.store.writes).toEqual([]);
     expect(h.probes).toBe(1);
     expect(h.clock.pending).toBe(0);
   });

@@ -97,8 +97,10 @@ export class ExtensionRunner {
     if (!reg.valid) {
       this.machine = { ...this.machine, published: invalidRegistration(reg.problems, clock.now()) };
       this.deps.log.warn({ problems: reg.problems, source: reg.source }, 'Rejected invalid registration');
+      this.publish();
     }
-    this.publish();
+    // A valid registration publishes after its first probe (within about a second): an agent restarting on a
+    // healthy node then rewrites Healthy over Healthy instead of flapping through AwaitingFirstProbe.
     this.renewLoop();
     // Spread first probes over up to a second so that many extensions do not fire together.
     if (reg.valid) this.scheduleProbe(random() * Math.min(1_000, reg.spec.periodSeconds * 1000));

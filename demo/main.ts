@@ -1,27 +1,180 @@
-// `npm start`: the main job on an embedded default. Starts a real local control plane and keeps it up until
-// Ctrl-C, printing how to reach it.
+// `npm start`: the main job on an embedded default. A real local control plane, the real nodecare-controller,
+// three simulated nodes each with a real agent and real local extension endpoints, and a live view of what
+// happens: nodes booting behind the bootstrap taint and turning Ready, an extension failing (runtime taint) and
+// recovering, an agent lost and back. Then it keeps running until Ctrl-C.
+//
+// `npm start -- --once` (or NODECARE_DEMO_ONCE=1) runs the same story without the live screen, checks that
+// every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
 
-import { startControlPlane } from '../test/controlplane/controlplane.ts';
+import { parseArgs } from 'node:util';
+import { DemoCluster } from './cluster.ts';
+import { ClusterObserver, PhaseTimeout } from './observer.ts';
+import { LineOutput, TtyOutput, type Output } from './output.ts';
+import { DEFAULT_TIMING, PHASES, runScenario, type PhaseId } from './scenario.ts';
+import { renderStatus, type NodeState } from './view.ts';
 
-const plane = await startControlPlane();
-const kubectl = `${plane.binDir}/kube-testenv kubectl --kubeconfig=${plane.kubeconfigPath}`;
-process.stdout.write(
-  [
-    '',
-    `Control plane ${plane.version} is up at ${plane.server}`,
-    `  export KUBECONFIG=${plane.kubeconfigPath}`,
-    `  ${kubectl} get nodes`,
-    'Press Ctrl-C to stop it.',
-    '',
-  ].join('\n'),
-);
-let stopping = false;
-const stop = async (): Promise<void> => {
-  if (stopping) return;
-  stopping = true;
-  process.stdout.write('\nStopping the control plane...\n');
-  await plane.stop();
-  process.exit(0);
+const USAGE = `Usage: node demo/main.ts [--once]
+
+Runs nodecare on a local control plane with three simulated nodes and shows what happens live.
+
+Options:
+  --once   Run the scenario without the live screen, check every phase, print a summary and exit
+           (0: every phase reached; 1: the phase that was not). Also NODECARE_DEMO_ONCE=1.
+  --help   Show this help.`;
+
+function parse(): { once: boolean } {
+  try {
+    const { values } = parseArgs({
+      options: { once: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+      strict: true,
+    });
+    if (values.help) {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    }
+    return { once: values.once || process.env.NODECARE_DEMO_ONCE === '1' };
+  } catch (err) {
+    process.stderr.write(`demo: ${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+}
+
+const { once } = parse();
+const tty = !once && process.stdout.isTTY === true;
+const out: Output = tty ? new TtyOutput() : new LineOutput();
+const cluster = new DemoCluster();
+const abort = new AbortController();
+const startMs = Date.now();
+const reached = new Map<PhaseId, { atMs: number; detail: string }>();
+let observer: ClusterObserver | undefined;
+let stopping: Promise<never> | undefined;
+
+function summary(): string[] {
+  const ids = Object.keys(PHASES) as PhaseId[];
+  const lines = [`Summary: ${reached.size} of ${ids.length} phases reached`];
+  for (const id of ids) {
+    const phase = reached.get(id);
+    const at = phase ? `+${Math.floor((phase.atMs - startMs) / 1000)}s` : '';
+    lines.push(`  ${phase ? '✔' : '✘'} ${id.padEnd(20)} ${at.padStart(5)}  ${PHASES[id]}`);
+  }
+  return lines;
+}
+
+/** Stops everything started (agents, controller, endpoints, control plane) and exits with `code`. */
+function shutdown(code: number, why?: string): Promise<never> {
+  stopping ??= (async (): Promise<never> => {
+    abort.abort(new Error('stopping'));
+    observer?.stop();
+    out.close();
+    if (why) out.say(why);
+    out.say('Stopping the agents, the controller, the extension endpoints and the control plane…');
+    setTimeout(() => {
+      process.stderr.write('demo: not stopped after 20 s; killing what is left\n');
+      process.exit(code || 1);
+    }, 20_000).unref();
+    await cluster.stop().catch((err: unknown) => out.say(`Stopping failed: ${String(err)}`));
+    out.say('Stopped.');
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+let signals = 0;
+const onSignal = (signal: string): void => {
+  signals++;
+  if (signals > 1) {
+    cluster.killNow();
+    process.exit(130);
+  }
+  void shutdown(once ? 1 : 0, `${signal}: stopping the demo.`);
 };
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => onSignal('SIGINT'));
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('SIGHUP', () => onSignal('SIGHUP')); // the terminal went away
+// A closed terminal or pipe (EIO, EPIPE) must not keep the demo from stopping what it started.
+process.stdout.on('error', () => undefined);
+process.on('exit', () => {
+  cluster.killNow();
+  if (tty) process.stdout.write('\u001b[?25h');
+});
+
+async function main(): Promise<void> {
+  out.say(
+    'Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager); ' +
+      'the first run builds it from source, which takes several minutes.',
+  );
+  const plane = await cluster.start((line) => out.say(line.replace(/^\[controlplane\] /, 'control plane: ')));
+  const k = cluster.kubectlPath;
+  out.setHeader([
+    `nodecare demo — Kubernetes ${plane.version} at ${plane.server}${once ? '' : ' — Ctrl-C stops everything'}`,
+    `kubectl against it, e.g. from another terminal: K=${k}`,
+    '  $K get nodes -L nodecare.io/status   $K get leases -n nodecare-leases   $K describe node demo-node-2',
+    `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl --kubeconfig=${plane.kubeconfigPath})`,
+  ]);
+
+  const obs = new ClusterObserver(plane.kubeconfigPath);
+  observer = obs;
+  const states = new Map<string, NodeState>();
+  obs.onSnapshot((snapshot) => {
+    out.snapshot(snapshot);
+    if (!tty) return; // plain output prints every changed row already
+    for (const s of snapshot.statuses) {
+      const before = states.get(s.name);
+      states.set(s.name, s.state);
+      if (before && before !== s.state)
+        out.say(`${s.name}: ${before} → ${s.state}${s.condition ? ` (${s.condition.reason})` : ''}`);
+    }
+  });
+  obs.start();
+
+  out.say('Starting nodecare-controller (one replica, no leader election)…');
+  await cluster.startController();
+  out.say(
+    'nodecare-controller is running: it owns the taints, the ExtensionsReady condition and the status label.',
+  );
+  await cluster.defineNodes(3);
+  out.live();
+
+  const timing = { ...DEFAULT_TIMING, holdMs: once ? 3_000 : 8_000 };
+  try {
+    await runScenario(
+      cluster,
+      obs,
+      {
+        say: (line) => out.say(line),
+        phase: (id, detail) => {
+          reached.set(id, { atMs: Date.now(), detail });
+          out.say(`✔ PHASE ${id}: ${PHASES[id]} — ${detail}`);
+        },
+      },
+      timing,
+      abort.signal,
+    );
+  } catch (err) {
+    if (abort.signal.aborted) return; // shutting down
+    const failed = err instanceof PhaseTimeout ? err.phase : 'scenario';
+    const message = err instanceof Error ? err.message : String(err);
+    out.say(`✘ PHASE ${failed} NOT REACHED: ${message}`);
+    if (!tty) {
+      const latest = obs.latest;
+      if (latest) for (const line of renderStatus(latest.nodes, latest.leases, new Date())) out.say(line);
+      out.say('Last log lines:');
+      for (const line of cluster.recentLogs()) out.say(line);
+    }
+    for (const line of summary()) out.say(line);
+    if (once) await shutdown(1);
+    out.say('The cluster keeps running for a look with kubectl; Ctrl-C stops everything.');
+    return;
+  }
+
+  for (const line of summary()) out.say(line);
+  if (once) await shutdown(0, `Every phase reached in ${Math.floor((Date.now() - startMs) / 1000)} s.`);
+  out.say(
+    'The story is over; the cluster keeps running — try the kubectl commands above. Ctrl-C stops everything.',
+  );
+}
+
+main().catch((err: unknown) => {
+  if (abort.signal.aborted) return;
+  void shutdown(1, `demo failed: ${err instanceof Error ? err.message : String(err)}`);
+});

@@ -122,10 +122,16 @@ export function collectOptions(
   }
   const problems: string[] = [];
   const reported = new Set<string>();
+  // Kubernetes components take `--flag=true|false` for booleans; parseArgs knows `--flag` / `--no-flag`.
+  const args = argv.map((arg) => {
+    const match = /^--([^=]+)=(true|false)$/.exec(arg);
+    if (!match || table[match[1] as string]?.type !== 'boolean') return arg;
+    return match[2] === 'true' ? `--${match[1]}` : `--no-${match[1]}`;
+  });
   let parsed: Record<string, string | boolean | string[] | undefined>;
   try {
     parsed = parseArgs({
-      args: [...argv],
+      args,
       options: parseTable,
       strict: true,
       allowPositionals: false,
@@ -134,7 +140,7 @@ export function collectOptions(
   } catch (err) {
     // parseArgs stops at the first problem; a lenient parse with tokens lets us list every one.
     const lenient = parseArgs({
-      args: [...argv],
+      args,
       options: parseTable,
       strict: false,
       allowPositionals: true,

@@ -1,0 +1,135 @@
+// Real local extension endpoints for the demo's simulated nodes, each started and stopped in this process:
+// kube-proxy's HTTP health endpoint on a loopback port, a GPU device plugin (gRPC ListAndWatch on a unix
+// socket) and a logging agent that touches a heartbeat file every second. The agent probes them exactly as it
+// would on a real node.
+
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Server as GrpcServer, ServerWritableStream } from '@grpc/grpc-js';
+import { PROTO_FILES, service } from '../agent/probes/proto.ts';
+import { serveGrpc } from '../agent/probes/testing.ts';
+
+/** Fast probing, so the demo moves in seconds: probe every second, two failures in a row count. */
+const TIMING = { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, startupGraceSeconds: 0 };
+
+export interface Endpoint {
+  /** The extension name (the node annotation `extensions.nodecare.io/<name>`). */
+  name: string;
+  /** What the agent probes, in words. */
+  description: string;
+  /** The annotation value: the extension spec as JSON. */
+  spec: string;
+  running: boolean;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** kube-proxy's /healthz on a loopback port; stopped, the port refuses connections. */
+export async function httpEndpoint(name: string): Promise<Endpoint> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/healthz`;
+  let server: HttpServer | undefined;
+  const endpoint: Endpoint = {
+    name,
+    description: `serving ${url}`,
+    spec: JSON.stringify({ probe: { http: { url } }, ...TIMING }),
+    running: false,
+    async start() {
+      if (server) return;
+      const created = createHttpServer((_req, res) => res.end('ok'));
+      await new Promise<void>((resolve, reject) => {
+        created.once('error', reject);
+        created.listen(port, '127.0.0.1', () => resolve());
+      });
+      server = created;
+      endpoint.running = true;
+    },
+    async stop() {
+      const current = server;
+      if (!current) return;
+      server = undefined;
+      endpoint.running = false;
+      await new Promise<void>((resolve) => {
+        current.close(() => resolve());
+        current.closeAllConnections();
+      });
+    },
+  };
+  return endpoint;
+}
+
+/** A device plugin serving `devices` healthy GPUs through ListAndWatch on a unix socket in `dir`. */
+export function devicePluginEndpoint(name: string, dir: string, devices = 2): Endpoint {
+  const socket = join(dir, `${name}.sock`);
+  let server: GrpcServer | undefined;
+  const list = Array.from({ length: devices }, (_, i) => ({ ID: `gpu-${i}`, health: 'Healthy' }));
+  const endpoint: Endpoint = {
+    name,
+    description: `device plugin serving ${devices} GPUs on ${socket}`,
+    spec: JSON.stringify({ probe: { devicePlugin: { socket, minHealthy: 1 } }, ...TIMING }),
+    running: false,
+    async start() {
+      if (server) return;
+      await rm(socket, { force: true });
+      // Like a real plugin: send the devices, then keep the stream open until the caller cancels.
+      const listAndWatch = (call: ServerWritableStream<object, object>): void => {
+        call.write({ devices: list });
+      };
+      server = (
+        await serveGrpc(`unix://${socket}`, (s) =>
+          s.addService(service(PROTO_FILES.devicePlugin, 'v1beta1.DevicePlugin'), {
+            ListAndWatch: listAndWatch,
+          }),
+        )
+      ).server;
+      endpoint.running = true;
+    },
+    async stop() {
+      const current = server;
+      if (!current) return;
+      server = undefined;
+      endpoint.running = false;
+      current.forceShutdown();
+      await rm(socket, { force: true });
+    },
+  };
+  return endpoint;
+}
+
+/** A logging agent that writes a heartbeat file every second; the probe wants it at most 3 s old. */
+export function heartbeatFileEndpoint(name: string, dir: string): Endpoint {
+  const path = join(dir, `${name}.heartbeat`);
+  let timer: NodeJS.Timeout | undefined;
+  const touch = (): Promise<void> => writeFile(path, `${new Date().toISOString()}\n`);
+  const endpoint: Endpoint = {
+    name,
+    description: `touches ${path} every second`,
+    spec: JSON.stringify({ probe: { file: { path, maxAgeSeconds: 3 } }, ...TIMING }),
+    running: false,
+    async start() {
+      if (timer) return;
+      await touch();
+      timer = setInterval(() => void touch().catch(() => undefined), 1000);
+      endpoint.running = true;
+    },
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      endpoint.running = false;
+    },
+  };
+  return endpoint;
+}

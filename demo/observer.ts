@@ -1,0 +1,142 @@
+// What the demo sees of the cluster: it lists the nodes and nodecare's Leases about once a second (the demo is
+// not resource-constrained, so plain polling keeps it simple) and lets the scenario wait for a state.
+
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { LEASE_NAMESPACE, LeaseLabel, decodeLease, type ObservedLease } from '../api/index.ts';
+import { nodeStatuses, type NodeStatus } from './view.ts';
+
+export interface Snapshot {
+  at: Date;
+  nodes: V1Node[];
+  leases: ObservedLease[];
+  statuses: NodeStatus[];
+}
+
+interface Waiter {
+  check: (snapshot: Snapshot) => boolean;
+  resolve: (snapshot: Snapshot) => void;
+}
+
+export class PhaseTimeout extends Error {
+  readonly phase: string;
+  constructor(phase: string, message: string) {
+    super(message);
+    this.phase = phase;
+  }
+}
+
+export class ClusterObserver {
+  latest: Snapshot | undefined;
+  /** The last poll's error, if it failed (cleared by the next successful poll). */
+  lastError: string | undefined;
+  private readonly core: CoreV1Api;
+  private readonly coordination: CoordinationV1Api;
+  private readonly waiters = new Set<Waiter>();
+  private readonly listeners: Array<(snapshot: Snapshot) => void> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private readonly intervalMs: number;
+
+  constructor(kubeconfigPath: string, intervalMs = 1000) {
+    this.intervalMs = intervalMs;
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.coordination = kc.makeApiClient(CoordinationV1Api);
+  }
+
+  onSnapshot(listener: (snapshot: Snapshot) => void): void {
+    this.listeners.push(listener);
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.poll(), this.intervalMs);
+    void this.poll();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const [nodes, leases] = await Promise.all([
+        this.core.listNode(),
+        this.coordination.listNamespacedLease({ namespace: LEASE_NAMESPACE, labelSelector: LeaseLabel.role }),
+      ]);
+      const observed = leases.items.flatMap((lease) => {
+        const decoded = decodeLease({ metadata: lease.metadata ?? {}, spec: lease.spec });
+        return decoded ? [decoded] : [];
+      });
+      const at = new Date();
+      const snapshot: Snapshot = {
+        at,
+        nodes: nodes.items,
+        leases: observed,
+        statuses: nodeStatuses(nodes.items, observed, at),
+      };
+      this.latest = snapshot;
+      this.lastError = undefined;
+      for (const listener of this.listeners) listener(snapshot);
+      for (const waiter of [...this.waiters]) {
+        if (waiter.check(snapshot)) {
+          this.waiters.delete(waiter);
+          waiter.resolve(snapshot);
+        }
+      }
+    } catch (err) {
+      this.lastError = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /**
+   * Resolves with the first snapshot for which `check` holds; rejects with PhaseTimeout naming `phase` after
+   * `timeoutMs`, or when `signal` aborts.
+   */
+  waitFor(
+    phase: string,
+    what: string,
+    check: (snapshot: Snapshot) => boolean,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<Snapshot> {
+    if (this.latest && check(this.latest)) return Promise.resolve(this.latest);
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.waiters.delete(waiter);
+      };
+      const waiter: Waiter = {
+        check,
+        resolve: (snapshot) => {
+          done();
+          resolve(snapshot);
+        },
+      };
+      const onAbort = (): void => {
+        done();
+        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      };
+      const timer = setTimeout(() => {
+        done();
+        const error = this.lastError ? ` (last API error: ${this.lastError})` : '';
+        reject(new PhaseTimeout(phase, `${what} not reached within ${timeoutMs / 1000} s${error}`));
+      }, timeoutMs);
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(waiter);
+    });
+  }
+
+  /** The status of one node in a snapshot. */
+  static node(snapshot: Snapshot, name: string): NodeStatus | undefined {
+    return snapshot.statuses.find((s) => s.name === name);
+  }
+}

@@ -1,0 +1,261 @@
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  EXTENSION_ANNOTATION_PREFIX,
+  NODE_CONDITION_TYPE,
+  NODE_STATUS_LABEL,
+  buildLease,
+  decodeLease,
+  type ExtensionState,
+  type ObservedLease,
+} from '../api/index.ts';
+import { formatAge, formatTable, nodeStatuses, renderStatus, visibleLength } from './view.ts';
+
+const NOW = new Date('2026-05-01T12:00:00Z');
+const secondsAgo = (s: number): Date => new Date(NOW.getTime() - s * 1000);
+
+function node(
+  name: string,
+  options: {
+    label?: string;
+    taints?: string[];
+    condition?: [status: string, reason: string];
+    extensions?: string[];
+    ageSeconds?: number;
+  } = {},
+): V1Node {
+  const annotations = Object.fromEntries(
+    (options.extensions ?? []).map((e) => [`${EXTENSION_ANNOTATION_PREFIX}${e}`, 'http://127.0.0.1:1/']),
+  );
+  return {
+    metadata: {
+      name,
+      creationTimestamp: secondsAgo(options.ageSeconds ?? 30),
+      annotations,
+      labels: options.label ? { [NODE_STATUS_LABEL]: options.label } : {},
+    },
+    spec: {
+      taints: (options.taints ?? []).map((key): V1Taint => ({ key, effect: 'NoSchedule' })),
+    },
+    status: {
+      conditions: options.condition
+        ? [{ type: NODE_CONDITION_TYPE, status: options.condition[0], reason: options.condition[1] }]
+        : [],
+    },
+  };
+}
+
+function lease(
+  nodeName: string,
+  extension: string | undefined,
+  record?: { state: ExtensionState; reason: string },
+  renewedSecondsAgo = 1,
+  durationSeconds = 8,
+): ObservedLease {
+  const built = buildLease({
+    node: { name: nodeName, uid: `uid-${nodeName}` },
+    extension,
+    holderIdentity: `agent-${nodeName}`,
+    leaseDurationSeconds: durationSeconds,
+    renewTime: secondsAgo(renewedSecondsAgo),
+    bootId: 'boot-1',
+    record: record && { ...record, message: `${record.reason} message`, since: NOW.toISOString() },
+  });
+  const decoded = decodeLease(built);
+  if (!decoded) throw new Error('lease did not decode');
+  return decoded;
+}
+
+const healthy = { state: 'Healthy', reason: 'ProbeSucceeded' } as const;
+
+describe('nodeStatuses', () => {
+  it.each([
+    {
+      name: 'bootstrap taint → Bootstrapping',
+      node: node('n', {
+        label: 'progressing',
+        taints: [BOOTSTRAP],
+        condition: ['False', 'ExtensionsProgressing'],
+      }),
+      state: 'Bootstrapping',
+      taints: ['bootstrap'],
+    },
+    {
+      name: 'bootstrap taint and BootstrapTimeout → BootstrapTimeout',
+      node: node('n', { label: 'unhealthy', taints: [BOOTSTRAP], condition: ['False', 'BootstrapTimeout'] }),
+      state: 'BootstrapTimeout',
+      taints: ['bootstrap'],
+    },
+    {
+      name: 'runtime taint → Degraded',
+      node: node('n', { label: 'unhealthy', taints: [RUNTIME], condition: ['False', 'ExtensionsUnhealthy'] }),
+      state: 'Degraded',
+      taints: ['runtime'],
+    },
+    {
+      name: 'runtime taint and condition Unknown → Unknown',
+      node: node('n', { label: 'unknown', taints: [RUNTIME], condition: ['Unknown', 'AgentNotReporting'] }),
+      state: 'Unknown',
+      taints: ['runtime'],
+    },
+    {
+      name: 'no nodecare taint → Ready, even with a report-only failure',
+      node: node('n', { label: 'unhealthy', condition: ['False', 'ExtensionsUnhealthy'] }),
+      state: 'Ready',
+      taints: [],
+    },
+    {
+      name: 'no label yet → Pending',
+      node: node('n'),
+      state: 'Pending',
+      taints: [],
+    },
+    {
+      name: 'taints of others are listed by key',
+      node: node('n', { label: 'healthy', taints: ['example.com/maintenance'] }),
+      state: 'Ready',
+      taints: ['example.com/maintenance'],
+    },
+  ])('$name', ({ node: n, state, taints }) => {
+    const [status] = nodeStatuses([n], [], NOW);
+    expect(status?.state).toBe(state);
+    expect(status?.taints).toEqual(taints);
+  });
+
+  it('lists every required extension with its Lease state, and only this node’s Leases', () => {
+    const [status] = nodeStatuses(
+      [node('a', { label: 'healthy', extensions: ['kube-proxy', 'log-agent', 'gpu-plugin'] })],
+      [
+        lease('a', undefined),
+        lease('a', 'kube-proxy', healthy),
+        lease('a', 'gpu-plugin', { state: 'Unhealthy', reason: 'ProbeTimeout' }),
+        lease('b', 'log-agent', healthy),
+      ],
+      NOW,
+    );
+    expect(status?.extensions.map((e) => [e.name, e.state, e.reason])).toEqual([
+      ['gpu-plugin', 'Unhealthy', 'ProbeTimeout'],
+      ['kube-proxy', 'Healthy', 'ProbeSucceeded'],
+      ['log-agent', undefined, ''],
+    ]);
+    expect(status?.heartbeatAgeSeconds).toBe(1);
+  });
+});
+
+describe('renderStatus', () => {
+  it('renders a header and one aligned row per node, sorted by name', () => {
+    const rows = renderStatus(
+      [
+        node('demo-node-2', {
+          label: 'unhealthy',
+          taints: [RUNTIME],
+          condition: ['False', 'ExtensionsUnhealthy'],
+          extensions: ['kube-proxy', 'gpu-plugin'],
+          ageSeconds: 200,
+        }),
+        node('demo-node-1', {
+          label: 'progressing',
+          taints: [BOOTSTRAP],
+          condition: ['False', 'ExtensionsProgressing'],
+          extensions: ['kube-proxy', 'log-agent'],
+          ageSeconds: 5,
+        }),
+        node('demo-node-3', {
+          label: 'unknown',
+          taints: [RUNTIME],
+          condition: ['Unknown', 'AgentNotReporting'],
+          extensions: ['kube-proxy'],
+          ageSeconds: 4000,
+        }),
+      ],
+      [
+        lease('demo-node-1', undefined),
+        lease('demo-node-1', 'kube-proxy', { state: 'Progressing', reason: 'AwaitingFirstProbe' }),
+        lease('demo-node-2', undefined),
+        lease('demo-node-2', 'kube-proxy', { state: 'Unhealthy', reason: 'ConnectionRefused' }),
+        lease('demo-node-2', 'gpu-plugin', healthy),
+        lease('demo-node-3', undefined, undefined, 12, 8),
+        lease('demo-node-3', 'kube-proxy', healthy, 12, 30),
+      ],
+      NOW,
+    );
+    expect(rows).toEqual([
+      'NODE          STATE           TAINTS      CONDITION                     AGENT        AGE     EXTENSIONS',
+      'demo-node-1   Bootstrapping   bootstrap   False ExtensionsProgressing   up           5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
+      'demo-node-2   Degraded        runtime     False ExtensionsUnhealthy     up           3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
+      'demo-node-3   Unknown         runtime     Unknown AgentNotReporting     silent 12s   66m     kube-proxy ✓',
+    ]);
+  });
+
+  it('shows "-" for a node without condition, heartbeat or extensions', () => {
+    expect(renderStatus([node('bare', { ageSeconds: 0 })], [], NOW)[1]).toBe(
+      'bare   Pending   -        -           -       0s    -',
+    );
+  });
+
+  it('colours for a terminal without breaking the alignment', () => {
+    const nodes = [
+      node('a', { label: 'healthy', extensions: ['x'], condition: ['True', 'AllExtensionsHealthy'] }),
+      node('b', { label: 'unhealthy', taints: [RUNTIME], extensions: ['x'] }),
+    ];
+    const leases = [lease('a', 'x', healthy), lease('b', 'x', { state: 'Unhealthy', reason: 'BadStatus' })];
+    const plain = renderStatus(nodes, leases, NOW);
+    const colored = renderStatus(nodes, leases, NOW, { color: true });
+    expect(colored[1]).toContain('\u001b[32mReady\u001b[0m');
+    expect(colored[2]).toContain('\u001b[31m✗ BadStatus\u001b[0m');
+    expect(colored.map(visibleLength)).toEqual(plain.map(visibleLength));
+  });
+
+  it('honours other taint keys', () => {
+    const [status] = nodeStatuses([node('n', { label: 'healthy', taints: ['my/boot'] })], [], NOW, {
+      bootstrapTaintKey: 'my/boot',
+    });
+    expect(status?.state).toBe('Bootstrapping');
+  });
+});
+
+describe('formatAge', () => {
+  it.each([
+    [undefined, '-'],
+    [0, '0s'],
+    [119, '119s'],
+    [125, '2m5s'],
+    [180, '3m'],
+    [1500, '25m'],
+    [4 * 3600 + 12 * 60, '4h12m'],
+    [5 * 3600, '5h'],
+    [3 * 86400 + 5 * 3600, '3d5h'],
+  ])('%s s → %s', (seconds, text) => expect(formatAge(seconds)).toBe(text));
+});
+
+describe('formatTable', () => {
+  it('with a width, continues a long last cell between its items under its column', () => {
+    expect(
+      formatTable(
+        [
+          ['NODE', 'EXTENSIONS'],
+          ['n1', 'kube-proxy ✓  gpu-plugin ✗ ProbeTimeout  log-agent ✓'],
+          ['n2', 'kube-proxy ✓'],
+        ],
+        35,
+      ),
+    ).toEqual([
+      'NODE   EXTENSIONS',
+      'n1     kube-proxy ✓',
+      '       gpu-plugin ✗ ProbeTimeout',
+      '       log-agent ✓',
+      'n2     kube-proxy ✓',
+    ]);
+  });
+
+  it('pads every column but the last', () => {
+    expect(
+      formatTable([
+        ['A', 'BB', 'C'],
+        ['aaa', 'b', 'c'],
+      ]),
+    ).toEqual(['A     BB   C', 'aaa   b    c']);
+  });
+});

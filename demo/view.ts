@@ -1,0 +1,262 @@
+// The status table of the demo's live view: every node with its nodecare state, taints, ExtensionsReady
+// condition, agent heartbeat and the state of each extension as its Lease says. Pure functions of what the API
+// server returned (nodes, decoded Leases) and the current time, so a `kubectl nodecare status` can reuse them.
+
+import type { V1Node } from '@kubernetes/client-node';
+import {
+  ConditionReason,
+  DEFAULT_BOOTSTRAP_TAINT_KEY,
+  DEFAULT_RUNTIME_TAINT_KEY,
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  LeaseRole,
+  NODE_CONDITION_TYPE,
+  NODE_STATUS_LABEL,
+  NodeStatusLabelValue,
+  type ObservedLease,
+} from '../api/index.ts';
+
+/** The controller's node states (docs/controller.md), as read back from the node. */
+export const NodeState = {
+  /** No nodecare label yet: the controller has not looked at the node. */
+  Pending: 'Pending',
+  Bootstrapping: 'Bootstrapping',
+  BootstrapTimeout: 'BootstrapTimeout',
+  Ready: 'Ready',
+  Degraded: 'Degraded',
+  /** Degraded because the agent stopped reporting (condition Unknown). */
+  Unknown: 'Unknown',
+} as const;
+export type NodeState = (typeof NodeState)[keyof typeof NodeState];
+
+export interface ExtensionStatus {
+  name: string;
+  /** undefined: required by the node's annotation, but no Lease has been written for it yet. */
+  state: ExtensionState | undefined;
+  reason: string;
+  message: string;
+}
+
+export interface NodeStatus {
+  name: string;
+  state: NodeState;
+  /** Short names: `bootstrap`, `runtime`; any other taint by its key. */
+  taints: string[];
+  condition: { status: string; reason: string; message: string } | undefined;
+  /** Seconds since the agent's heartbeat was renewed; undefined when there is no heartbeat Lease. */
+  heartbeatAgeSeconds: number | undefined;
+  /** The heartbeat's duration: an older heartbeat has expired. */
+  heartbeatDurationSeconds: number | undefined;
+  extensions: ExtensionStatus[];
+  ageSeconds: number | undefined;
+}
+
+export interface StatusOptions {
+  bootstrapTaintKey?: string;
+  runtimeTaintKey?: string;
+  /** Colour the state and extension marks with ANSI escapes (for a terminal). */
+  color?: boolean;
+}
+
+/** EXTENSIONS comes last: it is the one column whose width varies a lot (and that wraps). */
+export const STATUS_HEADER = ['NODE', 'STATE', 'TAINTS', 'CONDITION', 'AGENT', 'AGE', 'EXTENSIONS'] as const;
+/** Between the extensions in the EXTENSIONS cell (each one contains single spaces only). */
+const ITEM_SEPARATOR = '  ';
+
+function toMs(value: Date | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+function stateOf(
+  labels: Record<string, string>,
+  taints: string[],
+  condition: NodeStatus['condition'],
+): NodeState {
+  if (taints.includes('bootstrap'))
+    return condition?.reason === ConditionReason.BootstrapTimeout
+      ? NodeState.BootstrapTimeout
+      : NodeState.Bootstrapping;
+  if (taints.includes('runtime'))
+    return condition?.status === 'Unknown' || labels[NODE_STATUS_LABEL] === NodeStatusLabelValue.unknown
+      ? NodeState.Unknown
+      : NodeState.Degraded;
+  // Without a nodecare taint the node is Ready, even when a report-only extension fails (the condition says so).
+  return labels[NODE_STATUS_LABEL] === undefined ? NodeState.Pending : NodeState.Ready;
+}
+
+/** One status per node, sorted by name. */
+export function nodeStatuses(
+  nodes: readonly V1Node[],
+  leases: readonly ObservedLease[],
+  now: Date,
+  options: StatusOptions = {},
+): NodeStatus[] {
+  const bootstrapKey = options.bootstrapTaintKey ?? DEFAULT_BOOTSTRAP_TAINT_KEY;
+  const runtimeKey = options.runtimeTaintKey ?? DEFAULT_RUNTIME_TAINT_KEY;
+  const nowMs = now.getTime();
+  return [...nodes]
+    .filter((node) => node.metadata?.name)
+    .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))
+    .map((node): NodeStatus => {
+      const name = node.metadata?.name ?? '';
+      const labels = node.metadata?.labels ?? {};
+      const taints = (node.spec?.taints ?? []).map((t) =>
+        t.key === bootstrapKey ? 'bootstrap' : t.key === runtimeKey ? 'runtime' : t.key,
+      );
+      const found = node.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
+      const condition = found
+        ? { status: found.status, reason: found.reason ?? '', message: found.message ?? '' }
+        : undefined;
+
+      const mine = leases.filter((l) => l.node === name);
+      const heartbeat = mine.find((l) => l.role === LeaseRole.agent);
+      const renewedMs = toMs(heartbeat?.renewTime);
+      const byName = new Map<string, ExtensionStatus>();
+      for (const key of Object.keys(node.metadata?.annotations ?? {})) {
+        if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
+        const ext = key.slice(EXTENSION_ANNOTATION_PREFIX.length);
+        byName.set(ext, { name: ext, state: undefined, reason: '', message: '' });
+      }
+      for (const lease of mine) {
+        if (lease.role !== LeaseRole.extension || !lease.extension) continue;
+        byName.set(lease.extension, {
+          name: lease.extension,
+          state: lease.state,
+          reason: lease.reason,
+          message: lease.message,
+        });
+      }
+      const createdMs = toMs(node.metadata?.creationTimestamp);
+      return {
+        name,
+        state: stateOf(labels, taints, condition),
+        taints,
+        condition,
+        heartbeatAgeSeconds:
+          renewedMs === undefined ? undefined : Math.max(0, Math.floor((nowMs - renewedMs) / 1000)),
+        heartbeatDurationSeconds: heartbeat ? heartbeat.leaseDurationSeconds : undefined,
+        extensions: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)),
+        ageSeconds: createdMs === undefined ? undefined : Math.max(0, Math.floor((nowMs - createdMs) / 1000)),
+      };
+    });
+}
+
+/** kubectl's age format: 45s, 3m10s, 25m, 4h12m, 3d5h. */
+export function formatAge(seconds: number | undefined): string {
+  if (seconds === undefined) return '-';
+  const minutes = Math.floor(seconds / 60);
+  const hours = Math.floor(minutes / 60);
+  const days = Math.floor(hours / 24);
+  if (seconds < 120) return `${seconds}s`;
+  if (minutes < 10) return seconds % 60 ? `${minutes}m${seconds % 60}s` : `${minutes}m`;
+  if (hours < 3) return `${minutes}m`;
+  if (hours < 48) return minutes % 60 ? `${hours}h${minutes % 60}m` : `${hours}h`;
+  return hours % 24 ? `${days}d${hours % 24}h` : `${days}d`;
+}
+
+const ANSI = { green: 32, yellow: 33, red: 31, magenta: 35, dim: 2 } as const;
+type Color = keyof typeof ANSI;
+
+const STATE_COLOR: Record<NodeState, Color> = {
+  Pending: 'dim',
+  Bootstrapping: 'yellow',
+  BootstrapTimeout: 'red',
+  Ready: 'green',
+  Degraded: 'red',
+  Unknown: 'magenta',
+};
+
+const MARK: Record<ExtensionState, { mark: string; color: Color }> = {
+  Healthy: { mark: '✓', color: 'green' },
+  Unhealthy: { mark: '✗', color: 'red' },
+  Progressing: { mark: '…', color: 'yellow' },
+  Unknown: { mark: '?', color: 'magenta' },
+};
+
+function paint(text: string, color: Color, enabled: boolean): string {
+  return enabled ? `\u001b[${ANSI[color]}m${text}\u001b[0m` : text;
+}
+
+// eslint-disable-next-line no-control-regex
+const ESCAPES = /\u001b\[[0-9;]*m/g;
+
+/** Width of a string as a terminal shows it (ANSI colour escapes take no room). */
+export function visibleLength(text: string): number {
+  return [...text.replace(ESCAPES, '')].length;
+}
+
+function extensionCell(ext: ExtensionStatus, color: boolean): string {
+  if (ext.state === undefined) return `${ext.name} ${paint('· no lease', 'dim', color)}`;
+  const { mark, color: c } = MARK[ext.state];
+  const reason = ext.state === ExtensionState.Healthy ? '' : ` ${ext.reason}`;
+  return `${ext.name} ${paint(`${mark}${reason}`, c, color)}`;
+}
+
+function agentCell(status: NodeStatus, color: boolean): string {
+  const age = status.heartbeatAgeSeconds;
+  if (age === undefined) return paint('-', 'dim', color);
+  const expired = status.heartbeatDurationSeconds !== undefined && age > status.heartbeatDurationSeconds;
+  return expired ? paint(`silent ${formatAge(age)}`, 'red', color) : 'up';
+}
+
+/** The cells of one row, in STATUS_HEADER order. */
+export function statusCells(status: NodeStatus, options: StatusOptions = {}): string[] {
+  const color = options.color ?? false;
+  const condition = status.condition ? `${status.condition.status} ${status.condition.reason}`.trim() : '-';
+  return [
+    status.name,
+    paint(status.state, STATE_COLOR[status.state], color),
+    status.taints.length ? status.taints.join(',') : '-',
+    condition,
+    agentCell(status, color),
+    formatAge(status.ageSeconds),
+    status.extensions.length
+      ? status.extensions.map((e) => extensionCell(e, color)).join(ITEM_SEPARATOR)
+      : '-',
+  ];
+}
+
+/**
+ * Left-aligned columns separated by three spaces; the last column is not padded. With `width`, a last cell that
+ * would overflow it continues on the next lines, broken between its items (separated by two spaces).
+ */
+export function formatTable(rows: readonly (readonly string[])[], width?: number): string[] {
+  const widths: number[] = [];
+  for (const row of rows)
+    row.slice(0, -1).forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell))));
+  const indent = widths.reduce((sum, w) => sum + w + 3, 0);
+  return rows.flatMap((row) => {
+    const head = row
+      .slice(0, -1)
+      .map((cell, i) => `${cell}${' '.repeat((widths[i] ?? 0) - visibleLength(cell))}   `)
+      .join('');
+    const last = row.at(-1) ?? '';
+    if (width === undefined || indent + visibleLength(last) <= width) return [head + last];
+    const lines: string[] = [];
+    let line = '';
+    for (const item of last.split(ITEM_SEPARATOR)) {
+      if (line && indent + visibleLength(line + ITEM_SEPARATOR + item) > width) {
+        lines.push(line);
+        line = item;
+      } else line = line ? line + ITEM_SEPARATOR + item : item;
+    }
+    lines.push(line);
+    return lines.map((l, i) => (i === 0 ? head : ' '.repeat(indent)) + l);
+  });
+}
+
+/**
+ * The whole table: a header line, then a line per node (more when `width` is given and a node's extensions
+ * do not fit: they continue under the EXTENSIONS column).
+ */
+export function renderStatus(
+  nodes: readonly V1Node[],
+  leases: readonly ObservedLease[],
+  now: Date,
+  options: StatusOptions & { width?: number } = {},
+): string[] {
+  const rows = nodeStatuses(nodes, leases, now, options).map((s) => statusCells(s, options));
+  return formatTable([[...STATUS_HEADER], ...rows], options.width);
+}

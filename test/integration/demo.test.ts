@@ -1,0 +1,46 @@
+// `npm start -- --once`: the README's main job runs its whole story against its own local control plane (not
+// the one of this test run) and observes every phase: bootstrap taint, all Ready, runtime taint, recovery,
+// agent lost and back.
+
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PHASES } from '../../demo/scenario.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+/** Normally about 40 s; generous for 2 shared cores that also run this run's control plane. */
+const TIMEOUT_MS = 240_000;
+
+let child: ReturnType<typeof spawn> | undefined;
+
+afterAll(() => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+});
+
+describe('demo (npm start -- --once)', () => {
+  it(
+    'runs the scenario, reaches every phase and stops everything',
+    async () => {
+      const started = spawn(process.execPath, [join(ROOT, 'demo', 'main.ts'), '--once'], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child = started;
+      let output = '';
+      started.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      started.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
+
+      expect(code, output).toBe(0);
+      for (const phase of Object.keys(PHASES)) expect(output).toContain(`✔ PHASE ${phase}:`);
+      expect(output).toContain(
+        `Summary: ${Object.keys(PHASES).length} of ${Object.keys(PHASES).length} phases reached`,
+      );
+      expect(output).toMatch(
+        /demo-node-2 +Degraded +runtime +False ExtensionsUnhealthy .*kube-proxy ✗ ConnectionRefused/,
+      );
+      expect(output).toContain('Stopped.');
+    },
+    TIMEOUT_MS,
+  );
+});
