@@ -31,7 +31,7 @@ import {
   extensionLeaseName,
 } from '../../api/index.ts';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
-import { eventually, uniqueName } from './helpers.ts';
+import { eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, type ProgramProcess } from './processes.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -153,13 +153,7 @@ async function readyz(port: number): Promise<number> {
   return (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
 }
 
-const fast = {
-  periodSeconds: 1,
-  failureThreshold: 2,
-  successThreshold: 1,
-  startupGraceSeconds: 0,
-  timeoutSeconds: 1,
-};
+const fast = FAST_PROBING;
 
 describe('nodecare-agent across an API server restart', () => {
   it('loses nothing: a change made while the API server is down is written once it is back, and leases resume', async () => {

@@ -25,7 +25,7 @@ import {
 } from '../../api/index.ts';
 import { PROTO_FILES, service } from '../../agent/probes/proto.ts';
 import { serveGrpc } from '../../agent/probes/testing.ts';
-import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { adminKubeConfig, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -110,13 +110,7 @@ async function spawnAgent(nodeName: string, extraArgs: string[] = []) {
   return agent;
 }
 
-const fast = {
-  periodSeconds: 1,
-  failureThreshold: 2,
-  successThreshold: 1,
-  startupGraceSeconds: 0,
-  timeoutSeconds: 1,
-};
+const fast = FAST_PROBING;
 
 describe('nodecare-agent', () => {
   it('keeps one Lease per annotated extension; a failing endpoint turns Unhealthy within period × threshold + 1 s and recovers', async () => {

@@ -17,7 +17,7 @@ import {
   EXTENSION_ANNOTATION_PREFIX,
   NODE_STATUS_LABEL,
 } from '../../api/index.ts';
-import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { adminKubeConfig, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -35,13 +35,7 @@ const CONTROLLER_ARGS = [
   '--leader-election-renew-deadline-seconds=4',
   '--leader-election-retry-period-seconds=1',
 ];
-const fast = {
-  periodSeconds: 1,
-  failureThreshold: 2,
-  successThreshold: 1,
-  startupGraceSeconds: 0,
-  timeoutSeconds: 1,
-};
+const fast = FAST_PROBING;
 
 const processes: ProgramProcess[] = [];
 const servers: Server[] = [];

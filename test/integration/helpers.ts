@@ -41,3 +41,12 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Probe settings for tests: probe every second, flip after two results, no startup grace. */
+export const FAST_PROBING = {
+  periodSeconds: 1,
+  failureThreshold: 2,
+  successThreshold: 1,
+  startupGraceSeconds: 0,
+  timeoutSeconds: 1,
+} as const;
