@@ -21,7 +21,7 @@ import {
   type NodeMemory,
   type RequiredExtension,
 } from './decide/index.ts';
-import { isFailing } from './decide/condition.ts';
+import { isFailing, sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import { applyNodeChange, nodeChange, writeCondition, type EventRecorder, type TaintKeys } from './writes.ts';
@@ -205,13 +205,10 @@ export class Reconciler {
   }
 
   private wouldWrite(node: NonNullable<ReturnType<ClusterCache['node']>>, decision: NodeDecision): boolean {
-    const observed = node.extensionsReadyCondition;
-    const conditionChanges =
-      !observed ||
-      observed.status !== decision.condition.status ||
-      observed.reason !== decision.condition.reason ||
-      observed.message !== decision.condition.message;
-    return conditionChanges || nodeChange(node, decision, this.keys, true) !== undefined;
+    return (
+      !sameCondition(node.extensionsReadyCondition, decision.condition) ||
+      nodeChange(node, decision, this.keys, true) !== undefined
+    );
   }
 
   /** Keeps per-extension counts (for the breaker) and the state metrics up to date, one node at a time. */

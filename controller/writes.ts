@@ -9,6 +9,7 @@ import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation, microTime } fro
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { toCachedNode, type CachedNode } from './cache.ts';
+import { sameCondition } from './decide/condition.ts';
 import type { DesiredCondition, NodeDecision, NodeEvent, NodeTaint } from './decide/index.ts';
 
 const MAX_CONFLICT_RETRIES = 5;
@@ -128,14 +129,7 @@ export async function writeCondition(
   nowMs: number,
 ): Promise<CachedNode | undefined> {
   const observed = node.extensionsReadyCondition;
-  if (
-    observed &&
-    observed.status === desired.status &&
-    observed.reason === desired.reason &&
-    observed.message === desired.message
-  ) {
-    return undefined;
-  }
+  if (sameCondition(observed, desired)) return undefined;
   const now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const transition =
     observed?.status === desired.status && node.conditionTransitionTime ? node.conditionTransitionTime : now;

@@ -31,7 +31,7 @@ import {
   extensionLeaseName,
 } from '../../api/index.ts';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
-import { eventually, uniqueName, FAST_PROBING } from './helpers.ts';
+import { eventually, uniqueName, FAST_PROBING, createSystemExtension } from './helpers.ts';
 import { startAgent, type ProgramProcess } from './processes.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -167,20 +167,10 @@ describe('nodecare-agent across an API server restart', () => {
 
     // One extension from a node annotation, one from a SystemExtension: both sources must survive the restart.
     const sxName = uniqueName('sx-tcp');
-    await custom.createClusterCustomObject({
-      group: 'nodecare.io',
-      version: 'v1alpha1',
-      plural: 'systemextensions',
-      body: {
-        apiVersion: 'nodecare.io/v1alpha1',
-        kind: 'SystemExtension',
-        metadata: { name: sxName },
-        spec: {
-          nodeSelector: { matchLabels: { 'test-node': nodeName } },
-          probe: { tcp: { port: tcpPort } },
-          ...fast,
-        },
-      },
+    await createSystemExtension(custom, sxName, {
+      nodeSelector: { matchLabels: { 'test-node': nodeName } },
+      probe: { tcp: { port: tcpPort } },
+      ...fast,
     });
     await core.createNode({
       body: {

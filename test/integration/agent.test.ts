@@ -25,7 +25,7 @@ import {
 } from '../../api/index.ts';
 import { PROTO_FILES, service } from '../../agent/probes/proto.ts';
 import { serveGrpc } from '../../agent/probes/testing.ts';
-import { adminKubeConfig, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
+import { adminKubeConfig, eventually, uniqueName, FAST_PROBING, createSystemExtension } from './helpers.ts';
 import { startAgent, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -162,20 +162,10 @@ describe('nodecare-agent', () => {
     await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
     const group = uniqueName('grp');
     const sxName = uniqueName('sx-tcp');
-    await custom.createClusterCustomObject({
-      group: 'nodecare.io',
-      version: 'v1alpha1',
-      plural: 'systemextensions',
-      body: {
-        apiVersion: 'nodecare.io/v1alpha1',
-        kind: 'SystemExtension',
-        metadata: { name: sxName },
-        spec: {
-          nodeSelector: { matchLabels: { 'test-group': group } },
-          probe: { tcp: { port: (tcp.address() as AddressInfo).port } },
-          ...fast,
-        },
-      },
+    await createSystemExtension(custom, sxName, {
+      nodeSelector: { matchLabels: { 'test-group': group } },
+      probe: { tcp: { port: (tcp.address() as AddressInfo).port } },
+      ...fast,
     });
     const matching = uniqueName('sx-yes');
     const other = uniqueName('sx-no');

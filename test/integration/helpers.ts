@@ -1,7 +1,7 @@
 // Shared helpers for integration tests against the real control plane started by global-setup.ts.
 
 import { randomBytes } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type CustomObjectsApi } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 
 export function adminKubeConfig(): KubeConfig {
@@ -50,3 +50,17 @@ export const FAST_PROBING = {
   startupGraceSeconds: 0,
   timeoutSeconds: 1,
 } as const;
+
+/** Creates a SystemExtension through `api` (any control plane's client). */
+export async function createSystemExtension(
+  api: CustomObjectsApi,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  await api.createClusterCustomObject({
+    group: 'nodecare.io',
+    version: 'v1alpha1',
+    plural: 'systemextensions',
+    body: { apiVersion: 'nodecare.io/v1alpha1', kind: 'SystemExtension', metadata: { name }, spec },
+  });
+}
