@@ -56,6 +56,8 @@ export const EventReason = {
   BootstrapTimeout: 'BootstrapTimeout',
   CorrelatedFailure: 'CorrelatedFailure',
   PodEvicted: 'PodEvicted',
+  /** A node annotation names an extension a SystemExtension defines without allowing an override. */
+  RegistrationConflict: 'RegistrationConflict',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -86,6 +86,18 @@ export interface ResolvedRegistrations {
   byName: Map<string, Registration>;
   /** Annotations whose key does not carry a valid extension name (no Lease can exist for them). */
   badAnnotationKeys: string[];
+  /**
+   * Annotations ignored because a SystemExtension of the same name is in force on the node and does not set
+   * `spec.allowAnnotationOverride` (SPEC section 2): the SystemExtension stays in `byName`.
+   */
+  conflicts: RegistrationConflict[];
+}
+
+export interface RegistrationConflict {
+  /** The extension name both define. */
+  name: string;
+  /** Human sentence for events and the lease message (input it repeats is capped). */
+  message: string;
 }
 
 /**
@@ -116,7 +128,7 @@ export function resolveRegistrations(
       safety && parse.result.ok ? annotationSafetyProblems(parse.result.value.probe, safety) : [];
     byName.set(name, toRegistration(name, 'annotation', parse, unsafe));
   }
-  return { byName, badAnnotationKeys };
+  return { byName, badAnnotationKeys, conflicts: [] };
 }
 
 function isLoopback(host: string): boolean {
