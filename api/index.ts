@@ -6,3 +6,4 @@ export * from './selector.ts';
 export * from './quantity.ts';
 export * from './registration.ts';
 export * from './lease.ts';
+export * from './text.ts';
