@@ -1,0 +1,268 @@
+import { describe, expect, it } from 'vitest';
+import { apiTime, initCondition, type RollupCondition } from './condition.ts';
+import {
+  classifyPair,
+  ERR_CONFIGURATION_PROBLEM,
+  evaluateRollup,
+  itemsMessage,
+  statusLabel,
+  SUCCESS_MESSAGE,
+  type RollupInput,
+  type RollupPair,
+} from './evaluate.ts';
+
+const T0 = Date.parse('2026-11-23T10:00:00Z');
+const MINUTE = 60_000;
+
+function pair(
+  node: string,
+  extension: string,
+  state: RollupPair['state'],
+  reason = '',
+  conditionType = 'EveryNodeReady',
+): RollupPair {
+  return { node, extension, state, reason, conditionType };
+}
+
+function run(pairs: RollupPair[], over: Partial<RollupInput> = {}) {
+  return evaluateRollup({ pairs, previous: [], ownedBefore: [], nowMs: T0, ...over });
+}
+
+function byType(conditions: RollupCondition[], type: string): RollupCondition | undefined {
+  return conditions.find((c) => c.type === type);
+}
+
+describe('classifyPair', () => {
+  it.each([
+    ['Healthy', '', 'healthy'],
+    ['Progressing', 'StartupGrace', 'progressing'],
+    ['Unhealthy', 'ProbeTimeout', 'failing'],
+    ['Unknown', 'ProbeError', 'failing'],
+    ['Unknown', 'PermissionDenied', 'failing'],
+    ['Unknown', 'InvalidRegistration', 'failing'],
+    ['Unknown', 'AgentNotReporting', 'unevaluable'],
+    ['Unknown', 'LeaseExpired', 'unevaluable'],
+    ['Unknown', 'LeaseMissing', 'unevaluable'],
+  ] as const)('%s (%s) → %s', (state, reason, verdict) => {
+    expect(classifyPair({ state, reason })).toBe(verdict);
+  });
+});
+
+describe('evaluateRollup: precedence per condition type', () => {
+  it('every pair Healthy → True / HealthCheckSuccessful / All health checks successful', () => {
+    const c = byType(
+      run([pair('a', 'gpu', 'Healthy'), pair('b', 'gpu', 'Healthy')]).conditions,
+      'EveryNodeReady',
+    );
+    expect(c).toMatchObject({ status: 'True', reason: 'HealthCheckSuccessful', message: SUCCESS_MESSAGE });
+  });
+
+  it('a pair that cannot be evaluated wins over a failing one → Unknown / ConditionCheckError', () => {
+    const c = byType(
+      run([pair('a', 'gpu', 'Unhealthy', 'ProbeTimeout'), pair('b', 'gpu', 'Unknown', 'AgentNotReporting')])
+        .conditions,
+      'EveryNodeReady',
+    );
+    expect(c).toMatchObject({
+      status: 'Unknown',
+      reason: 'ConditionCheckError',
+      message: 'failed to execute 1 health check: b: gpu Unknown (AgentNotReporting).',
+    });
+  });
+
+  it('a failing pair on a new condition → False at once (Gardener: initial → False)', () => {
+    const c = byType(
+      run([pair('a', 'gpu', 'Unhealthy', 'ProbeTimeout'), pair('b', 'gpu', 'Progressing')]).conditions,
+      'EveryNodeReady',
+    );
+    expect(c).toMatchObject({
+      status: 'False',
+      reason: 'HealthCheckUnsuccessful',
+      message: 'a: gpu Unhealthy (ProbeTimeout).',
+    });
+  });
+
+  it('a failing pair on a True condition → Progressing for the threshold, then False', () => {
+    const healthy = run([pair('a', 'gpu', 'Healthy')]);
+    const failing = [pair('a', 'gpu', 'Unhealthy', 'ProbeTimeout')];
+    const first = run(failing, {
+      previous: healthy.conditions,
+      ownedBefore: healthy.owned,
+      nowMs: T0 + MINUTE,
+    });
+    expect(byType(first.conditions, 'EveryNodeReady')?.status).toBe('Progressing');
+    const within = run(failing, {
+      previous: first.conditions,
+      ownedBefore: first.owned,
+      nowMs: T0 + 6 * MINUTE,
+    });
+    expect(within.changed).toBe(false);
+    const past = run(failing, {
+      previous: first.conditions,
+      ownedBefore: first.owned,
+      nowMs: T0 + 6 * MINUTE + 1_000,
+    });
+    expect(byType(past.conditions, 'EveryNodeReady')).toMatchObject({
+      status: 'False',
+      lastTransitionTime: apiTime(T0 + 6 * MINUTE + 1_000),
+    });
+  });
+
+  it('other types use a 1 minute threshold, and thresholds are configurable per type', () => {
+    const pairs = [pair('a', 'fluent-bit', 'Healthy', '', 'ObservabilityComponentsHealthy')];
+    const healthy = run(pairs);
+    const failing = [pair('a', 'fluent-bit', 'Unhealthy', 'FileStale', 'ObservabilityComponentsHealthy')];
+    const first = run(failing, { previous: healthy.conditions, ownedBefore: healthy.owned, nowMs: T0 });
+    const at = (nowMs: number, thresholdsMs?: Record<string, number>) =>
+      byType(
+        run(failing, {
+          previous: first.conditions,
+          ownedBefore: first.owned,
+          nowMs,
+          ...(thresholdsMs ? { thresholdsMs } : {}),
+        }).conditions,
+        'ObservabilityComponentsHealthy',
+      )?.status;
+    expect(at(T0 + MINUTE)).toBe('Progressing');
+    expect(at(T0 + MINUTE + 1_000)).toBe('False');
+    expect(at(T0 + MINUTE + 1_000, { ObservabilityComponentsHealthy: 10 * MINUTE })).toBe('Progressing');
+  });
+
+  it('only progressing pairs → Progressing / HealthCheckProgressing', () => {
+    const c = byType(run([pair('a', 'gpu', 'Progressing', 'StartupGrace')]).conditions, 'EveryNodeReady');
+    expect(c).toMatchObject({ status: 'Progressing', reason: 'HealthCheckProgressing' });
+  });
+
+  it('recovery turns the condition True at once', () => {
+    const failing = run([pair('a', 'gpu', 'Unhealthy', 'ProbeTimeout')]);
+    const recovered = run([pair('a', 'gpu', 'Healthy')], {
+      previous: failing.conditions,
+      ownedBefore: failing.owned,
+      nowMs: T0 + 1_000,
+    });
+    expect(byType(recovered.conditions, 'EveryNodeReady')?.status).toBe('True');
+  });
+
+  it('an unhealthy extension of another type affects only its own condition', () => {
+    const result = run([
+      pair('a', 'gpu', 'Healthy'),
+      pair('a', 'fluent-bit', 'Unhealthy', 'FileStale', 'ObservabilityComponentsHealthy'),
+    ]);
+    expect(byType(result.conditions, 'EveryNodeReady')?.status).toBe('True');
+    expect(byType(result.conditions, 'ObservabilityComponentsHealthy')?.status).toBe('False');
+  });
+
+  it('an invalid registration carries ERR_CONFIGURATION_PROBLEM', () => {
+    const c = byType(run([pair('a', 'gpu', 'Unknown', 'InvalidRegistration')]).conditions, 'EveryNodeReady');
+    expect(c?.codes).toEqual([ERR_CONFIGURATION_PROBLEM]);
+  });
+
+  it('an agent-reported Unknown counts as not healthy (our deviation from Gardener)', () => {
+    const c = byType(run([pair('a', 'gpu', 'Unknown', 'PermissionDenied')]).conditions, 'EveryNodeReady');
+    expect(c?.status).toBe('False');
+  });
+});
+
+describe('evaluateRollup: writing only on change, keeping what is not ours', () => {
+  it('the same input twice → changed false and the same objects', () => {
+    const first = run([pair('a', 'gpu', 'Healthy')]);
+    const second = run([pair('a', 'gpu', 'Healthy')], {
+      previous: first.conditions,
+      ownedBefore: first.owned,
+      nowMs: T0 + 30 * MINUTE,
+    });
+    expect(second.changed).toBe(false);
+    expect(second.conditions[0]).toBe(first.conditions[0]);
+  });
+
+  it('another owner’s condition type is kept as it is', () => {
+    const foreign = { ...initCondition('APIServerAvailable', T0), status: 'True' as const, reason: 'X' };
+    const result = run([pair('a', 'gpu', 'Healthy')], { previous: [foreign], ownedBefore: [] });
+    expect(result.conditions).toContain(foreign);
+    expect(result.owned).toEqual(['EveryNodeReady']);
+  });
+
+  it('a type of ours that is no longer in use is removed', () => {
+    const first = run([pair('a', 'gpu', 'Healthy'), pair('a', 'x', 'Healthy', '', 'GpuFleetHealthy')]);
+    const second = run([pair('a', 'gpu', 'Healthy')], {
+      previous: first.conditions,
+      ownedBefore: first.owned,
+    });
+    expect(second.changed).toBe(true);
+    expect(second.conditions.map((c) => c.type)).toEqual(['EveryNodeReady']);
+  });
+
+  it('counts per extension, never per node', () => {
+    const result = run([
+      pair('a', 'gpu', 'Healthy'),
+      pair('b', 'gpu', 'Unhealthy'),
+      pair('c', 'gpu', 'Unknown'),
+      pair('d', 'gpu', 'Progressing'),
+      pair('a', 'csi', 'Healthy'),
+    ]);
+    expect(result.extensions).toEqual([
+      { name: 'csi', conditionType: 'EveryNodeReady', healthy: 1, progressing: 0, unhealthy: 0, unknown: 0 },
+      { name: 'gpu', conditionType: 'EveryNodeReady', healthy: 1, progressing: 1, unhealthy: 1, unknown: 1 },
+    ]);
+  });
+});
+
+describe('evaluateRollup: Gardener awareness', () => {
+  it('hibernated: every condition True / HealthCheckSuccessful / Shoot is hibernated', () => {
+    const result = run(
+      [pair('a', 'gpu', 'Unhealthy'), pair('a', 'f', 'Unknown', 'X', 'SystemComponentsHealthy')],
+      {
+        hibernated: true,
+      },
+    );
+    expect(result.conditions.map((c) => [c.type, c.status, c.reason, c.message])).toEqual([
+      ['EveryNodeReady', 'True', 'HealthCheckSuccessful', 'Shoot is hibernated'],
+      ['SystemComponentsHealthy', 'True', 'HealthCheckSuccessful', 'Shoot is hibernated'],
+    ]);
+  });
+
+  it('workerless: no EveryNodeReady condition, and an old one is removed', () => {
+    const before = run([pair('a', 'gpu', 'Healthy')]);
+    const result = run(
+      [pair('a', 'gpu', 'Unhealthy'), pair('a', 'f', 'Healthy', '', 'SystemComponentsHealthy')],
+      {
+        previous: before.conditions,
+        ownedBefore: before.owned,
+        workerless: true,
+      },
+    );
+    expect(result.conditions.map((c) => c.type)).toEqual(['SystemComponentsHealthy']);
+  });
+});
+
+describe('itemsMessage', () => {
+  it('one item: "<x>."; several: "1) <a>. 2) <b>."; sorted by node, then extension', () => {
+    expect(itemsMessage([pair('a', 'gpu', 'Unhealthy', 'ProbeTimeout')])).toBe(
+      'a: gpu Unhealthy (ProbeTimeout).',
+    );
+    expect(itemsMessage([pair('b', 'gpu', 'Unhealthy', 'X'), pair('a', 'csi', 'Unknown', 'Y')])).toBe(
+      '1) a: csi Unknown (Y). 2) b: gpu Unhealthy (X).',
+    );
+  });
+
+  it('caps the list and counts the rest', () => {
+    const many = Array.from({ length: 5_000 }, (_, i) =>
+      pair(`node-${String(i).padStart(4, '0')}`, 'gpu', 'Unhealthy'),
+    );
+    const message = itemsMessage(many);
+    expect(message).toMatch(/^1\) node-0000: gpu Unhealthy\. 2\) /);
+    expect(message).toMatch(/10\) node-0009: gpu Unhealthy\. … and 4990 more\.$/);
+  });
+});
+
+describe('statusLabel (Gardener ComputeShootStatus)', () => {
+  it.each([
+    [[], 'healthy'],
+    [['True', 'True'], 'healthy'],
+    [['True', 'Progressing'], 'progressing'],
+    [['Progressing', 'Unknown'], 'unknown'],
+    [['Unknown', 'False'], 'unhealthy'],
+  ] as const)('%j → %s', (statuses, label) => {
+    expect(statusLabel(statuses.map((status) => ({ status })))).toBe(label);
+  });
+});

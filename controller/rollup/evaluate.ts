@@ -1,0 +1,306 @@
+// The roll-up's evaluation (docs/design.md section 6, docs/rollup.md): from every (node, extension) pair to one
+// Gardener-style condition per condition type, per-extension counts and the status label. Pure: the reconciler
+// passes the pairs it decided, the old conditions and `nowMs`.
+//
+// Precedence per type, as Gardener's health-check library orders it: a pair that cannot be evaluated →
+// Unknown / ConditionCheckError; else a failing pair → the threshold machine (HealthCheckUnsuccessful); else a
+// progressing pair → Progressing / HealthCheckProgressing; else True / HealthCheckSuccessful.
+
+import { ExtensionState } from '../../api/names.ts';
+import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
+import {
+  failedCondition,
+  initCondition,
+  RollupReason,
+  RollupStatus,
+  updateCondition,
+  type RollupCondition,
+} from './condition.ts';
+
+/** Gardener's error code for a registration that cannot work as written. */
+export const ERR_CONFIGURATION_PROBLEM = 'ERR_CONFIGURATION_PROBLEM';
+
+export const GardenerConditionType = {
+  EveryNodeReady: 'EveryNodeReady',
+  SystemComponentsHealthy: 'SystemComponentsHealthy',
+  ObservabilityComponentsHealthy: 'ObservabilityComponentsHealthy',
+  ControlPlaneHealthy: 'ControlPlaneHealthy',
+} as const;
+
+/** Gardener's stock thresholds: 5 minutes for EveryNodeReady, 1 minute for every other type. */
+export const DEFAULT_THRESHOLD_MS = 60_000;
+export const DEFAULT_THRESHOLDS_MS: Readonly<Record<string, number>> = {
+  [GardenerConditionType.EveryNodeReady]: 5 * 60_000,
+};
+
+export const SUCCESS_MESSAGE = 'All health checks successful';
+export const HIBERNATED_MESSAGE = 'Shoot is hibernated';
+
+/** How many failing items a message names before it says how many more there are. */
+export const MAX_MESSAGE_ITEMS = 10;
+
+/** One (node, extension) pair as the controller decided it. */
+export interface RollupPair {
+  node: string;
+  extension: string;
+  conditionType: string;
+  state: ExtensionState;
+  reason: string;
+}
+
+export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
+
+/**
+ * How a pair counts. An expired lease or an agent that stopped reporting cannot be evaluated (Gardener's
+ * outdated report → Unknown). An agent's own Unknown ("could not determine") counts as failing: our one
+ * deviation from Gardener, which counts an Unknown check without error as a success — a check that cannot
+ * tell whether the GPU plugin works must not report the cluster healthy.
+ */
+export function classifyPair(pair: Pick<RollupPair, 'state' | 'reason'>): PairVerdict {
+  switch (pair.state) {
+    case ExtensionState.Healthy:
+      return 'healthy';
+    case ExtensionState.Progressing:
+      return 'progressing';
+    case ExtensionState.Unhealthy:
+      return 'failing';
+    case ExtensionState.Unknown:
+      return pair.reason === ControllerReason.AgentNotReporting ||
+        pair.reason === ControllerReason.LeaseExpired ||
+        pair.reason === ControllerReason.LeaseMissing
+        ? 'unevaluable'
+        : 'failing';
+    default: {
+      const unreachable: never = pair.state;
+      return unreachable;
+    }
+  }
+}
+
+function isConfigurationProblem(pair: RollupPair): boolean {
+  return (
+    pair.reason === ControllerReason.InvalidRegistration || pair.reason === ProbeReason.InvalidRegistration
+  );
+}
+
+/** `node-a: gpu-plugin Unhealthy (ProbeTimeout)` */
+function describePair(pair: RollupPair): string {
+  return `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
+}
+
+function byNodeThenExtension(a: RollupPair, b: RollupPair): number {
+  if (a.node !== b.node) return a.node < b.node ? -1 : 1;
+  return a.extension < b.extension ? -1 : a.extension > b.extension ? 1 : 0;
+}
+
+/**
+ * Gardener's message format: one item is `<x>.`, several are `1) <a>. 2) <b>.`; past `max` items the rest are
+ * counted (`… and 3 more.`). Sorted, so equal inputs give an equal message and nothing is written twice.
+ */
+export function itemsMessage(pairs: readonly RollupPair[], max: number = MAX_MESSAGE_ITEMS): string {
+  const sorted = [...pairs].sort(byNodeThenExtension);
+  const shown = sorted.slice(0, max).map(describePair);
+  const rest = sorted.length - shown.length;
+  const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
+  return rest > 0 ? `${listed} … and ${rest} more.` : listed;
+}
+
+export interface ExtensionCounts {
+  name: string;
+  /** The condition type the extension feeds (its registrations may disagree across nodes: the first wins). */
+  conditionType: string;
+  healthy: number;
+  progressing: number;
+  unhealthy: number;
+  unknown: number;
+}
+
+export interface RollupInput {
+  pairs: Iterable<RollupPair>;
+  /** The conditions as they are on the object now (foreign types included: they are kept). */
+  previous: readonly RollupCondition[];
+  /** The condition types the last write owned: one of them no longer in use is removed, others are kept. */
+  ownedBefore: readonly string[];
+  thresholdsMs?: Readonly<Record<string, number>>;
+  /** Gardener awareness: the shoot is hibernated (every condition True, evaluation paused). */
+  hibernated?: boolean;
+  /** Gardener awareness: the shoot has no workers (no EveryNodeReady condition). */
+  workerless?: boolean;
+  nowMs: number;
+}
+
+export interface RollupResult {
+  /** Every condition, ours recomputed and foreign ones kept, in a stable order. */
+  conditions: RollupCondition[];
+  /** The condition types nodecare owns now: one per type in use (remember them for `ownedBefore`). */
+  owned: string[];
+  /** True when a condition differs from `previous` (write only then). */
+  changed: boolean;
+  extensions: ExtensionCounts[];
+  label: RollupLabel;
+}
+
+interface TypeBucket {
+  unevaluable: RollupPair[];
+  failing: RollupPair[];
+  progressing: RollupPair[];
+}
+
+function emptyCounts(name: string, conditionType: string): ExtensionCounts {
+  return { name, conditionType, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0 };
+}
+
+const COUNT_FIELD = {
+  [ExtensionState.Healthy]: 'healthy',
+  [ExtensionState.Progressing]: 'progressing',
+  [ExtensionState.Unhealthy]: 'unhealthy',
+  [ExtensionState.Unknown]: 'unknown',
+} as const satisfies Record<ExtensionState, keyof ExtensionCounts>;
+
+export function evaluateRollup(input: RollupInput): RollupResult {
+  const { nowMs } = input;
+  const thresholds = { ...DEFAULT_THRESHOLDS_MS, ...input.thresholdsMs };
+  const buckets = new Map<string, TypeBucket>();
+  const counts = new Map<string, ExtensionCounts>();
+  for (const pair of input.pairs) {
+    let bucket = buckets.get(pair.conditionType);
+    if (!bucket) {
+      bucket = { unevaluable: [], failing: [], progressing: [] };
+      buckets.set(pair.conditionType, bucket);
+    }
+    const verdict = classifyPair(pair);
+    if (verdict !== 'healthy') bucket[verdict].push(pair);
+    let count = counts.get(pair.extension);
+    if (!count) {
+      count = emptyCounts(pair.extension, pair.conditionType);
+      counts.set(pair.extension, count);
+    }
+    count[COUNT_FIELD[pair.state]] += 1;
+  }
+
+  const workerless = input.workerless ?? false;
+  const previousByType = new Map(input.previous.map((c) => [c.type, c]));
+  const ownedBefore = new Set(input.ownedBefore);
+  const owned = [...buckets.keys()]
+    .filter((type) => !(workerless && type === GardenerConditionType.EveryNodeReady))
+    .sort();
+  const next = new Map<string, RollupCondition>();
+  for (const type of owned) {
+    const old = previousByType.get(type) ?? initCondition(type, nowMs);
+    next.set(
+      type,
+      input.hibernated
+        ? updateCondition(
+            old,
+            {
+              status: RollupStatus.True,
+              reason: RollupReason.HealthCheckSuccessful,
+              message: HIBERNATED_MESSAGE,
+            },
+            nowMs,
+          )
+        : evaluateType(old, buckets.get(type), thresholds[type] ?? DEFAULT_THRESHOLD_MS, nowMs),
+    );
+  }
+
+  let changed = false;
+  const conditions: RollupCondition[] = [];
+  for (const old of input.previous) {
+    const built = next.get(old.type);
+    if (built) {
+      if (built !== old) changed = true;
+      conditions.push(built);
+      next.delete(old.type);
+    } else if (ownedBefore.has(old.type)) {
+      changed = true; // ours, no longer in use (or EveryNodeReady of a workerless shoot): removed
+    } else {
+      conditions.push(old); // another owner's condition type: kept as it is
+    }
+  }
+  for (const [, built] of next) {
+    conditions.push(built);
+    changed = true;
+  }
+  return {
+    conditions,
+    owned,
+    changed,
+    extensions: [...counts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    label: statusLabel(conditions),
+  };
+}
+
+function evaluateType(
+  old: RollupCondition,
+  bucket: TypeBucket | undefined,
+  thresholdMs: number,
+  nowMs: number,
+): RollupCondition {
+  if (bucket && bucket.unevaluable.length > 0) {
+    return updateCondition(
+      old,
+      {
+        status: RollupStatus.Unknown,
+        reason: RollupReason.ConditionCheckError,
+        message: `failed to execute ${bucket.unevaluable.length} health ${bucket.unevaluable.length === 1 ? 'check' : 'checks'}: ${itemsMessage(bucket.unevaluable)}`,
+      },
+      nowMs,
+    );
+  }
+  if (bucket && bucket.failing.length > 0) {
+    const codes = bucket.failing.some(isConfigurationProblem) ? [ERR_CONFIGURATION_PROBLEM] : [];
+    return failedCondition(
+      old,
+      thresholdMs,
+      { reason: RollupReason.HealthCheckUnsuccessful, message: itemsMessage(bucket.failing), codes },
+      nowMs,
+    );
+  }
+  if (bucket && bucket.progressing.length > 0) {
+    return updateCondition(
+      old,
+      {
+        status: RollupStatus.Progressing,
+        reason: RollupReason.HealthCheckProgressing,
+        message: itemsMessage(bucket.progressing),
+      },
+      nowMs,
+    );
+  }
+  return updateCondition(
+    old,
+    { status: RollupStatus.True, reason: RollupReason.HealthCheckSuccessful, message: SUCCESS_MESSAGE },
+    nowMs,
+  );
+}
+
+export const RollupLabel = {
+  healthy: 'healthy',
+  progressing: 'progressing',
+  unknown: 'unknown',
+  unhealthy: 'unhealthy',
+} as const;
+export type RollupLabel = (typeof RollupLabel)[keyof typeof RollupLabel];
+
+const LABEL_RANK: Record<RollupLabel, number> = { healthy: 3, progressing: 2, unknown: 1, unhealthy: 0 };
+
+/**
+ * Gardener's `ComputeShootStatus` over every condition on the object (foreign ones too): the worst wins, ranked
+ * healthy > progressing > unknown > unhealthy; True → healthy, Progressing → progressing, Unknown → unknown,
+ * anything else → unhealthy. nodecare has no last operation: it counts as Succeeded (contributes healthy).
+ */
+export function statusLabel(conditions: readonly Pick<RollupCondition, 'status'>[]): RollupLabel {
+  let worst: RollupLabel = RollupLabel.healthy;
+  for (const { status } of conditions) {
+    const label =
+      status === RollupStatus.True
+        ? RollupLabel.healthy
+        : status === RollupStatus.Progressing
+          ? RollupLabel.progressing
+          : status === RollupStatus.Unknown
+            ? RollupLabel.unknown
+            : RollupLabel.unhealthy;
+    if (LABEL_RANK[label] < LABEL_RANK[worst]) worst = label;
+  }
+  return worst;
+}
