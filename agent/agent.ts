@@ -71,6 +71,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   let lastHeartbeatOkMs: number | undefined;
   let stopped = false;
   let reconcileQueued = false;
+  /** When the Node last appeared (the heartbeat is expected from then on). */
+  let nodeSeenMs = startedMs;
+  let ignoredAnnotations = new Set<string>();
 
   const target = (): LeaseTarget | undefined =>
     node
@@ -86,6 +89,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
       metrics.watchErrors.inc({ source });
       log.warn({ err, source }, 'Watch failed; retrying with backoff');
     },
+    onSkipped: (source, key, err) =>
+      log.error({ err, source, object: key }, 'Skipped an object that could not be handled'),
   });
 
   const env: ProbeEnvironment = {
@@ -131,19 +136,28 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
     }
     const previous = node;
     node = current;
+    if (previous === undefined) nodeSeenMs = clock.now();
     if (!watches.systemExtensions.synced) return;
     const resolved = resolveRegistrations(current, watches.systemExtensions.store.values(), {
       nodeAddresses: current.addresses,
       allowedPathPrefixes: config.allowedPaths,
     });
+    // Logged once per change: every Node update (status, heartbeats) re-resolves the same annotations.
     for (const key of resolved.badAnnotationKeys)
-      log.warn({ annotation: key }, 'Ignored annotation: the extension name is not a DNS label');
+      if (!ignoredAnnotations.has(key))
+        log.warn({ annotation: key }, 'Ignored annotation: the extension name is not a DNS label');
+    ignoredAnnotations = new Set(resolved.badAnnotationKeys);
     const wanted = new Map<string, Registration>();
     for (const [name, spec] of config.fileExtensions) wanted.set(name, fromConfigFile(name, spec));
     for (const [name, registration] of resolved.byName) wanted.set(name, registration);
 
     const rebooted = previous !== undefined && previous.bootId !== current.bootId;
     const recreated = previous !== undefined && previous.uid !== current.uid;
+    // A heartbeat of an earlier boot or Node object counts as absent: rewrite it now, not at its next turn.
+    if ((rebooted || recreated) && heartbeatTimer) {
+      heartbeatTimer.cancel();
+      heartbeat();
+    }
     for (const [name, runner] of runners) {
       if (!wanted.has(name)) {
         runner.stop();
@@ -207,12 +221,16 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const health: HealthServer = await startHealthServer(
     config.healthPort,
     {
-      // Alive while heartbeats land; an agent that cannot renew for two lease durations restarts.
-      healthy: () =>
-        lastHeartbeatOkMs === undefined
-          ? clock.now() - startedMs < 2 * config.heartbeatDurationSeconds * 1000 + 60_000
-          : clock.now() - lastHeartbeatOkMs < 2 * config.heartbeatDurationSeconds * 1000,
-      ready: () => watches.synced && lastHeartbeatOkMs !== undefined,
+      // Alive while heartbeats land; an agent that cannot renew for two lease durations restarts. Waiting for
+      // its Node to be created is not a fault (a restart would not help): alive, not ready.
+      healthy: () => {
+        const windowMs = 2 * config.heartbeatDurationSeconds * 1000;
+        if (!node) return watches.node.synced || clock.now() - startedMs < windowMs + 60_000;
+        return lastHeartbeatOkMs === undefined || lastHeartbeatOkMs < nodeSeenMs
+          ? clock.now() - nodeSeenMs < windowMs + 60_000
+          : clock.now() - lastHeartbeatOkMs < windowMs;
+      },
+      ready: () => watches.synced && node !== undefined && lastHeartbeatOkMs !== undefined,
     },
     registry,
     config.healthAddress,

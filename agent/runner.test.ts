@@ -33,6 +33,7 @@ interface Write {
   state: string | undefined;
   reason: string | undefined;
   message: string | undefined;
+  bootId: string | undefined;
 }
 
 /** The fake store, recording when (by the fake clock) each write landed and what it carried. */
@@ -53,6 +54,7 @@ class RecordingStore extends FakeLeaseStore {
       state: annotations[LeaseAnnotation.state],
       reason: annotations[LeaseAnnotation.reason],
       message: annotations[LeaseAnnotation.message],
+      bootId: annotations[LeaseAnnotation.bootId],
     });
   }
 
@@ -92,6 +94,8 @@ interface Harness {
   store: RecordingStore;
   writer: LeaseWriter;
   probes: number;
+  /** The node's boot ID as the runner's target reports it; a test changes it to simulate a reboot. */
+  bootId: string;
   runner(name: string, reg: Registration): ExtensionRunner;
 }
 
@@ -111,6 +115,7 @@ function harness(probe: FakeProbe, options: { random?: () => number } = {}): Har
     store,
     writer,
     probes: 0,
+    bootId: 'boot-1',
     runner(name, reg) {
       const deps: RunnerDeps = {
         clock,
@@ -122,7 +127,7 @@ function harness(probe: FakeProbe, options: { random?: () => number } = {}): Har
           h.probes++;
           return probe(ctx);
         },
-        target: () => ({ node: NODE, bootId: 'boot-1', holderIdentity: 'nodecare-agent-node-a' }),
+        target: () => ({ node: NODE, bootId: h.bootId, holderIdentity: 'nodecare-agent-node-a' }),
         renewIntervalMs: DEFAULT_RENEW_MS,
         random,
       };
@@ -335,5 +340,52 @@ describe('ExtensionRunner', () => {
     // 5 leases × one renewal per 120 s (give or take one renewal each at the edges of the hour).
     expect(Math.abs(extensionWrites - 5 * (hourMs / DEFAULT_RENEW_MS))).toBeLessThanOrEqual(5);
     expect(h.probes).toBeGreaterThanOrEqual(5 * 390 - 10);
+  });
+
+  it('rewrites the lease with the new boot ID right after a reboot, though the result equals the last write', async () => {
+    const h = harness(async () => OK);
+    const runner = h.runner('web', WEB);
+    await h.clock.advance(30_000);
+    expect(h.store.writes.map((w) => [w.state, w.bootId])).toEqual([['Healthy', 'boot-1']]);
+
+    // The agent sees the node's new boot ID and re-registers the extension (grace from now).
+    h.bootId = 'boot-2';
+    runner.update(WEB, h.clock.now());
+    await h.clock.advance(2_000); // the first probe after re-registration comes within a second
+    expect(h.store.writes.map((w) => [w.state, w.bootId])).toEqual([
+      ['Healthy', 'boot-1'],
+      ['Healthy', 'boot-2'],
+    ]);
+  });
+
+  it('republish() writes at once when only the target changed (the Node was re-created), and not otherwise', async () => {
+    const h = harness(async () => OK);
+    const runner = h.runner('web', WEB);
+    await h.clock.advance(30_000);
+    runner.republish();
+    await h.clock.advance(0);
+    expect(h.store.writes).toHaveLength(1);
+    h.bootId = 'boot-2';
+    runner.republish();
+    await h.clock.advance(0);
+    expect(h.store.writes.map((w) => w.bootId)).toEqual(['boot-1', 'boot-2']);
+  });
+
+  it('a probe that throws leaves the runner probing on schedule, not stuck with a stale Healthy', async () => {
+    let mode: 'ok' | 'throw' | 'refused' = 'ok';
+    const h = harness(async () => {
+      if (mode === 'throw') throw new Error('probe bug');
+      return mode === 'ok' ? OK : REFUSED;
+    });
+    const runner = h.runner('web', WEB);
+    await h.clock.advance(30_000);
+    expect(runner.record.state).toBe('Healthy');
+
+    mode = 'throw'; // the next probe (30.5 s) throws: it counts as a failure to determine, not a hang
+    await h.clock.advance(10_000);
+    mode = 'refused';
+    await h.clock.advance(30_000);
+    expect(runner.record.state).toBe('Unhealthy');
+    expect(h.store.writes.at(-1)?.state).toBe('Unhealthy');
   });
 });

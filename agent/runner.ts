@@ -3,11 +3,20 @@
 // a message that changed alone) rides on the renewal cadence, which keeps the write budget (SPEC P4) no
 // matter how chatty a probe's messages are.
 
-import type { DesiredLease, NodeRef, ProbeSpec, ProbeStateRecord, Registration } from '../api/index.ts';
+import type {
+  DesiredLease,
+  ExtensionSpec,
+  NodeRef,
+  ProbeSpec,
+  ProbeStateRecord,
+  Registration,
+} from '../api/index.ts';
+import { ProbeReason } from '../api/reasons.ts';
 import type { Clock, Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { LeaseWriter } from './leases/writer.ts';
 import type { AgentMetrics } from './metrics.ts';
+import { describeError, unknown } from './probes/result.ts';
 import type { ProbeContext, ProbeEnvironment, ProbeResult } from './probes/types.ts';
 import { initialMachine, invalidRegistration, transition, type ExtensionMachine } from './state.ts';
 
@@ -44,6 +53,7 @@ export class ExtensionRunner {
   private readonly stopping = new AbortController();
   private lastWrittenMs = -Infinity;
   private lastWrittenRecord: ProbeStateRecord | undefined;
+  private lastWrittenTarget: LeaseTarget | undefined;
   private probing = false;
   /** A tick of a newer registration found a probe of the previous one running. */
   private probeWhenIdle = false;
@@ -76,9 +86,8 @@ export class ExtensionRunner {
     this.begin();
   }
 
-  /** Re-publishes at once (the node's uid or boot changed, so the lease must be rewritten). */
+  /** Writes at once if the lease's target (node uid, boot ID) changed since the last write. */
   republish(): void {
-    this.lastWrittenRecord = undefined;
     this.publish();
   }
 
@@ -133,26 +142,37 @@ export class ExtensionRunner {
       this.probeWhenIdle = true;
       return;
     }
-    const { clock, metrics, random } = this.deps;
-    const { spec } = reg;
-    const timeoutMs = spec.timeoutSeconds * 1000;
     this.probing = true;
+    try {
+      await this.probeOnce(reg.spec);
+    } catch (err) {
+      // A bug in one round must not leave the runner "probing" forever while renewals keep a stale state.
+      this.deps.log.error({ err }, 'Probe round failed');
+    } finally {
+      this.probing = false;
+      if (this.registration !== reg) {
+        // Re-registered while probing: the new registration's loop owns the lease and the schedule.
+        if (this.probeWhenIdle) this.scheduleProbe(0);
+        this.probeWhenIdle = false;
+      } else {
+        const period = reg.spec.periodSeconds * 1000;
+        this.scheduleProbe(period * (1 - JITTER + 2 * JITTER * this.deps.random()));
+      }
+    }
+  }
+
+  /** One probe, its transition and the write it calls for; a result of a replaced registration is dropped. */
+  private async probeOnce(spec: ExtensionSpec): Promise<void> {
+    const { clock, metrics } = this.deps;
+    const reg = this.registration;
+    const timeoutMs = spec.timeoutSeconds * 1000;
     const started = performance.now();
     const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.stopping.signal]);
-    const result = await this.deps.runProbe(spec.probe, {
-      signal,
-      timeoutMs,
-      now: () => clock.now(),
-      env: this.deps.env,
-    });
-    this.probing = false;
+    const result = await this.deps
+      .runProbe(spec.probe, { signal, timeoutMs, now: () => clock.now(), env: this.deps.env })
+      .catch((err: unknown) => unknown(ProbeReason.ProbeError, `probe failed: ${describeError(err)}`));
     if (this.stopping.signal.aborted) return; // stopping is not a failure: publish nothing
-    if (this.registration !== reg) {
-      // Re-registered while probing: the result is dropped and the new registration's loop owns the lease.
-      if (this.probeWhenIdle) this.scheduleProbe(0);
-      this.probeWhenIdle = false;
-      return;
-    }
+    if (this.registration !== reg) return;
     metrics.probeDuration.observe({ kind: spec.probe.kind }, (performance.now() - started) / 1000);
     metrics.probeResults.inc({ kind: spec.probe.kind, outcome: result.outcome });
     const step = transition(this.machine, {
@@ -169,21 +189,29 @@ export class ExtensionRunner {
       );
     }
     this.publish();
-    const period = spec.periodSeconds * 1000;
-    this.scheduleProbe(period * (1 - JITTER + 2 * JITTER * random()));
   }
 
-  /** Writes the lease when state or reason changed, or when the renewal is due. */
+  /**
+   * Writes the lease when state or reason changed, when the lease's node or boot changed (a lease of an
+   * earlier boot or an earlier Node object holds the node until rewritten), or when the renewal is due.
+   */
   private publish(): void {
     const record = this.machine.published;
     const now = this.deps.clock.now();
-    const last = this.lastWrittenRecord;
-    const urgent = !last || last.state !== record.state || last.reason !== record.reason;
-    if (!urgent && now - this.lastWrittenMs < this.deps.renewIntervalMs) return;
     const target = this.deps.target();
     if (!target) return; // node not observed yet; the agent republishes once it is
+    const last = this.lastWrittenRecord;
+    const lastTarget = this.lastWrittenTarget;
+    const urgent =
+      !last ||
+      last.state !== record.state ||
+      last.reason !== record.reason ||
+      lastTarget?.bootId !== target.bootId ||
+      lastTarget.node.uid !== target.node.uid;
+    if (!urgent && now - this.lastWrittenMs < this.deps.renewIntervalMs) return;
     this.lastWrittenMs = now;
     this.lastWrittenRecord = record;
+    this.lastWrittenTarget = target;
     this.deps.metrics.setState(this.name, record.state);
     const desired: DesiredLease = {
       node: target.node,

@@ -96,6 +96,8 @@ export interface WatchDeps {
   nodeName: string;
   onChange(): void;
   onError(source: string, err: unknown): void;
+  /** An object the agent could not handle (a poison object); it was skipped. */
+  onSkipped(source: string, key: string, err: unknown): void;
 }
 
 export class AgentWatches {
@@ -115,6 +117,7 @@ export class AgentWatches {
       deleted: () => deps.onChange(),
       synced: () => deps.onChange(),
       error: (err) => deps.onError(source, err),
+      skipped: (err, key) => deps.onSkipped(source, key, err),
     });
     this.node = new Reflector({
       client: deps.client,
@@ -155,7 +158,10 @@ export class AgentWatches {
         path: '/api/v1/pods',
         fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
         transform: toPodEntry,
-        handlers: { error: (err) => this.deps.onError('pods', err) },
+        handlers: {
+          error: (err) => this.deps.onError('pods', err),
+          skipped: (err, key) => this.deps.onSkipped('pods', key, err),
+        },
       });
       this.pods.start();
     } else if (!wanted && this.pods) {

@@ -157,6 +157,42 @@ describe('nodecare-agent', () => {
     grpc.server.forceShutdown();
   });
 
+  it('republishes every lease with the new boot ID as soon as the node reboots, long before a renewal', async () => {
+    const nodeName = uniqueName('agent-reboot');
+    const web = await httpServer();
+    await createNode(nodeName, {
+      ...annotation('web', { probe: { http: { url: `http://127.0.0.1:${web.port}/` } }, ...fast }),
+      ...annotation('tcp', { probe: { tcp: { port: web.port } }, ...fast }),
+    });
+    // Renewals an hour apart: only the reboot itself can explain a prompt rewrite.
+    const agent = await spawnAgent(nodeName, ['--extension-renew-seconds=3600']);
+    for (const ext of ['web', 'tcp']) await waitForState(nodeName, ext, 'Healthy');
+    const bootIdOf = async (name: string): Promise<string | undefined> => {
+      const found = await coordination
+        .readNamespacedLease({ name, namespace: LEASE_NAMESPACE })
+        .catch(() => undefined);
+      return found?.metadata?.annotations?.[LeaseAnnotation.bootId];
+    };
+    const names = [
+      extensionLeaseName(nodeName, 'web'),
+      extensionLeaseName(nodeName, 'tcp'),
+      agentLeaseName(nodeName),
+    ];
+    for (const name of names) expect(await bootIdOf(name)).toBe('boot-1');
+
+    await core.patchNodeStatus(
+      { name: nodeName, body: { status: { nodeInfo: { bootID: 'boot-2' } } } },
+      mergePatch,
+    );
+    await agent.waitForLog('Re-registered extension');
+    await eventually(
+      async () => ((await Promise.all(names.map(bootIdOf))).every((b) => b === 'boot-2') ? true : undefined),
+      { timeoutMs: 30_000, what: 'every lease of the node to carry the new boot ID' },
+    );
+    expect(await leaseState(nodeName, 'web')).toBe('Healthy');
+    web.server.close();
+  });
+
   it('applies a SystemExtension to matching nodes only and follows relabelling', async () => {
     const tcp: TcpServer = createTcpServer((s) => s.end());
     await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));

@@ -1,0 +1,199 @@
+// runAgent in-process against a loopback API server (lib/kube/testing.ts) with a fake clock and the fake
+// lease store: the whole agent, with time and writes under the test's control.
+
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { Writable } from 'node:stream';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  GROUP_VERSION,
+  LeaseAnnotation,
+  SYSTEM_EXTENSION,
+  agentLeaseName,
+  extensionLeaseName,
+  parseExtensionSpec,
+  type ExtensionSpec,
+} from '../api/index.ts';
+import { FakeClock } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { FakeApiServer } from '../lib/kube/testing.ts';
+import { createLogger } from '../lib/log.ts';
+import { runAgent, type RunningAgent } from './agent.ts';
+import type { AgentConfig } from './config.ts';
+import { FakeLeaseStore } from './leases/store.ts';
+
+const NODES = '/api/v1/nodes';
+const SYSTEM_EXTENSIONS = `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`;
+const NODE_NAME = 'node-a';
+
+interface LogLine {
+  msg: string;
+  [key: string]: unknown;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function spec(raw: Record<string, unknown>): ExtensionSpec {
+  const { result } = parseExtensionSpec(raw);
+  if (!result.ok) throw new Error(result.problems.join('; '));
+  return result.value;
+}
+
+function node(bootId: string, annotations: Record<string, string> = {}, generation = 0) {
+  return {
+    metadata: { name: NODE_NAME, uid: 'uid-a', annotations, labels: { generation: String(generation) } },
+    status: { nodeInfo: { bootID: bootId } },
+  };
+}
+
+async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+interface Harness {
+  api: FakeApiServer;
+  clock: FakeClock;
+  store: FakeLeaseStore;
+  logs: LogLine[];
+  agent: RunningAgent;
+  status(path: string): Promise<number>;
+}
+
+async function start(
+  nodes: object[],
+  fileExtensions: ReadonlyMap<string, ExtensionSpec> = new Map(),
+): Promise<Harness> {
+  const api = await FakeApiServer.start();
+  api.serve(NODES, nodes);
+  api.serve(SYSTEM_EXTENSIONS);
+  const client: KubeClient = api.client();
+  const clock = new FakeClock();
+  const store = new FakeLeaseStore();
+  const logs: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  const config: AgentConfig = {
+    kubeconfig: undefined,
+    nodeName: NODE_NAME,
+    identity: 'agent-pod',
+    healthPort: 0,
+    healthAddress: '127.0.0.1',
+    logLevel: 'info',
+    allowedPaths: [],
+    heartbeatDurationSeconds: 40,
+    extensionRenewSeconds: 3600,
+    requestTimeoutMs: 5_000,
+    fileExtensions,
+  };
+  const agent = await runAgent(config, {
+    clock,
+    client,
+    log: createLogger({ name: 'nodecare-agent', level: 'info' }, stream),
+    registry: new Registry(),
+    leaseStore: store,
+    random: () => 0.5,
+    bootTimeMs: clock.now() - 3_600_000,
+  });
+  cleanups.push(async () => {
+    await agent.stop();
+    await client.close();
+    await api.close();
+  });
+  const status = async (path: string): Promise<number> =>
+    (await fetch(`http://127.0.0.1:${agent.healthPort}${path}`)).status;
+  return { api, clock, store, logs, agent, status };
+}
+
+async function tcpListener(): Promise<number> {
+  const server: Server = createServer((socket) => socket.end());
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+describe('runAgent', () => {
+  it('logs an ignored annotation once, not again on every Node update', async () => {
+    const bad = { 'extensions.nodecare.io/Not_A_Label': 'tcp://127.0.0.1:1' };
+    const h = await start([node('boot-1', bad)]);
+    const ignored = (): LogLine[] => h.logs.filter((l) => l.msg.startsWith('Ignored annotation'));
+    await until(() => ignored().length === 1, 'the first warning');
+    for (let i = 1; i <= 5; i++) h.api.emit(NODES, 'MODIFIED', node('boot-1', bad, i));
+    await until(() => h.agent.states().size === 0 && h.api.watchRequests(NODES).length > 0, 'the updates');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(ignored()).toHaveLength(1);
+
+    // A change is logged again: a second bad key is new, the first is not repeated.
+    const worse = { ...bad, 'extensions.nodecare.io/Also_Bad': 'tcp://127.0.0.1:1' };
+    h.api.emit(NODES, 'MODIFIED', node('boot-1', worse, 6));
+    await until(() => ignored().length === 2, 'the warning about the new key');
+    expect(ignored()[1]?.annotation).toBe('extensions.nodecare.io/Also_Bad');
+  });
+
+  it('is live but not ready while its Node does not exist yet', async () => {
+    const h = await start([]);
+    await until(() => h.api.watchRequests(NODES).length > 0, 'the node watch');
+    await h.clock.advance(30 * 60_000);
+    expect(await h.status('/healthz')).toBe(200);
+    expect(await h.status('/readyz')).toBe(503);
+
+    h.api.emit(NODES, 'ADDED', node('boot-1'));
+    await until(async () => (await h.status('/readyz')) === 200, 'ready once the Node exists');
+    expect(await h.status('/healthz')).toBe(200);
+  });
+
+  it('republishes every lease and the heartbeat with the new boot ID as soon as the Node reports it', async () => {
+    const port = await tcpListener();
+    const extensions = new Map([
+      ['web', spec({ probe: { tcp: { port } }, periodSeconds: 10, startupGraceSeconds: 0 })],
+      ['dns', spec({ probe: { tcp: { port } }, periodSeconds: 10, startupGraceSeconds: 0 })],
+    ]);
+    const h = await start([node('boot-1')], extensions);
+    const bootIdOf = (lease: string): string | undefined =>
+      h.store.leases.get(lease)?.metadata.annotations?.[LeaseAnnotation.bootId];
+    const leases = [
+      extensionLeaseName(NODE_NAME, 'web'),
+      extensionLeaseName(NODE_NAME, 'dns'),
+      agentLeaseName(NODE_NAME),
+    ];
+    const allOn = (bootId: string) => () => leases.every((l) => bootIdOf(l) === bootId);
+    await until(async () => {
+      await h.clock.advance(500);
+      return allOn('boot-1')();
+    }, 'the first writes');
+    expect(h.agent.states()).toEqual(
+      new Map([
+        ['web', 'Healthy'],
+        ['dns', 'Healthy'],
+      ]),
+    );
+
+    // The kubelet posts the new boot ID. Renewals are an hour apart, the heartbeat 10 s: within a few
+    // seconds of fake time every lease must carry the new boot ID.
+    h.api.emit(NODES, 'MODIFIED', node('boot-2'));
+    await until(
+      () => h.api.watchRequests(NODES).length > 0 && h.logs.some((l) => l.rebooted === true),
+      'the reboot',
+    );
+    for (let i = 0; i < 4; i++) await h.clock.advance(500);
+    await until(allOn('boot-2'), 'every lease on the new boot', 5_000);
+    expect([...h.agent.states().values()]).toEqual(['Healthy', 'Healthy']);
+  });
+});
