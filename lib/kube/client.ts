@@ -2,7 +2,6 @@
 // request, errors classified at this boundary (errors.ts), and streaming watches with an inactivity
 // timeout. Typed models are not deserialized: callers strip what they keep (docs/adr/0001).
 
-import { createInterface } from 'node:readline';
 import { Agent, request, type Dispatcher } from 'undici';
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import type { Connection } from './config.ts';
@@ -11,6 +10,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** A watch that has sent nothing (not even a bookmark) for this long is presumed dead and restarted. */
 export const WATCH_INACTIVITY_MS = 90_000;
 const MAX_ERROR_BODY = 64 * 1024;
+/** A watch line (one event) longer than this is refused rather than buffered without bound. */
+export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -40,6 +41,8 @@ export interface KubeClientOptions {
   /** Maximum concurrent connections to the API server (watches hold one each). */
   connections?: number;
   userAgent?: string;
+  /** Default MAX_WATCH_LINE_BYTES. */
+  maxWatchLineBytes?: number;
 }
 
 export class KubeClient {
@@ -47,11 +50,13 @@ export class KubeClient {
   private readonly connection: Connection;
   private readonly dispatcher: Dispatcher;
   private readonly userAgent: string;
+  private readonly maxWatchLineBytes: number;
 
   constructor(connection: Connection, options: KubeClientOptions = {}) {
     this.connection = connection;
     this.server = connection.server;
     this.userAgent = options.userAgent ?? 'nodecare';
+    this.maxWatchLineBytes = options.maxWatchLineBytes ?? MAX_WATCH_LINE_BYTES;
     this.dispatcher = new Agent({
       connect: { ...connection.tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
       keepAliveTimeout: 60_000,
@@ -175,15 +180,16 @@ export class KubeClient {
         }
         throw classifyResponse(response.statusCode, body, undefined, what);
       }
-      const lines = createInterface({ input: response.body, crlfDelay: Infinity });
-      // Leaving the loop early (an ERROR event such as 410 Gone, a bad line) stops the iteration, then the
-      // abort below errors the body, which readline re-emits; unheard, that 'error' would crash the process.
-      lines.on('error', () => {});
       try {
-        for await (const line of lines) {
+        for await (const line of splitLines(response.body, this.maxWatchLineBytes, what)) {
           touch();
-          if (!line) continue;
-          const event = JSON.parse(line) as WatchEvent<T>;
+          if (line.length === 0) continue;
+          let event: WatchEvent<T>;
+          try {
+            event = JSON.parse(line.toString('utf8')) as WatchEvent<T>;
+          } catch {
+            throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
+          }
           if (event.type === 'ERROR') {
             const status = event.object as { code?: number };
             throw classifyResponse(status.code ?? 500, event.object, undefined, what);
@@ -207,4 +213,36 @@ export class KubeClient {
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
+}
+
+/**
+ * Splits a byte stream into lines (newline never occurs inside a UTF-8 multi-byte sequence), refusing a line
+ * longer than `maxBytes` instead of buffering it without bound.
+ */
+async function* splitLines(
+  body: AsyncIterable<Buffer>,
+  maxBytes: number,
+  what: string,
+): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const tooLong = (): KubeError =>
+    new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is longer than ${maxBytes} bytes`);
+  for await (const chunk of body) {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
+      if (pendingBytes + end - start > maxBytes) throw tooLong();
+      const part = chunk.subarray(start, end);
+      yield pending.length > 0 ? Buffer.concat([...pending, part]) : part;
+      pending = [];
+      pendingBytes = 0;
+      start = end + 1;
+    }
+    if (start < chunk.length) {
+      pendingBytes += chunk.length - start;
+      if (pendingBytes > maxBytes) throw tooLong();
+      pending.push(chunk.subarray(start));
+    }
+  }
+  if (pendingBytes > 0) yield Buffer.concat(pending);
 }

@@ -13,6 +13,8 @@ export const KubeErrorCode = {
   ServerError: 'ServerError',
   Timeout: 'Timeout',
   Network: 'Network',
+  /** A response we cannot read (a watch line that is not JSON or is over the size limit). */
+  Malformed: 'Malformed',
 } as const;
 export type KubeErrorCode = (typeof KubeErrorCode)[keyof typeof KubeErrorCode];
 

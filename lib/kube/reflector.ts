@@ -1,12 +1,14 @@
 // List-then-watch into a local store, as client-go's reflector: paginated LIST, WATCH from its
 // resourceVersion with bookmarks and a server-side timeout, resume from the last seen resourceVersion when a
-// watch ends, relist on 410 Gone, capped backoff on errors. Objects are transformed on ingest so the store
-// keeps only what the program needs (docs/adr/0001).
+// watch ends, relist on 410 Gone or a malformed stream, capped backoff on errors and on watches that end at
+// once with nothing (client-go's "very short watch"). Objects are transformed on ingest so the store keeps
+// only what the program needs (docs/adr/0001). An object whose transform or handler throws is a poison
+// object: reported through `skipped` and passed over, never retried (the same object would throw again).
 
 import type { Clock } from '../clock.ts';
 import { Backoff, WATCH_BACKOFF } from './backoff.ts';
-import type { KubeClient, Query } from './client.ts';
-import { isKubeError, KubeErrorCode } from './errors.ts';
+import type { KubeClient, Query, WatchEventType } from './client.ts';
+import { isKubeError, KubeError, KubeErrorCode } from './errors.ts';
 
 interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -26,6 +28,8 @@ export interface ReflectorHandlers<T> {
   synced?(): void;
   /** A list or watch failed; the reflector retries on its own. */
   error?(err: unknown): void;
+  /** The transform or a handler threw on the object with this key; it was skipped. */
+  skipped?(err: unknown, key: string): void;
 }
 
 export interface ReflectorOptions<R, T> {
@@ -41,6 +45,9 @@ export interface ReflectorOptions<R, T> {
   pageSize?: number;
   random?: () => number;
 }
+
+/** A watch that ends sooner than this having delivered nothing counts as a failure (client-go: 1 s). */
+const SHORT_WATCH_MS = 1_000;
 
 export function objectKey(obj: Meta): string {
   const { namespace, name } = obj.metadata ?? {};
@@ -86,11 +93,17 @@ export class Reflector<R extends Meta, T> {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
-    const { clock, handlers } = this.options;
+    const { clock, handlers, path } = this.options;
     while (!signal.aborted) {
       try {
         if (!this.resourceVersion) await this.list(signal);
-        await this.watch(signal);
+        const startedMs = clock.now();
+        const delivered = await this.watch(signal);
+        if (signal.aborted) return;
+        // Resuming at once is right after a watch that lived or delivered; one that ended at once with
+        // nothing would be reopened in a tight loop, so it is a failure and backs off.
+        if (delivered === 0 && clock.now() - startedMs < SHORT_WATCH_MS)
+          throw new KubeError(KubeErrorCode.Network, 0, `WATCH ${path}: ended at once without any event`);
         this.backoff.reset();
       } catch (err) {
         if (signal.aborted) return;
@@ -98,6 +111,8 @@ export class Reflector<R extends Meta, T> {
           this.resourceVersion = ''; // history compacted: relist, then watch again
           continue;
         }
+        // A stream we cannot read (an over-long or broken line) may hide events: relist after the backoff.
+        if (isKubeError(err, KubeErrorCode.Malformed)) this.resourceVersion = '';
         if (isKubeError(err, KubeErrorCode.NotFound) && !this.hasSynced) {
           // The resource type does not exist (a CRD not installed yet): an empty collection, so dependants
           // can start. Only before the first sync: a later 404 keeps what is known and retries.
@@ -107,6 +122,15 @@ export class Reflector<R extends Meta, T> {
         const delay = isKubeError(err) && err.retryAfterMs ? err.retryAfterMs : this.backoff.next();
         await clock.sleep(delay, signal).catch(() => undefined);
       }
+    }
+  }
+
+  /** Runs `fn` for one object; a throw makes it a poison object, reported and skipped. */
+  private guarded(key: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.options.handlers.skipped?.(err, key);
     }
   }
 
@@ -122,8 +146,11 @@ export class Reflector<R extends Meta, T> {
         signal,
       });
       for (const raw of page.items ?? []) {
-        const obj = transform(raw);
-        if (obj !== undefined) fresh.set(objectKey(raw), obj);
+        const key = objectKey(raw);
+        this.guarded(key, () => {
+          const obj = transform(raw);
+          if (obj !== undefined) fresh.set(key, obj);
+        });
       }
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
@@ -138,23 +165,24 @@ export class Reflector<R extends Meta, T> {
     for (const [key, old] of this.store) {
       if (!fresh.has(key)) {
         this.store.delete(key);
-        handlers.deleted?.(old);
+        this.guarded(key, () => handlers.deleted?.(old));
       }
     }
     for (const [key, obj] of fresh) {
       const old = this.store.get(key);
       this.store.set(key, obj);
-      if (old === undefined) handlers.added?.(obj);
-      else handlers.updated?.(obj, old);
+      this.guarded(key, () => (old === undefined ? handlers.added?.(obj) : handlers.updated?.(obj, old)));
     }
     this.hasSynced = true;
     handlers.synced?.();
   }
 
-  private async watch(signal: AbortSignal): Promise<void> {
-    const { client, path, transform, handlers, random = Math.random } = this.options;
+  /** Watches until the server ends the watch; resolves with the number of events received. */
+  private async watch(signal: AbortSignal): Promise<number> {
+    const { client, path, random = Math.random } = this.options;
     // Like client-go: the server ends the watch after 5-10 minutes and we resume from the last version.
     const timeoutSeconds = 300 + Math.floor(random() * 300);
+    let delivered = 0;
     await client.watch<R>(
       path,
       {
@@ -164,31 +192,32 @@ export class Reflector<R extends Meta, T> {
         timeoutSeconds,
       },
       (event) => {
+        delivered++;
+        // The version moves past every event, also one that is then skipped as poison.
         const rv = event.object.metadata?.resourceVersion;
         if (rv) this.resourceVersion = rv;
         if (event.type === 'BOOKMARK') return;
         const key = objectKey(event.object);
-        const old = this.store.get(key);
-        if (event.type === 'DELETED') {
-          if (old !== undefined) {
-            this.store.delete(key);
-            handlers.deleted?.(old);
-          }
-          return;
-        }
-        const obj = transform(event.object);
-        if (obj === undefined) {
-          if (old !== undefined) {
-            this.store.delete(key);
-            handlers.deleted?.(old);
-          }
-          return;
-        }
-        this.store.set(key, obj);
-        if (old === undefined) handlers.added?.(obj);
-        else handlers.updated?.(obj, old);
+        this.guarded(key, () => this.apply(key, event.type, event.object));
       },
       signal,
     );
+    return delivered;
+  }
+
+  private apply(key: string, type: WatchEventType, raw: R): void {
+    const { transform, handlers } = this.options;
+    const old = this.store.get(key);
+    const obj = type === 'DELETED' ? undefined : transform(raw);
+    if (obj === undefined) {
+      if (old !== undefined) {
+        this.store.delete(key);
+        handlers.deleted?.(old);
+      }
+      return;
+    }
+    this.store.set(key, obj);
+    if (old === undefined) handlers.added?.(obj);
+    else handlers.updated?.(obj, old);
   }
 }

@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock.ts';
+import type { KubeClient } from './client.ts';
+import { isKubeError, KubeErrorCode } from './errors.ts';
+import { Reflector } from './reflector.ts';
+import { FakeApiServer } from './testing.ts';
+
+const PATH = '/api/v1/things';
+
+interface Thing {
+  metadata: { name: string; resourceVersion?: string };
+  poison?: boolean;
+}
+
+let api: FakeApiServer | undefined;
+let client: KubeClient | undefined;
+let reflector: Reflector<Thing, string> | undefined;
+
+afterEach(async () => {
+  await reflector?.stop();
+  await client?.close();
+  await api?.close();
+  reflector = undefined;
+  client = undefined;
+  api = undefined;
+});
+
+/** Real time: lets the loopback round trips happen while the fake clock stands still. */
+function realDelay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await realDelay(10);
+  }
+}
+
+interface Setup {
+  api: FakeApiServer;
+  clock: FakeClock;
+  reflector: Reflector<Thing, string>;
+  errors: unknown[];
+  skipped: Array<{ key: string; err: unknown }>;
+}
+
+/** A reflector over a loopback API server whose transform throws on objects marked `poison`. */
+async function setup(items: Thing[] = [], clientOptions = {}): Promise<Setup> {
+  api = await FakeApiServer.start();
+  api.serve(PATH, items);
+  client = api.client(clientOptions);
+  const clock = new FakeClock();
+  const errors: unknown[] = [];
+  const skipped: Array<{ key: string; err: unknown }> = [];
+  reflector = new Reflector<Thing, string>({
+    client,
+    clock,
+    path: PATH,
+    transform: (raw) => {
+      if (raw.poison) throw new TypeError(`cannot read ${raw.metadata.name}`);
+      return raw.metadata.name;
+    },
+    handlers: {
+      error: (err) => errors.push(err),
+      skipped: (err, key) => skipped.push({ err, key }),
+    },
+    random: () => 0.5,
+  });
+  return { api, clock, reflector, errors, skipped };
+}
+
+describe('Reflector', () => {
+  it('backs off when the server ends every watch at once, instead of reopening it in a tight loop', async () => {
+    const { api, clock, reflector } = await setup([{ metadata: { name: 'a' } }]);
+    api.watchBehaviour = 'end-at-once';
+    reflector.start();
+    await until(() => api.watchRequests(PATH).length >= 1, 'the first watch');
+    // The fake clock stands still: a reflector that backs off waits; one that does not reopens hundreds of times.
+    await realDelay(300);
+    expect(api.watchRequests(PATH)).toHaveLength(1);
+    expect(clock.pending).toBeGreaterThanOrEqual(1);
+
+    await clock.advance(1_000); // the first backoff (0.8 s with this jitter) has passed: one more attempt
+    await until(() => api.watchRequests(PATH).length >= 2, 'the second watch');
+    await realDelay(100);
+    expect(api.watchRequests(PATH)).toHaveLength(2);
+  });
+
+  it('reopens a watch that delivered events at once, from the last resourceVersion', async () => {
+    const { api, reflector } = await setup([{ metadata: { name: 'a' } }]);
+    reflector.start();
+    await until(() => api.watchRequests(PATH).length === 1, 'the first watch');
+    api.emit(PATH, 'ADDED', { metadata: { name: 'b' } });
+    await until(() => reflector.store.has('b'), 'b');
+    const rv = reflector.lastResourceVersion;
+    api.endWatches(PATH);
+    await until(() => api.watchRequests(PATH).length === 2, 'the watch to be reopened without waiting');
+    expect(api.watchRequests(PATH)[1]?.query.get('resourceVersion')).toBe(rv);
+  });
+
+  it('skips a poison event (a transform that throws) and goes on from the next one, without restarting the watch', async () => {
+    const { api, reflector, errors, skipped } = await setup([{ metadata: { name: 'a' } }]);
+    reflector.start();
+    await until(() => api.watchRequests(PATH).length === 1, 'the first watch');
+    api.emit(PATH, 'ADDED', { metadata: { name: 'bad' }, poison: true });
+    api.emit(PATH, 'ADDED', { metadata: { name: 'b' } });
+    await until(() => reflector.store.has('b'), 'the event after the poison one');
+    expect(skipped.map((s) => s.key)).toEqual(['bad']);
+    expect(String(skipped[0]?.err)).toMatch(/cannot read bad/);
+    expect(reflector.store.has('bad')).toBe(false);
+    expect(errors).toEqual([]);
+    expect(api.watchRequests(PATH)).toHaveLength(1);
+  });
+
+  it('skips a poison object in a LIST and still syncs', async () => {
+    const { api, reflector, skipped } = await setup([
+      { metadata: { name: 'a' } },
+      { metadata: { name: 'bad' }, poison: true },
+    ]);
+    reflector.start();
+    await until(() => reflector.synced, 'the first sync');
+    expect([...reflector.store.keys()]).toEqual(['a']);
+    expect(skipped.map((s) => s.key)).toEqual(['bad']);
+    expect(api.listRequests(PATH)).toHaveLength(1);
+  });
+
+  it('treats a watch line over the limit as an error that relists', async () => {
+    const { api, clock, reflector, errors } = await setup([{ metadata: { name: 'a' } }], {
+      maxWatchLineBytes: 1024,
+    });
+    reflector.start();
+    await until(() => api.watchRequests(PATH).length === 1, 'the first watch');
+    api.emitRaw(PATH, `{"type":"ADDED","object":{"metadata":{"name":"${'x'.repeat(2048)}`);
+    await until(() => errors.length === 1, 'the watch to fail');
+    expect(isKubeError(errors[0], KubeErrorCode.Malformed)).toBe(true);
+    await clock.advance(1_000);
+    await until(() => api.listRequests(PATH).length === 2, 'a relist');
+  });
+});
