@@ -125,4 +125,20 @@ describe('LeaseWriter', () => {
     await writer.remove(name);
     expect(store.calls.filter((c) => c.op === 'delete').length).toBe(2);
   });
+
+  it('a write made while remove() waits for an in-flight write lands after the delete and stays', async () => {
+    const { store, clock, writer } = setup();
+    await writer.write(desired('Healthy', 1_000));
+    store.failNext('replace', FakeLeaseStore.error(KubeErrorCode.ServerError, 500));
+    void writer.write(desired('Unhealthy', 2_000)); // fails, then waits for its backoff
+    await clock.advance(0);
+    const removed = writer.remove(name); // deregistered: waits for the in-flight write
+    await clock.advance(0);
+    const readded = writer.write(desired('Healthy', 3_000)); // registered again before the delete ran
+    await clock.advance(7_000);
+    await Promise.all([removed, readded]);
+    expect(store.leases.get(name)?.metadata.annotations?.[LeaseAnnotation.state]).toBe('Healthy');
+    const ops = store.calls.map((c) => c.op);
+    expect(ops.lastIndexOf('create')).toBeGreaterThan(ops.indexOf('delete'));
+  });
 });

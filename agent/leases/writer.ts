@@ -38,6 +38,8 @@ interface Slot {
 export class LeaseWriter {
   private readonly deps: LeaseWriterDeps;
   private readonly slots = new Map<string, Slot>();
+  /** Deletes in progress, by lease name. */
+  private readonly removals = new Map<string, Promise<void>>();
   private readonly stopping = new AbortController();
 
   constructor(deps: LeaseWriterDeps) {
@@ -71,15 +73,30 @@ export class LeaseWriter {
     return running;
   }
 
-  /** Deletes a lease (deregistration). A missing lease counts as deleted. */
-  async remove(name: string): Promise<void> {
+  /**
+   * Deletes a lease (deregistration). A missing lease counts as deleted. The slot is detached at once, so a
+   * write of the same lease made meanwhile (re-registration) starts afresh and runs only after the delete.
+   */
+  remove(name: string): Promise<void> {
     const slot = this.slots.get(name);
+    this.slots.delete(name);
     if (slot) {
       slot.deleted = true;
       slot.pending = undefined;
-      await slot.running;
     }
-    this.slots.delete(name);
+    const earlier = this.removals.get(name);
+    const removal = (async () => {
+      await earlier;
+      await slot?.running;
+      await this.deleteWithRetries(name);
+    })().finally(() => {
+      if (this.removals.get(name) === removal) this.removals.delete(name);
+    });
+    this.removals.set(name, removal);
+    return removal;
+  }
+
+  private async deleteWithRetries(name: string): Promise<void> {
     const backoff = new Backoff(LEASE_BACKOFF, this.deps.random);
     for (let attempt = 0; attempt < 5 && !this.stopping.signal.aborted; attempt++) {
       try {
@@ -101,6 +118,7 @@ export class LeaseWriter {
   }
 
   private async drain(name: string, slot: Slot): Promise<void> {
+    await this.removals.get(name); // a delete of this lease still running goes first
     const backoff = new Backoff(LEASE_BACKOFF, this.deps.random);
     let conflicts = 0;
     while (slot.pending && !slot.deleted && !this.stopping.signal.aborted) {
