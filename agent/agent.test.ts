@@ -96,6 +96,7 @@ async function start(
     healthPort: 0,
     healthAddress: '127.0.0.1',
     logLevel: 'info',
+    logFormat: 'json',
     allowedPaths: [],
     heartbeatDurationSeconds: 40,
     extensionRenewSeconds: 3600,

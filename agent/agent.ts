@@ -15,6 +15,7 @@ import type { Clock, Timer } from '../lib/clock.ts';
 import { startHealthServer, type HealthServer } from '../lib/health.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
+import { packageVersion } from '../lib/version.ts';
 import type { AgentConfig } from './config.ts';
 import { KubeLeaseStore, type LeaseStore } from './leases/store.ts';
 import { LeaseWriter } from './leases/writer.ts';
@@ -235,7 +236,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
     registry,
     config.healthAddress,
   );
-  log.info({ port: health.port, api: client.server }, 'Started nodecare-agent');
+  log.info(
+    { version: packageVersion(), address: config.healthAddress, port: health.port, api: client.server },
+    'Started nodecare-agent',
+  );
   watches.start();
 
   return {

@@ -5,15 +5,12 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { load } from 'js-yaml';
 import { parseExtensionSpec, validateExtensionName, type ExtensionSpec } from '../api/index.ts';
-import { LOG_LEVELS } from '../lib/log.ts';
+import { COMMON_OPTIONS } from '../lib/common-options.ts';
+import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 
 export const AGENT_OPTIONS = {
-  kubeconfig: {
-    type: 'string',
-    description: 'Path to a kubeconfig (else $KUBECONFIG, else in-cluster config).',
-    env: 'KUBECONFIG',
-  },
+  kubeconfig: COMMON_OPTIONS.kubeconfig,
   'node-name': {
     type: 'string',
     description: 'The node this agent serves.',
@@ -37,12 +34,9 @@ export const AGENT_OPTIONS = {
     min: 0,
     max: 65535,
   },
-  'health-address': {
-    type: 'string',
-    description: 'Address the health server binds to.',
-    default: '0.0.0.0',
-  },
-  'log-level': { type: 'string', description: 'Log level.', default: 'info', choices: LOG_LEVELS },
+  'health-address': COMMON_OPTIONS['health-address'],
+  'log-level': COMMON_OPTIONS['log-level'],
+  'log-format': COMMON_OPTIONS['log-format'],
   'allowed-path': {
     type: 'list',
     description: 'Directories under which probes registered by node annotations may reach sockets and files.',
@@ -88,6 +82,7 @@ export interface AgentConfig {
   healthPort: number;
   healthAddress: string;
   logLevel: string;
+  logFormat: LogFormat;
   allowedPaths: string[];
   heartbeatDurationSeconds: number;
   extensionRenewSeconds: number;
@@ -173,6 +168,7 @@ export function loadAgentConfig(
       healthPort: values['health-port'] as number,
       healthAddress: values['health-address'] as string,
       logLevel: values['log-level'] as string,
+      logFormat: values['log-format'] as LogFormat,
       allowedPaths,
       heartbeatDurationSeconds: values['heartbeat-duration-seconds'] as number,
       extensionRenewSeconds: values['extension-renew-seconds'] as number,

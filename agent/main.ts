@@ -15,7 +15,7 @@ runProgram<AgentConfig>({
   load: loadAgentConfig,
   shutdownDeadlineMs: 4_000,
   async start(config) {
-    const log = createLogger({ name: 'nodecare-agent', level: config.logLevel });
+    const log = createLogger({ name: 'nodecare-agent', level: config.logLevel, format: config.logFormat });
     const client = new KubeClient(await loadConnection(config.kubeconfig), {
       userAgent: `nodecare-agent/${config.nodeName}`,
       connections: 8,

@@ -2,17 +2,14 @@
 
 import { hostname } from 'node:os';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY, DEFAULT_RUNTIME_TAINT_KEY, COMPONENT_NAMESPACE } from '../api/index.ts';
-import { LOG_LEVELS } from '../lib/log.ts';
+import { COMMON_OPTIONS } from '../lib/common-options.ts';
+import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 
 const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 export const CONTROLLER_OPTIONS = {
-  kubeconfig: {
-    type: 'string',
-    description: 'Path to a kubeconfig (else $KUBECONFIG, else in-cluster config).',
-    env: 'KUBECONFIG',
-  },
+  kubeconfig: COMMON_OPTIONS.kubeconfig,
   identity: {
     type: 'string',
     description: "This replica's identity for leader election and events.",
@@ -26,12 +23,9 @@ export const CONTROLLER_OPTIONS = {
     min: 0,
     max: 65535,
   },
-  'health-address': {
-    type: 'string',
-    description: 'Address the health server binds to.',
-    default: '0.0.0.0',
-  },
-  'log-level': { type: 'string', description: 'Log level.', default: 'info', choices: LOG_LEVELS },
+  'health-address': COMMON_OPTIONS['health-address'],
+  'log-level': COMMON_OPTIONS['log-level'],
+  'log-format': COMMON_OPTIONS['log-format'],
   'dry-run': {
     type: 'boolean',
     description:
@@ -151,6 +145,7 @@ export interface ControllerConfig {
   healthPort: number;
   healthAddress: string;
   logLevel: string;
+  logFormat: LogFormat;
   dryRun: boolean;
   leaderElect: boolean;
   leaderElection: {
@@ -204,6 +199,7 @@ export function loadControllerConfig(
       healthPort: v['health-port'] as number,
       healthAddress: v['health-address'] as string,
       logLevel: v['log-level'] as string,
+      logFormat: v['log-format'] as LogFormat,
       dryRun: v['dry-run'] as boolean,
       leaderElect: v['leader-elect'] as boolean,
       leaderElection: {

@@ -16,7 +16,11 @@ runProgram<ControllerConfig>({
   load: loadControllerConfig,
   shutdownDeadlineMs: 5_000,
   async start(config) {
-    const log = createLogger({ name: 'nodecare-controller', level: config.logLevel });
+    const log = createLogger({
+      name: 'nodecare-controller',
+      level: config.logLevel,
+      format: config.logFormat,
+    });
     const client = new KubeClient(await loadConnection(config.kubeconfig), {
       userAgent: `nodecare-controller/${config.identity}`,
       connections: 32,

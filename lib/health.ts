@@ -1,4 +1,6 @@
 // /healthz, /readyz and /metrics on one small HTTP server. Port 0 picks a free port (logged by the caller).
+// Loopback unless told otherwise: under host networking any other address serves metrics on every interface
+// of the node.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +22,7 @@ export async function startHealthServer(
   port: number,
   checks: HealthChecks,
   registry: Registry,
-  host = '0.0.0.0',
+  host = '127.0.0.1',
 ): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];

@@ -65,4 +65,24 @@ describe('parseOptions', () => {
     const help = renderHelp('prog', 'Does things.', table);
     for (const name of Object.keys(table)) expect(help).toContain(`--${name}`);
   });
+
+  it.each([
+    {
+      argv: ['--leader-elect=maybe'],
+      problem:
+        '--leader-elect: expected true or false (--leader-elect, --leader-elect=true, --leader-elect=false), got "maybe"',
+    },
+    {
+      argv: ['--dry-run=yes'],
+      problem: '--dry-run: expected true or false (--dry-run, --dry-run=true, --dry-run=false), got "yes"',
+    },
+  ])('a boolean with another value says which values it takes: $argv', ({ argv, problem }) => {
+    expect(problems(argv)).toEqual([problem]);
+  });
+
+  it('help lists --help and --version', () => {
+    const help = renderHelp('prog', 'Does things.', table);
+    expect(help).toContain('--version');
+    expect(help).toContain('Print the version and exit.');
+  });
 });

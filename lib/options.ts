@@ -48,7 +48,12 @@ export function renderHelp(program: string, summary: string, table: OptionTable)
       `      ${spec.description}${extras.length ? ` (${extras.join('; ')})` : ''}`,
     );
   }
-  lines.push('  --help', '      Show this help and exit.');
+  lines.push(
+    '  --help',
+    '      Show this help and exit.',
+    '  --version',
+    '      Print the version and exit.',
+  );
   return lines.join('\n');
 }
 
@@ -73,7 +78,10 @@ function tokenProblems(tokens: readonly ArgToken[], table: ParseTable, reported:
     if (!spec || (negated && spec.type !== 'boolean')) {
       problems.push(`Unknown option '${token.rawName}'`);
     } else if (spec.type === 'boolean' && token.value !== undefined) {
-      problems.push(`Option '${token.rawName}' does not take an argument`);
+      // Only a value other than true/false gets here (those are rewritten before parsing).
+      problems.push(
+        `${token.rawName}: expected true or false (${token.rawName}, ${token.rawName}=true, ${token.rawName}=false), got "${token.value}"`,
+      );
       reported.add(token.name);
     } else if (spec.type === 'string' && token.value === undefined) {
       problems.push(`Option '${token.rawName} <value>' argument missing`);
@@ -111,8 +119,10 @@ export function collectOptions(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { help: boolean; values: OptionValues; problems: string[] } {
+  // --version is answered by runProgram before options are parsed; it is known here so it is never "unknown".
   const parseTable: ParseTable = {
     help: { type: 'boolean' },
+    version: { type: 'boolean' },
   };
   for (const [name, spec] of Object.entries(table)) {
     parseTable[name] = {

@@ -2,6 +2,7 @@
 // I/O (exit 2 listing every problem, or print --help), start, then on SIGTERM/SIGINT stop within a deadline.
 
 import { OptionsError } from './options.ts';
+import { packageVersion } from './version.ts';
 
 export interface Program<C> {
   name: string;
@@ -14,6 +15,10 @@ export interface Program<C> {
 
 export function runProgram<C>(program: Program<C>): void {
   const main = async (): Promise<number> => {
+    if (process.argv.slice(2).includes('--version')) {
+      process.stdout.write(`${program.name} ${packageVersion()}\n`);
+      return 0;
+    }
     let loaded: { help: string } | { config: C };
     try {
       loaded = program.load(process.argv.slice(2), process.env);

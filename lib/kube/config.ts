@@ -3,9 +3,10 @@
 // pay for loading @kubernetes/client-node (~70 MB RSS, docs/adr/0001); exec and auth-provider plugins are
 // delegated to client-node, loaded only then.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { load } from 'js-yaml';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -50,17 +51,31 @@ interface KubeconfigFile {
   'current-context'?: string;
 }
 
-/** Loads `--kubeconfig`, else `$KUBECONFIG` (first file), else the in-cluster config. */
-export async function loadConnection(kubeconfigPath?: string): Promise<Connection> {
-  const path = kubeconfigPath || process.env.KUBECONFIG?.split(':').find(Boolean);
-  if (path) return fromKubeconfig(path);
-  if (process.env.KUBERNETES_SERVICE_HOST) return inCluster();
-  throw new KubeConfigError('no kubeconfig: pass --kubeconfig, set KUBECONFIG, or run in a cluster');
+/**
+ * Loads `--kubeconfig`, else the first file named in `$KUBECONFIG`, else `~/.kube/config` if it exists (as
+ * kubectl and client-go do), else the in-cluster config.
+ */
+export async function loadConnection(
+  kubeconfigPath?: string,
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+): Promise<Connection> {
+  if (kubeconfigPath) return fromKubeconfig(kubeconfigPath);
+  const fromEnv = env.KUBECONFIG?.split(delimiter).filter(Boolean) ?? [];
+  // Like client-go: the first file of the list that exists (all missing: the first, to report it).
+  const listed = fromEnv.find((p) => existsSync(p)) ?? fromEnv[0];
+  if (listed) return fromKubeconfig(listed);
+  const inHome = join(home, '.kube', 'config');
+  if (existsSync(inHome)) return fromKubeconfig(inHome);
+  if (env.KUBERNETES_SERVICE_HOST) return inCluster(env);
+  throw new KubeConfigError(
+    `no kubeconfig: pass --kubeconfig, set KUBECONFIG, create ${inHome}, or run in a cluster (KUBERNETES_SERVICE_HOST is not set)`,
+  );
 }
 
-function inCluster(): Connection {
-  const host = process.env.KUBERNETES_SERVICE_HOST as string;
-  const port = process.env.KUBERNETES_SERVICE_PORT ?? '443';
+function inCluster(env: NodeJS.ProcessEnv): Connection {
+  const host = env.KUBERNETES_SERVICE_HOST as string;
+  const port = env.KUBERNETES_SERVICE_PORT ?? '443';
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     server,

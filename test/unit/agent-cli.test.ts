@@ -2,12 +2,14 @@
 // what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (SPEC 10).
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { duplicateKeys } from '../../lib/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
 const TIMEOUT_MS = 60_000;
@@ -38,6 +40,35 @@ function runAgent(args: string[], env: Record<string, string> = cleanEnv()): Pro
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * Runs the agent until `done` is true of the stdout lines seen so far (or 30 s pass), then kills it.
+ * Resolves with every stdout line.
+ */
+function runAgentUntil(
+  args: string[],
+  env: Record<string, string>,
+  done: (lines: string[]) => boolean,
+): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines: string[] = [];
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (done(lines)) child.kill('SIGKILL');
+    });
+    child.once('error', reject);
+    child.once('close', () => {
+      clearTimeout(timer);
+      if (!done(lines))
+        reject(new Error(`the agent stopped early; stdout: ${lines.join('\n')}; stderr: ${stderr}`));
+      else resolve(lines);
+    });
   });
 }
 
@@ -294,5 +325,112 @@ describe('nodecare-agent command line', { timeout: TIMEOUT_MS }, () => {
       '--health-port: expected an integer, got "abc"',
       `--config ${config}: extensions.web.probe.http.url: required`,
     ]);
+  });
+
+  it('--version prints the name and the version of package.json and exits 0', async () => {
+    const pkg = JSON.parse(await readFile(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const run = await runAgent(['--version']);
+    expect(run).toEqual({ code: 0, stdout: `nodecare-agent ${pkg.version}\n`, stderr: '' });
+  });
+
+  it('without --kubeconfig and KUBECONFIG uses ~/.kube/config when it exists', async () => {
+    const home = join(dir, 'home-with-config');
+    await mkdir(join(home, '.kube'), { recursive: true });
+    await writeFile(join(home, '.kube', 'config'), await readFile(kubeconfig));
+    const before = connections;
+    await runAgentUntil(
+      ['--node-name=node-a', '--health-port=0'],
+      cleanEnv({ HOME: home }),
+      () => connections > before,
+    );
+    expect(connections).toBeGreaterThan(before);
+  });
+
+  it('without any kubeconfig and outside a cluster says where it looked and exits 1', async () => {
+    const home = join(dir, 'empty-home');
+    await mkdir(home, { recursive: true });
+    const run = await runAgent(['--node-name=node-a', '--health-port=0'], cleanEnv({ HOME: home }));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `no kubeconfig: pass --kubeconfig, set KUBECONFIG, create ${join(home, '.kube', 'config')}, or run in a cluster`,
+    );
+  });
+
+  it('binds health and metrics to loopback by default, not to every interface of the node', async () => {
+    const lines = await runAgentUntil(
+      ['--node-name=node-a', '--health-port=0', `--kubeconfig=${kubeconfig}`],
+      cleanEnv(),
+      (seen) => seen.some((l) => l.includes('Started nodecare-agent')),
+    );
+    const started = JSON.parse(lines.find((l) => l.includes('Started nodecare-agent')) as string) as {
+      address: string;
+      port: number;
+    };
+    expect(started.address).toBe('127.0.0.1');
+    // Another address of this machine, if it has one, must refuse (the agent was killed: use a fresh one).
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    if (other) {
+      const child = spawn(
+        process.execPath,
+        [MAIN, '--node-name=node-a', '--health-port=0', `--kubeconfig=${kubeconfig}`],
+        { env: cleanEnv(), stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      try {
+        const port = await new Promise<number>((resolve) =>
+          createInterface({ input: child.stdout }).on('line', (line) => {
+            if (line.includes('Started nodecare-agent')) resolve((JSON.parse(line) as { port: number }).port);
+          }),
+        );
+        const reached = await new Promise<boolean>((resolve) => {
+          const socket = connect({ host: other, port });
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve(true);
+          });
+          socket.once('error', () => resolve(false));
+        });
+        expect(reached, `health port ${port} reachable on ${other}`).toBe(false);
+      } finally {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
+  });
+
+  it('logs each failed watch retry as one JSON line, its expected error without a stack, and never repeats a key', async () => {
+    // The listener behind the kubeconfig drops every connection: a transport error on every attempt.
+    const lines = await runAgentUntil(
+      ['--node-name=node-a', '--health-port=0', `--kubeconfig=${kubeconfig}`],
+      cleanEnv(),
+      (seen) => seen.filter((l) => l.includes('Watch failed')).length >= 2,
+    );
+    for (const line of lines) expect(duplicateKeys(line), line).toEqual([]);
+    const failures = lines
+      .filter((l) => l.includes('Watch failed'))
+      .map((l) => JSON.parse(l) as { err: Record<string, unknown> });
+    for (const { err } of failures) {
+      expect(err).toMatchObject({ type: 'KubeError', code: 'Network', status: 0 });
+      expect(err).not.toHaveProperty('stack');
+    }
+  });
+
+  it('--log-format=text writes one readable line per entry', async () => {
+    const lines = await runAgentUntil(
+      ['--node-name=node-a', '--health-port=0', '--log-format=text', `--kubeconfig=${kubeconfig}`],
+      cleanEnv(),
+      (seen) => seen.some((l) => l.includes('Watch failed')),
+    );
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}Started nodecare-agent .*address=127\.0\.0\.1/,
+    );
+    expect(lines.find((l) => l.includes('Watch failed'))).toMatch(
+      / WARN {2}Watch failed; retrying with backoff .*err="Network: /,
+    );
+    expect(lines.filter((l) => /^\s+at /.test(l))).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@
 // lists every option.
 
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
@@ -62,5 +63,31 @@ describe('nodecare-controller command line', () => {
     const { code, stdout } = run(['--help']);
     expect(code).toBe(0);
     for (const name of Object.keys(CONTROLLER_OPTIONS)) expect(stdout).toContain(`--${name}`);
+  });
+
+  it('--version prints the name and the version of package.json and exits 0', () => {
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(run(['--version'])).toEqual({
+      code: 0,
+      stdout: `nodecare-controller ${pkg.version}\n`,
+      stderr: '',
+    });
+  });
+
+  it('--leader-elect=maybe says which values the flag takes', () => {
+    const { code, stderr } = run(['--leader-elect=maybe']);
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      '--leader-elect: expected true or false (--leader-elect, --leader-elect=true, --leader-elect=false), got "maybe"',
+    );
+  });
+
+  it('--help lists the shared options: --log-format, --health-address (loopback by default), --version', () => {
+    const { stdout } = run(['--help']);
+    expect(stdout).toMatch(/--log-format <string>\n.*one of json\|text/);
+    expect(stdout).toMatch(/--health-address <string>\n.*default "127\.0\.0\.1"/);
+    expect(stdout).toContain('--version');
   });
 });
