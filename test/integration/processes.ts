@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import { duplicateKeys } from '../../lib/testing.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -16,6 +17,8 @@ export interface LogLine {
 export interface ProgramProcess {
   child: ChildProcess;
   logs: LogLine[];
+  /** JSON log lines that repeat a key (a log pipeline would keep only one of the values). */
+  duplicateKeyLines: string[];
   stderr: string[];
   exited: Promise<number | null>;
   /** Resolves with the first log line matching `msg` (waits up to timeoutMs). */
@@ -35,6 +38,7 @@ export function startProgram(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: LogLine[] = [];
+  const duplicateKeyLines: string[] = [];
   const stderr: string[] = [];
   const waiters: Array<{ msg: string; resolve: (line: LogLine) => void }> = [];
   createInterface({ input: child.stdout! }).on('line', (text) => {
@@ -45,6 +49,7 @@ export function startProgram(
       line = { level: 'raw', msg: text };
     }
     logs.push(line);
+    if (line.level !== 'raw' && duplicateKeys(text).length > 0) duplicateKeyLines.push(text);
     for (const waiter of [...waiters]) {
       if (line.msg === waiter.msg) {
         waiters.splice(waiters.indexOf(waiter), 1);
@@ -57,6 +62,7 @@ export function startProgram(
   return {
     child,
     logs,
+    duplicateKeyLines,
     stderr,
     exited,
     waitForLog(msg, timeoutMs = 30_000) {
