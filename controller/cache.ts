@@ -2,6 +2,8 @@
 // to what the decision reads (a few hundred bytes per object instead of tens of KB; docs/adr/0001).
 // Lease staleness is judged from `observedAtMs`: the controller's own clock when it saw renewTime change,
 // reset to "now" for every lease on start-up and on becoming leader (SPEC section 5).
+// A Lease counts only when it is the one the agent would write for its (node, extension): the deterministic
+// name and an owner reference to that Node. Any other Lease claiming a node is ignored and reported.
 
 import {
   EXTENSION_ANNOTATION_PREFIX,
@@ -12,7 +14,9 @@ import {
   NODE_CONDITION_TYPE,
   NodeAnnotation,
   SYSTEM_EXTENSION,
+  agentLeaseName,
   decodeLease,
+  extensionLeaseName,
   parseSystemExtension,
   type LeaseObject,
   type ObservedLease,
@@ -21,16 +25,24 @@ import {
 } from '../api/index.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
-import { Reflector } from '../lib/kube/reflector.ts';
+import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
+
+/**
+ * A taint exactly as observed: `timeAdded` (which drives tolerationSeconds of NoExecute taints) and any
+ * other field included, so a taint nodecare does not own is written back field for field.
+ */
+export type ObservedTaint = NodeTaint & { timeAdded?: string };
 
 export interface CachedNode extends ObservedNode {
   resourceVersion: string;
+  taints: readonly ObservedTaint[];
   /** lastTransitionTime of the current ExtensionsReady condition (kept when only reason/message change). */
   conditionTransitionTime: string | undefined;
 }
 
-interface RawNode {
+/** A Node as the API returns it, as much as the controller reads. */
+export interface NodeObject {
   metadata?: {
     name?: string;
     uid?: string;
@@ -39,7 +51,7 @@ interface RawNode {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec?: { taints?: NodeTaint[] };
+  spec?: { taints?: ObservedTaint[] };
   status?: {
     nodeInfo?: { bootID?: string };
     conditions?: Array<{
@@ -52,7 +64,7 @@ interface RawNode {
   };
 }
 
-export function toCachedNode(raw: RawNode): CachedNode {
+export function toCachedNode(raw: NodeObject): CachedNode {
   const annotations: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
     if (key.startsWith(EXTENSION_ANNOTATION_PREFIX) || key === NodeAnnotation.bootstrappedBootId)
@@ -67,14 +79,50 @@ export function toCachedNode(raw: RawNode): CachedNode {
     bootId: raw.status?.nodeInfo?.bootID ?? '',
     labels: raw.metadata?.labels ?? {},
     annotations,
-    taints: (raw.spec?.taints ?? []).map(({ key, value, effect }) =>
-      value === undefined ? { key, effect } : { key, value, effect },
-    ),
+    // Kept whole (not stripped to key/value/effect): the taint list nodecare writes is built from these.
+    taints: raw.spec?.taints ?? [],
     extensionsReadyCondition: condition
       ? { status: condition.status, reason: condition.reason ?? '', message: condition.message ?? '' }
       : undefined,
     conditionTransitionTime: condition?.lastTransitionTime,
   };
+}
+
+/** Why a Lease that claims a node is not believed. */
+export const LeaseProblem = {
+  /** Not the deterministic name for its (node, extension) pair (api/lease.ts). */
+  NameMismatch: 'NameMismatch',
+  /** No owner reference to the Node it claims (by name, and by UID once the node is known). */
+  OwnerMismatch: 'OwnerMismatch',
+} as const;
+export type LeaseProblem = (typeof LeaseProblem)[keyof typeof LeaseProblem];
+
+/** A decoded nodecare Lease with what the validity checks need. */
+export interface CachedLease extends ObservedLease {
+  /** UID of the owner reference naming the claimed node (undefined when there is none). */
+  ownerUid?: string;
+  /** Set when the lease is not the one the agent would write for its node: it is ignored. */
+  problem?: LeaseProblem;
+}
+
+/** Decodes a nodecare Lease and checks that it is the one the agent of its node would write. */
+export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
+  const lease = decodeLease(raw);
+  if (!lease) return undefined;
+  const expected =
+    lease.role === LeaseRole.agent
+      ? agentLeaseName(lease.node)
+      : lease.extension && extensionLeaseName(lease.node, lease.extension);
+  const owner = raw.metadata.ownerReferences?.find(
+    (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
+  );
+  const problem =
+    lease.name !== expected
+      ? LeaseProblem.NameMismatch
+      : owner === undefined
+        ? LeaseProblem.OwnerMismatch
+        : undefined;
+  return { ...lease, ...(owner ? { ownerUid: owner.uid } : {}), ...(problem ? { problem } : {}) };
 }
 
 /** Two stripped nodes that differ only in resourceVersion give the same decision: no reconcile needed. */
@@ -90,7 +138,219 @@ function onlyRenewed(lease: ObservedLease, old: ObservedLease): boolean {
   );
 }
 
-export interface CacheEvents {
+export interface NodeLeases {
+  extensions: Map<string, SeenLease>;
+  agent: SeenLease | undefined;
+}
+
+export interface LeaseIndexEvents {
+  /** A lease is ignored for `problem` (once per lease and problem, not on every renewal). */
+  ignored?(lease: { name: string; node: string }, problem: LeaseProblem): void;
+  /** The number of leases ignored for `problem` changed. */
+  ignoredCount?(problem: LeaseProblem, count: number): void;
+}
+
+/**
+ * The believed leases by node, with the controller's clock reading of when each renewTime last changed.
+ * Fed by the lease watch (added/updated/deleted, which return the node to reconcile, if any) and by live
+ * re-reads (observeLive).
+ */
+export class LeaseIndex {
+  private readonly clock: Clock;
+  private readonly events: LeaseIndexEvents;
+  private readonly leases = new Map<string, CachedLease>();
+  /** Lease name → controller clock when its renewTime was last seen to change. */
+  private readonly observedAt = new Map<string, number>();
+  /** Node name → its lease names. */
+  private readonly byNode = new Map<string, Set<string>>();
+  private readonly ignoredLeases = new Map<string, LeaseProblem>();
+
+  constructor(clock: Clock, events: LeaseIndexEvents) {
+    this.clock = clock;
+    this.events = events;
+  }
+
+  added(lease: CachedLease): string | undefined {
+    if (!this.believe(lease)) return undefined;
+    this.observedAt.set(lease.name, this.clock.now());
+    this.file(lease);
+    return lease.node;
+  }
+
+  updated(lease: CachedLease, old: CachedLease): string | undefined {
+    const known = this.leases.get(old.name);
+    if (!this.believe(lease)) {
+      if (!known) return undefined;
+      this.remove(known);
+      return known.node;
+    }
+    if (!known) return this.added(lease);
+    const now = this.clock.now();
+    const lastSeen = this.observedAt.get(lease.name) ?? now;
+    const wasExpired = now - lastSeen >= known.leaseDurationSeconds * 1000;
+    if (lease.renewTime !== known.renewTime) this.observedAt.set(lease.name, now);
+    if (lease.node !== known.node) this.remove(known);
+    this.file(lease);
+    // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
+    // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
+    // renewal that revives an expired lease (an agent back from the dead) is a change.
+    return wasExpired || !onlyRenewed(lease, known) ? lease.node : undefined;
+  }
+
+  deleted(lease: CachedLease): string | undefined {
+    this.setIgnored(lease.name, undefined, lease.node);
+    const known = this.leases.get(lease.name);
+    if (!known) return undefined;
+    this.remove(known);
+    this.observedAt.delete(lease.name);
+    return known.node;
+  }
+
+  /** Records a lease read live (before acting on staleness); true when it was renewed meanwhile. */
+  observeLive(lease: CachedLease): boolean {
+    if (!this.believe(lease)) return false;
+    if (this.leases.get(lease.name)?.renewTime === lease.renewTime) return false;
+    this.observedAt.set(lease.name, this.clock.now());
+    this.file(lease);
+    return true;
+  }
+
+  /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
+  refreshObservations(): void {
+    const now = this.clock.now();
+    for (const name of this.observedAt.keys()) this.observedAt.set(name, now);
+  }
+
+  /**
+   * The node's believed extension leases by extension name, and its agent heartbeat. A lease owned by
+   * another incarnation of the node (owner UID) is ignored.
+   */
+  leasesOf(node: { name: string; uid: string }): NodeLeases {
+    const extensions = new Map<string, SeenLease>();
+    let agent: SeenLease | undefined;
+    for (const name of this.byNode.get(node.name) ?? []) {
+      const lease = this.leases.get(name);
+      if (!lease) continue;
+      const foreign = node.uid !== '' && lease.ownerUid !== undefined && lease.ownerUid !== node.uid;
+      this.setIgnored(name, foreign ? LeaseProblem.OwnerMismatch : undefined, node.name);
+      if (foreign) continue;
+      const seen = { lease, observedAtMs: this.observedAt.get(name) ?? this.clock.now() };
+      if (lease.role === LeaseRole.agent) agent = seen;
+      else if (lease.extension) extensions.set(lease.extension, seen);
+    }
+    return { extensions, agent };
+  }
+
+  private believe(lease: CachedLease): boolean {
+    this.setIgnored(lease.name, lease.problem, lease.node);
+    return lease.problem === undefined;
+  }
+
+  private setIgnored(name: string, problem: LeaseProblem | undefined, node: string): void {
+    const was = this.ignoredLeases.get(name);
+    if (was === problem) return;
+    if (problem) this.ignoredLeases.set(name, problem);
+    else this.ignoredLeases.delete(name);
+    if (problem) this.events.ignored?.({ name, node }, problem);
+    for (const p of new Set([was, problem])) {
+      if (p) this.events.ignoredCount?.(p, [...this.ignoredLeases.values()].filter((v) => v === p).length);
+    }
+  }
+
+  private file(lease: CachedLease): void {
+    this.leases.set(lease.name, lease);
+    let names = this.byNode.get(lease.node);
+    if (!names) {
+      names = new Set();
+      this.byNode.set(lease.node, names);
+    }
+    names.add(lease.name);
+  }
+
+  private remove(lease: CachedLease): void {
+    this.leases.delete(lease.name);
+    const names = this.byNode.get(lease.node);
+    names?.delete(lease.name);
+    if (names?.size === 0) this.byNode.delete(lease.node);
+  }
+}
+
+interface Meta {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+/**
+ * One list-and-watch source that knows whether it is in sync. After a failed list or watch it is not: it
+ * may have missed events. It relists (as client-go's ListAndWatch does after every failure, keeping what it
+ * knew so the differences come out as updates and deletions) and is in sync again once that list is in.
+ */
+export class Source<R extends Meta, T> {
+  private readonly options: ReflectorOptions<R, T>;
+  private reflector: Reflector<R, T>;
+  private fresh = false;
+  private running = false;
+  private restarting: Promise<void> = Promise.resolve();
+
+  constructor(options: ReflectorOptions<R, T>) {
+    this.options = options;
+    this.reflector = this.make(new Map());
+  }
+
+  get store(): Map<string, T> {
+    return this.reflector.store;
+  }
+
+  /** The last list is complete and no list or watch failed since. */
+  get synced(): boolean {
+    return this.fresh;
+  }
+
+  start(): void {
+    this.running = true;
+    this.reflector.start();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.restarting;
+    await this.reflector.stop();
+  }
+
+  private make(known: Map<string, T>): Reflector<R, T> {
+    const { handlers } = this.options;
+    const reflector = new Reflector<R, T>({
+      ...this.options,
+      handlers: {
+        ...handlers,
+        synced: () => {
+          this.fresh = true;
+          handlers.synced?.();
+        },
+        error: (err) => {
+          handlers.error?.(err);
+          this.relist();
+        },
+      },
+    });
+    for (const [key, value] of known) reflector.store.set(key, value);
+    return reflector;
+  }
+
+  private relist(): void {
+    // Before the first complete list the reflector keeps retrying its list by itself.
+    if (!this.fresh || !this.running) return;
+    this.fresh = false;
+    const failed = this.reflector;
+    this.restarting = (async () => {
+      await failed.stop();
+      if (!this.running) return;
+      this.reflector = this.make(failed.store);
+      this.reflector.start();
+    })();
+  }
+}
+
+export interface CacheEvents extends LeaseIndexEvents {
   nodeChanged(name: string): void;
   /** SystemExtensions changed: any node may be affected. */
   allNodesChanged(): void;
@@ -98,18 +358,17 @@ export interface CacheEvents {
 }
 
 export class ClusterCache {
-  readonly nodes: Reflector<RawNode, CachedNode>;
-  readonly leases: Reflector<LeaseObject, ObservedLease>;
-  readonly systemExtensions: Reflector<SystemExtensionObject, ParsedSystemExtension>;
-  /** Lease name → controller clock when its renewTime was last seen to change. */
-  private readonly observedAt = new Map<string, number>();
-  /** Node name → its lease names. */
-  private readonly leasesByNode = new Map<string, Set<string>>();
-  private readonly clock: Clock;
+  readonly nodes: Source<NodeObject, CachedNode>;
+  readonly leases: Source<LeaseObject, CachedLease>;
+  readonly systemExtensions: Source<SystemExtensionObject, ParsedSystemExtension>;
+  private readonly index: LeaseIndex;
 
   constructor(client: KubeClient, clock: Clock, events: CacheEvents) {
-    this.clock = clock;
-    this.nodes = new Reflector({
+    this.index = new LeaseIndex(clock, events);
+    const changed = (name: string | undefined): void => {
+      if (name !== undefined) events.nodeChanged(name);
+    };
+    this.nodes = new Source({
       client,
       clock,
       path: '/api/v1/nodes',
@@ -123,39 +382,20 @@ export class ClusterCache {
         error: (err) => events.error('nodes', err),
       },
     });
-    this.leases = new Reflector({
+    this.leases = new Source({
       client,
       clock,
       path: `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`,
       labelSelector: LeaseLabel.role,
-      transform: decodeLease,
+      transform: toCachedLease,
       handlers: {
-        added: (lease) => {
-          this.observedAt.set(lease.name, clock.now());
-          this.index(lease);
-          events.nodeChanged(lease.node);
-        },
-        updated: (lease, old) => {
-          const now = clock.now();
-          const lastSeen = this.observedAt.get(lease.name) ?? now;
-          const wasExpired = now - lastSeen >= old.leaseDurationSeconds * 1000;
-          if (lease.renewTime !== old.renewTime) this.observedAt.set(lease.name, now);
-          if (lease.node !== old.node) this.unindex(old);
-          this.index(lease);
-          // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
-          // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
-          // renewal that revives an expired lease (an agent back from the dead) is a change.
-          if (wasExpired || !onlyRenewed(lease, old)) events.nodeChanged(lease.node);
-        },
-        deleted: (lease) => {
-          this.observedAt.delete(lease.name);
-          this.unindex(lease);
-          events.nodeChanged(lease.node);
-        },
+        added: (lease) => changed(this.index.added(lease)),
+        updated: (lease, old) => changed(this.index.updated(lease, old)),
+        deleted: (lease) => changed(this.index.deleted(lease)),
         error: (err) => events.error('leases', err),
       },
     });
-    this.systemExtensions = new Reflector({
+    this.systemExtensions = new Source({
       client,
       clock,
       path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
@@ -169,21 +409,6 @@ export class ClusterCache {
     });
   }
 
-  private index(lease: ObservedLease): void {
-    let names = this.leasesByNode.get(lease.node);
-    if (!names) {
-      names = new Set();
-      this.leasesByNode.set(lease.node, names);
-    }
-    names.add(lease.name);
-  }
-
-  private unindex(lease: ObservedLease): void {
-    const names = this.leasesByNode.get(lease.node);
-    names?.delete(lease.name);
-    if (names?.size === 0) this.leasesByNode.delete(lease.node);
-  }
-
   start(): void {
     this.nodes.start();
     this.leases.start();
@@ -194,6 +419,7 @@ export class ClusterCache {
     await Promise.all([this.nodes.stop(), this.leases.stop(), this.systemExtensions.stop()]);
   }
 
+  /** Every source listed completely and none has failed since (it relists after a failure). */
   get synced(): boolean {
     return this.nodes.synced && this.leases.synced && this.systemExtensions.synced;
   }
@@ -206,34 +432,22 @@ export class ClusterCache {
     return this.nodes.store.keys();
   }
 
+  systemExtensionList(): Iterable<ParsedSystemExtension> {
+    return this.systemExtensions.store.values();
+  }
+
   /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
   refreshObservations(): void {
-    const now = this.clock.now();
-    for (const name of this.observedAt.keys()) this.observedAt.set(name, now);
+    this.index.refreshObservations();
   }
 
   /** Records a lease read live (before acting on staleness); returns true when it was renewed meanwhile. */
-  observeLive(lease: ObservedLease): boolean {
-    const key = `${LEASE_NAMESPACE}/${lease.name}`;
-    const cached = this.leases.store.get(key);
-    if (cached && cached.renewTime === lease.renewTime) return false;
-    this.leases.store.set(key, lease);
-    this.observedAt.set(lease.name, this.clock.now());
-    this.index(lease);
-    return true;
+  observeLive(lease: CachedLease): boolean {
+    return this.index.observeLive(lease);
   }
 
   /** The node's extension leases by extension name, and its agent heartbeat. */
-  leasesOf(nodeName: string): { extensions: Map<string, SeenLease>; agent: SeenLease | undefined } {
-    const extensions = new Map<string, SeenLease>();
-    let agent: SeenLease | undefined;
-    for (const name of this.leasesByNode.get(nodeName) ?? []) {
-      const lease = this.leases.store.get(`${LEASE_NAMESPACE}/${name}`);
-      if (!lease) continue;
-      const seen = { lease, observedAtMs: this.observedAt.get(name) ?? this.clock.now() };
-      if (lease.role === LeaseRole.agent) agent = seen;
-      else if (lease.extension) extensions.set(lease.extension, seen);
-    }
-    return { extensions, agent };
+  leasesOf(nodeName: string): NodeLeases {
+    return this.index.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });
   }
 }

@@ -1,32 +1,53 @@
 // nodecare-controller: caches warm on every replica (hot standby); only the leader runs the work queue and
 // writes. On becoming leader every lease gets a fresh full duration and per-node memory starts empty, so a
-// failover alone never taints a healthy node. `runController(config, deps)` is the whole program.
+// failover alone never taints a healthy node. Work starts only on caches in sync (again, after an outage),
+// every write passes the leadership fence just before it is sent, and a term's in-flight work is stopped
+// and awaited before the lease is released. `runController(config, deps)` is the whole program.
 
 import type { Registry } from 'prom-client';
-import type { Clock } from '../lib/clock.ts';
+import type { Clock, Timer } from '../lib/clock.ts';
 import { startHealthServer } from '../lib/health.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
 import { ClusterCache } from './cache.ts';
 import type { ControllerConfig } from './config.ts';
+import { ZONE_LABEL, evictNodePods } from './eviction/index.ts';
+import { Evictor } from './evictor.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { WorkQueue } from './workqueue.ts';
-import { Evictor } from './evictor.ts';
-import { eventRecorder } from './writes.ts';
+import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes.ts';
 
 /** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
 export interface Elector {
-  start(callbacks: { onStartedLeading(): void; onStoppedLeading(): void }): void;
-  /** Stops campaigning; releases the lease if leading so a standby takes over at once. */
-  stop(): Promise<void>;
+  start(callbacks: { onStartedLeading(): void; onStoppedLeading(): Promise<void> }): void;
+  /**
+   * Stops campaigning; when leading, awaits onStoppedLeading, then releases the lease (by `deadlineMs` on
+   * the controller's clock) so a standby takes over at once.
+   */
+  stop(options?: { deadlineMs?: number }): Promise<void>;
 }
 
-/** With --leader-elect=false the single replica leads from the start. */
-export const alwaysLeader: Elector = {
-  start: ({ onStartedLeading }) => onStartedLeading(),
-  stop: async () => undefined,
-};
+/** With --leader-elect=false the single replica leads from the start until it stops. */
+export function alwaysLeader(): Elector {
+  let stopLeading: (() => Promise<void>) | undefined;
+  return {
+    start: ({ onStartedLeading, onStoppedLeading }) => {
+      stopLeading = onStoppedLeading;
+      onStartedLeading();
+    },
+    stop: async () => stopLeading?.(),
+  };
+}
+
+/** How long a stop may take when the caller gives no budget. */
+export const DEFAULT_STOP_BUDGET_MS = 10_000;
+/** Of a stop budget, at most this much is kept for releasing the leader lease (the rest drains work). */
+const RELEASE_RESERVE_MS = 2_000;
+/** Finish this long before the stop budget ends (the process exits at its end). */
+const STOP_MARGIN_MS = 250;
+/** How often the sync watch looks at the caches. */
+const SYNC_CHECK_MS = 50;
 
 export interface ControllerDeps {
   clock: Clock;
@@ -41,7 +62,8 @@ export interface RunningController {
   isLeader(): boolean;
   /** Resolves when the queue is empty (tests). */
   idle(): Promise<void>;
-  stop(): Promise<void>;
+  /** Stops within `budgetMs`: in-flight work drains (then is cut off), the leader lease is released. */
+  stop(budgetMs?: number): Promise<void>;
 }
 
 export async function runController(
@@ -52,8 +74,19 @@ export async function runController(
   const log = deps.log.child({ identity: config.identity });
   const metrics = new ControllerMetrics(registry);
   let leading = false;
-  let synced = false;
   let stopped = false;
+  let stopDeadlineMs = 0;
+  /** The current leadership term's work; aborted when it must not write any more. */
+  let term: AbortController | undefined;
+  // A reconcile stuck this long (every request has a deadline, a reconcile makes a few dozen at most) means
+  // the loop is wedged: liveness fails and the kubelet restarts the process.
+  const stuckLimitMs = Math.max(60_000, 30 * config.requestTimeoutMs);
+
+  /** Every write goes through here just before it is sent: only the current term writes. */
+  const fence: Fence = () => {
+    if (!term || term.signal.aborted) throw new NotLeaderError();
+  };
+  const api = new KubeNodeApi(client, { timeoutMs: config.requestTimeoutMs, signal: () => term?.signal });
 
   const enqueueAll = (): void => {
     for (const name of cache.nodeNames()) queue.add(name);
@@ -65,11 +98,15 @@ export async function runController(
       metrics.watchErrors.inc({ source });
       log.warn({ err, source }, 'Watch failed; retrying with backoff');
     },
+    ignored: (lease, problem) =>
+      log.warn({ lease: lease.name, node: lease.node, problem }, "Ignored a lease that is not the agent's"),
+    ignoredCount: (problem, count) => metrics.leasesIgnored.set({ reason: problem }, count),
   });
-  const events = eventRecorder(client, config.identity, clock, config.requestTimeoutMs);
+  const events = eventRecorder(api, config.identity, clock, fence);
   const reconciler = new Reconciler({
     cache,
-    client,
+    api,
+    fence,
     clock,
     log,
     metrics,
@@ -78,13 +115,26 @@ export async function runController(
     onBreakerChange: enqueueAll,
   });
   const evictor = new Evictor({
-    client,
+    evict: (nodeName, dryRun) =>
+      evictNodePods({
+        client,
+        nodeName,
+        runtimeTaintKey: config.runtimeTaintKey,
+        dryRun,
+        log: log.child({ node: nodeName, component: 'eviction' }),
+        timeoutMs: config.requestTimeoutMs,
+        signal: term?.signal,
+        beforeWrite: fence,
+      }),
     clock,
     log,
     metrics,
     events,
     config,
-    cache,
+    node: (name) => {
+      const node = cache.node(name);
+      return node && { name: node.name, uid: node.uid, zone: node.labels[ZONE_LABEL] ?? '' };
+    },
     states: () => reconciler.nodeStates(),
     breakerTripped: () => reconciler.trippedExtensions.size > 0,
   });
@@ -103,12 +153,17 @@ export async function runController(
     {
       clock,
       concurrency: config.workers,
-      onError: (key, err, retryInMs) => log.warn({ err, node: key, retryInMs }, 'Reconcile failed; retrying'),
+      onError: (key, err, retryInMs) => {
+        if (err instanceof NotLeaderError) log.debug({ node: key }, 'Reconcile stopped: no longer leading');
+        else log.warn({ err, node: key, retryInMs }, 'Reconcile failed; retrying');
+      },
     },
   );
 
+  /** Starts a term's work once this replica leads on caches in sync (again, after an outage). */
   const maybeStartWork = (): void => {
-    if (!leading || !synced || stopped) return;
+    if (!leading || term || stopped || !cache.synced) return;
+    term = new AbortController();
     cache.refreshObservations();
     reconciler.reset();
     queue.start();
@@ -120,9 +175,32 @@ export async function runController(
     );
   };
 
+  /**
+   * Ends the term's work: no new reconcile or eviction pass starts; the ones in flight are awaited. After a
+   * lost election nothing more may be written, so they are cut off at once; on stop() this replica still
+   * holds the lease and lets them finish until `drainByMs`.
+   */
+  const endWork = async (drainByMs: number | undefined): Promise<void> => {
+    const current = term;
+    if (!current) return;
+    if (drainByMs === undefined) current.abort();
+    const drained = Promise.all([queue.stop(), evictor.stop()]);
+    if (drainByMs !== undefined) {
+      const timeout = new AbortController();
+      await Promise.race([
+        drained,
+        clock.sleep(Math.max(0, drainByMs - clock.now()), timeout.signal).catch(() => undefined),
+      ]);
+      timeout.abort();
+      current.abort();
+    }
+    await drained;
+    term = undefined;
+  };
+
   const health = await startHealthServer(
     config.healthPort,
-    { healthy: () => !stopped, ready: () => synced },
+    { healthy: () => !stopped && queue.stuckForMs() < stuckLimitMs, ready: () => cache.synced },
     registry,
     config.healthAddress,
   );
@@ -132,14 +210,19 @@ export async function runController(
   );
 
   cache.start();
-  const syncWatch = setInterval(() => {
-    if (cache.synced) {
-      clearInterval(syncWatch);
-      synced = true;
-      log.info({ nodes: cache.nodes.store.size, leases: cache.leases.store.size }, 'Caches synced');
-      maybeStartWork();
+  let wasSynced = false;
+  let syncTimer: Timer | undefined;
+  const watchSync = (): void => {
+    const synced = cache.synced;
+    if (synced !== wasSynced) {
+      wasSynced = synced;
+      if (synced) log.info({ nodes: cache.nodes.store.size }, 'Caches synced');
+      else log.warn('Caches out of sync; relisting');
     }
-  }, 50);
+    maybeStartWork();
+    if (!stopped) syncTimer = clock.setTimer(SYNC_CHECK_MS, watchSync);
+  };
+  watchSync();
 
   elector.start({
     onStartedLeading: () => {
@@ -148,13 +231,16 @@ export async function runController(
       log.info('Became leader');
       maybeStartWork();
     },
-    onStoppedLeading: () => {
+    onStoppedLeading: async () => {
       if (!leading) return;
       leading = false;
       metrics.isLeader.set(0);
-      log.warn('Lost leadership; stopped writing');
-      evictor.stop();
-      void queue.stop();
+      if (stopped) {
+        await endWork(stopDeadlineMs - Math.min(RELEASE_RESERVE_MS, (stopDeadlineMs - clock.now()) / 2));
+      } else {
+        log.warn('Lost leadership; stopped writing');
+        await endWork(undefined);
+      }
     },
   });
 
@@ -162,12 +248,13 @@ export async function runController(
     healthPort: health.port,
     isLeader: () => leading,
     idle: () => queue.idle(),
-    async stop() {
+    async stop(budgetMs = DEFAULT_STOP_BUDGET_MS) {
       stopped = true;
-      clearInterval(syncWatch);
-      evictor.stop();
-      await queue.stop();
-      await elector.stop();
+      stopDeadlineMs = clock.now() + budgetMs - STOP_MARGIN_MS;
+      syncTimer?.cancel();
+      // Drains in-flight work (onStoppedLeading), then releases the lease, all by the deadline.
+      await elector.stop({ deadlineMs: stopDeadlineMs });
+      await endWork(clock.now());
       leading = false;
       await Promise.all([cache.stop(), health.close()]);
       log.info('Stopped nodecare-controller');

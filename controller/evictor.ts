@@ -5,18 +5,15 @@
 
 import { EventReason } from '../api/reasons.ts';
 import type { Clock, Timer } from '../lib/clock.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
-import type { ClusterCache } from './cache.ts';
 import type { ControllerConfig } from './config.ts';
 import { NodeState } from './decide/index.ts';
 import {
   EVICTION_DEFAULTS,
-  ZONE_LABEL,
-  evictNodePods,
   evictionComplete,
   planEvictions,
   type EvictionNode,
+  type PodEvictionResult,
 } from './eviction/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { EventRecorder } from './writes.ts';
@@ -24,13 +21,18 @@ import type { EventRecorder } from './writes.ts';
 const MAX_IDLE_MS = 5_000;
 
 export interface EvictorDeps {
-  client: KubeClient;
+  /**
+   * Evicts the evictable pods of a node (evictNodePods through the API, with the leadership fence before
+   * every eviction, in production; a fake in unit tests). Rejects when the pass must end.
+   */
+  evict(nodeName: string, dryRun: boolean): Promise<PodEvictionResult[]>;
   clock: Clock;
   log: Logger;
   metrics: ControllerMetrics;
   events: EventRecorder;
   config: ControllerConfig;
-  cache: ClusterCache;
+  /** The node's zone ('' when unknown) and the node to record events on (undefined when it is gone). */
+  node(name: string): { name: string; uid: string; zone: string } | undefined;
   /** Each node's latest decided state. */
   states(): ReadonlyMap<string, NodeState>;
   breakerTripped(): boolean;
@@ -48,7 +50,8 @@ export class Evictor {
   private limiter = new Map<string, number>();
   private timer: Timer | undefined;
   private running = false;
-  private busy = false;
+  /** The pass in flight, if any. */
+  private current: Promise<void> | undefined;
 
   constructor(deps: EvictorDeps) {
     this.deps = deps;
@@ -64,22 +67,24 @@ export class Evictor {
     this.schedule(0);
   }
 
-  stop(): void {
+  /** Stops scheduling passes; resolves once a pass in flight has ended (its evictions are fenced). */
+  async stop(): Promise<void> {
     this.running = false;
     this.timer?.cancel();
+    await this.current;
   }
 
   private schedule(delayMs: number): void {
     if (!this.running) return;
     this.timer?.cancel();
-    this.timer = this.deps.clock.setTimer(
-      Math.min(Math.max(delayMs, 0), MAX_IDLE_MS),
-      () => void this.pass(),
-    );
+    this.timer = this.deps.clock.setTimer(Math.min(Math.max(delayMs, 0), MAX_IDLE_MS), () => {
+      if (this.current) return;
+      this.current = this.pass().finally(() => (this.current = undefined));
+    });
   }
 
   private nodes(): EvictionNode[] {
-    const { cache, clock } = this.deps;
+    const { clock } = this.deps;
     const now = clock.now();
     const states = this.deps.states();
     for (const name of this.spells.keys())
@@ -91,15 +96,14 @@ export class Evictor {
         spell = { degradedSinceMs: now };
         this.spells.set(name, spell);
       }
-      nodes.push({ name, state, zone: cache.node(name)?.labels[ZONE_LABEL] ?? '', ...spell });
+      nodes.push({ name, state, zone: this.deps.node(name)?.zone ?? '', ...spell });
     }
     return nodes;
   }
 
   private async pass(): Promise<void> {
-    if (!this.running || this.busy) return;
-    this.busy = true;
-    const { clock, config, log, client, metrics, events, cache } = this.deps;
+    if (!this.running) return;
+    const { clock, config, log, metrics, events } = this.deps;
     try {
       const plan = planEvictions({
         nodes: this.nodes(),
@@ -116,19 +120,12 @@ export class Evictor {
       this.limiter = plan.limiter;
       for (const zone of plan.blockedZones) log.debug({ ...zone }, 'Eviction held back in zone');
       for (const name of plan.evict) {
+        if (!this.running) return;
         const spell = this.spells.get(name);
         if (spell) spell.lastEvictionMs = clock.now();
-        const dryRun = config.dryRun || config.eviction.dryRun;
-        const results = await evictNodePods({
-          client,
-          nodeName: name,
-          runtimeTaintKey: config.runtimeTaintKey,
-          dryRun,
-          log: log.child({ node: name, component: 'eviction' }),
-          timeoutMs: config.requestTimeoutMs,
-        });
+        const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
         if (spell) spell.evictionComplete = evictionComplete(results);
-        const node = cache.node(name);
+        const node = this.deps.node(name);
         for (const result of results) {
           metrics.evictions.inc({ outcome: result.outcome });
           if (result.outcome === 'evicted' && node) {
@@ -145,10 +142,9 @@ export class Evictor {
       }
       this.schedule(plan.nextDeadlineMs === undefined ? MAX_IDLE_MS : plan.nextDeadlineMs - clock.now());
     } catch (err) {
+      if (!this.running) return;
       log.warn({ err }, 'Eviction pass failed; retrying');
       this.schedule(MAX_IDLE_MS);
-    } finally {
-      this.busy = false;
     }
   }
 }

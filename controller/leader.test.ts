@@ -315,4 +315,35 @@ describe('LeaderElector', () => {
     expect(store.calls).toEqual([]);
     expect(recorded.events).toEqual(['leader:b']);
   });
+  it('stop({ deadlineMs }): the release request ends by the shutdown deadline, not a renewDeadline later (regression)', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    let finishWork: () => void = () => undefined;
+    startRecording(a, () => new Promise<void>((resolve) => (finishWork = resolve)));
+    await clock.advance(0);
+    const deadlineMs = clock.now() + 5_000;
+    const stopped = a.stop({ deadlineMs });
+    await clock.advance(3_000); // the in-flight work takes 3 s of the 5 s budget
+    finishWork();
+    await stopped;
+    const release = store.calls.at(-1);
+    expect(release?.op).toBe('replace');
+    expect(release?.timeoutMs).toBeLessThanOrEqual(2_000);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('');
+  });
+
+  it('stop({ deadlineMs }) with the budget spent draining: no release is attempted, the lease expires', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    let finishWork: () => void = () => undefined;
+    startRecording(a, () => new Promise<void>((resolve) => (finishWork = resolve)));
+    await clock.advance(0);
+    const stopped = a.stop({ deadlineMs: clock.now() + 1_000 });
+    await clock.advance(1_000);
+    finishWork();
+    store.calls.length = 0;
+    await stopped;
+    expect(store.calls).toEqual([]);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('a');
+  });
 });

@@ -249,6 +249,8 @@ export class LeaderElector {
   private leadership: AbortController | undefined;
   private readonly stopping = new AbortController();
   private releaseOnStop = true;
+  /** The release must be done by then (the caller's shutdown deadline). */
+  private releaseByMs = Infinity;
   private running: Promise<void> | undefined;
 
   constructor(options: LeaderElectorOptions) {
@@ -291,11 +293,13 @@ export class LeaderElector {
 
   /**
    * Stops campaigning; when leading, aborts the leader's signal, waits for onStoppedLeading, then releases
-   * the lease (unless `release: false`, which leaves it to expire as after a crash). Resolves when done.
+   * the lease (unless `release: false`, which leaves it to expire as after a crash). The release's requests
+   * end by `deadlineMs` (on the elector's clock), so a shutdown deadline is kept. Resolves when done.
    */
-  async stop(options: { release?: boolean } = {}): Promise<void> {
+  async stop(options: { release?: boolean; deadlineMs?: number } = {}): Promise<void> {
     if (!this.stopping.signal.aborted) {
       this.releaseOnStop = options.release ?? true;
+      this.releaseByMs = options.deadlineMs ?? Infinity;
       this.stopping.abort(new Error('leader elector stopped'));
     }
     await this.running;
@@ -509,11 +513,15 @@ export class LeaderElector {
    * (a renewal that was cut short may still have landed) it re-reads and retries once if we still hold it.
    */
   private async release(): Promise<void> {
-    const deadline = this.clock.now() + this.timing.renewDeadlineMs;
-    const options = (): StoreCallOptions => ({ timeoutMs: Math.max(1, deadline - this.clock.now()) });
+    const deadline = Math.min(this.clock.now() + this.timing.renewDeadlineMs, this.releaseByMs);
+    const options = (): StoreCallOptions => ({ timeoutMs: deadline - this.clock.now() });
     let lease = this.observed;
     for (let attempt = 0; attempt < 2 && lease; attempt++) {
       if (lease.spec?.holderIdentity !== this.identity) return;
+      if (options().timeoutMs <= 0) {
+        this.log.warn('No time left to release the leadership lease; it will expire');
+        return;
+      }
       const now = microTime(new Date(this.clock.now()));
       const spec: LeaderLease['spec'] = {
         holderIdentity: '',

@@ -11,10 +11,16 @@ import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { alwaysLeader, runController, type Elector } from './controller.ts';
 import { KubeLeaderLeaseStore, LeaderElector } from './leader.ts';
 
+/** Kept of the shutdown budget for closing the client's connections after the controller stopped. */
+const CLIENT_CLOSE_MS = 250;
+
 runProgram<ControllerConfig>({
   name: 'nodecare-controller',
   load: loadControllerConfig,
-  shutdownDeadlineMs: 5_000,
+  // Longer than one request (--request-timeout-seconds bounds each, but stop() cuts in-flight work off at
+  // its own deadline anyway) and short of the kubelet's default 30 s grace; stop() releases the leader lease
+  // within it.
+  shutdownDeadlineMs: 10_000,
   async start(config) {
     const log = createLogger({
       name: 'nodecare-controller',
@@ -38,7 +44,7 @@ runProgram<ControllerConfig>({
           renewDeadlineMs,
           retryPeriodMs,
         })
-      : alwaysLeader;
+      : alwaysLeader();
     const controller = await runController(config, {
       clock: systemClock,
       log,
@@ -47,9 +53,9 @@ runProgram<ControllerConfig>({
       elector,
     });
     return {
-      async stop() {
+      async stop(budgetMs) {
         log.info('Stopping');
-        await controller.stop();
+        await controller.stop(budgetMs - CLIENT_CLOSE_MS);
         await client.close();
         log.flush();
       },

@@ -14,6 +14,7 @@ export class ControllerMetrics {
   readonly watchErrors: Counter<'source'>;
   readonly extensionNodes: Gauge<'extension' | 'state'>;
   readonly evictions: Counter<'outcome'>;
+  readonly leasesIgnored: Gauge<'reason'>;
 
   constructor(registry: Registry) {
     collectDefaultMetrics({ register: registry });
@@ -80,6 +81,12 @@ export class ControllerMetrics {
       name: 'nodecare_controller_pod_evictions_total',
       help: 'Pod eviction attempts by outcome.',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.leasesIgnored = new Gauge({
+      name: 'nodecare_controller_leases_ignored',
+      help: 'Leases claiming a node that are not the ones its agent writes (wrong name or owner), by reason.',
+      labelNames: ['reason'],
       registers,
     });
   }

@@ -3,13 +3,12 @@
 // succeeded, and return the next deadline. Also keeps the cluster-wide state the per-node decision needs:
 // the correlated-failure breaker, updated incrementally as decisions change.
 
-import { LEASE_NAMESPACE, decodeLease, resolveRegistrations, type LeaseObject } from '../api/index.ts';
+import { LEASE_NAMESPACE, resolveRegistrations } from '../api/index.ts';
 import { EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/log.ts';
-import type { ClusterCache } from './cache.ts';
+import { toCachedLease, toCachedNode, type CachedNode, type ClusterCache, type NodeObject } from './cache.ts';
 import type { ControllerConfig } from './config.ts';
 import {
   NodeState,
@@ -18,24 +17,39 @@ import {
   type DecisionPolicy,
   type ExtensionFailureCount,
   type NodeDecision,
+  type NodeEvent,
   type NodeMemory,
   type RequiredExtension,
 } from './decide/index.ts';
 import { isFailing, sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ReconcileResult } from './workqueue.ts';
-import { applyNodeChange, nodeChange, writeCondition, type EventRecorder, type TaintKeys } from './writes.ts';
+import {
+  conditionPatch,
+  isTaintEvent,
+  nodeChange,
+  nodePatch,
+  writtenTaintEvents,
+  type EventRecorder,
+  type Fence,
+  type NodeApi,
+  type TaintKeys,
+} from './writes.ts';
 
-const TAINT_EVENTS: ReadonlySet<string> = new Set([
-  EventReason.BootstrapTaintAdded,
-  EventReason.BootstrapTaintRemoved,
-  EventReason.RuntimeTaintAdded,
-  EventReason.RuntimeTaintRemoved,
-]);
+/** Writes decided on a node that keeps changing under them are retried this often, then the queue backs off. */
+const MAX_CONFLICT_RETRIES = 5;
+
+/** What the reconciler reads from the caches (ClusterCache; FakeCache in unit tests). */
+export type ReconcilerCache = Pick<
+  ClusterCache,
+  'node' | 'nodeNames' | 'leasesOf' | 'observeLive' | 'systemExtensionList'
+>;
 
 export interface ReconcilerDeps {
-  cache: ClusterCache;
-  client: KubeClient;
+  cache: ReconcilerCache;
+  api: NodeApi;
+  /** Checked just before every write: throws when this replica no longer leads. */
+  fence: Fence;
   clock: Clock;
   log: Logger;
   metrics: ControllerMetrics;
@@ -88,11 +102,10 @@ export class Reconciler {
     };
   }
 
-  private decide(name: string): NodeDecision | undefined {
+  private decide(name: string, node = this.deps.cache.node(name)): NodeDecision | undefined {
     const { cache, clock } = this.deps;
-    const node = cache.node(name);
     if (!node) return undefined;
-    const { byName } = resolveRegistrations(node, cache.systemExtensions.store.values());
+    const { byName } = resolveRegistrations(node, cache.systemExtensionList());
     const required: RequiredExtension[] = [...byName.values()].map((r) => ({
       name: r.name,
       policy: r.policy,
@@ -112,79 +125,52 @@ export class Reconciler {
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
-    const { cache, client, clock, log, metrics, config, events } = this.deps;
+    const { cache, clock, log, metrics, events } = this.deps;
     const started = performance.now();
-    let decision = this.decide(name);
-    const node = cache.node(name);
+    let node = cache.node(name);
+    let decision = this.decide(name, node);
     if (!decision || !node) {
       this.memory.delete(name);
       this.contribute(name, undefined);
       return {};
     }
-    const writer = { client, timeoutMs: config.requestTimeoutMs };
 
     // Staleness is judged by our clock; before acting on it, make sure the lease really was not renewed.
-    if (decision.staleLeases.length > 0 && this.wouldWrite(node, decision)) {
-      let renewed = false;
-      for (const leaseName of decision.staleLeases) {
-        try {
-          const live = decodeLease(
-            await client.get<LeaseObject>(
-              `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases/${leaseName}`,
-              {
-                timeoutMs: config.requestTimeoutMs,
-              },
-            ),
-          );
-          if (live && cache.observeLive(live)) renewed = true;
-        } catch (err) {
-          if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
-        }
-      }
-      if (renewed) decision = this.decide(name) ?? decision;
+    // A renewal found live can uncover another stale lease (an expired heartbeat hides its extensions'
+    // leases): re-read until the decision acts on no lease that was not read live.
+    const readLive = new Set<string>();
+    for (;;) {
+      const unread = decision.staleLeases.filter((lease) => !readLive.has(lease));
+      if (unread.length === 0 || !this.wouldWrite(node, decision)) break;
+      for (const lease of unread) readLive.add(lease);
+      if (!(await this.renewedMeanwhile(unread))) break;
+      decision = this.decide(name, node) ?? decision;
     }
 
     const nodeLog = log.child({ node: name });
-    const taintSummary = nodeChange(node, decision, this.keys, false)?.taintSummary ?? [];
-    if (taintSummary.length > 0) {
-      nodeLog.info(
-        { state: decision.state, taints: taintSummary, dryRun: config.dryRun },
-        config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
-      );
-    }
-    // The condition first: whoever sees a taint change can already read why.
-    let current = node;
+    // Events about extensions and timeouts are transitions of the decision's memory: the first decision's.
+    // Taint events are what the node patch really changed, so a write that found its change already made
+    // (a duplicate reconcile on a lagging cache, a 409 rebase) records nothing.
+    const memoryEvents = decision.events.filter((e) => !isTaintEvent(e));
+    let taintEvents: NodeEvent[];
     try {
-      const written = await writeCondition(writer, node, decision.condition, clock.now());
-      if (written) {
-        metrics.nodeWrites.inc({ kind: 'condition', result: 'ok' });
-        current = written;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          taintEvents = await this.write(node, decision, nodeLog);
+          break;
+        } catch (err) {
+          if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+          // Decided on a node that changed meanwhile: read it live and decide again.
+          node = toCachedNode(await this.deps.api.getNode(name));
+          decision = this.decide(name, node) ?? decision;
+        }
       }
     } catch (err) {
-      metrics.nodeWrites.inc({ kind: 'condition', result: 'error' });
-      if (isKubeError(err, KubeErrorCode.NotFound)) return {};
+      if (isKubeError(err, KubeErrorCode.NotFound)) return {}; // deleted: its watch event reconciles it
       throw err;
     }
-    // Recomputed from the node the status write returned: its resourceVersion and its taints belong together.
-    const nodeDiff = nodeChange(current, decision, this.keys, !config.dryRun);
-    if (nodeDiff) {
-      try {
-        await applyNodeChange(writer, current, nodeDiff, (live) =>
-          nodeChange(live, decision, this.keys, !config.dryRun),
-        );
-        metrics.nodeWrites.inc({ kind: 'node', result: 'ok' });
-      } catch (err) {
-        metrics.nodeWrites.inc({
-          kind: 'node',
-          result: isKubeError(err, KubeErrorCode.NotFound) ? 'gone' : 'error',
-        });
-        if (isKubeError(err, KubeErrorCode.NotFound)) return {};
-        throw err;
-      }
-    }
 
-    for (const event of decision.events) {
-      if (config.dryRun && TAINT_EVENTS.has(event.reason)) continue; // no taint changed: nothing happened
+    for (const event of [...taintEvents, ...memoryEvents]) {
       metrics.events.inc({ reason: event.reason });
       events
         .nodeEvent(node, event)
@@ -204,7 +190,65 @@ export class Reconciler {
       : { requeueAfterMs: Math.max(0, decision.nextDeadlineMs - clock.now()) };
   }
 
-  private wouldWrite(node: NonNullable<ReturnType<ClusterCache['node']>>, decision: NodeDecision): boolean {
+  /** Re-reads the leases judged stale; true when one was renewed after all (decide again). */
+  private async renewedMeanwhile(leaseNames: readonly string[]): Promise<boolean> {
+    const { api, cache } = this.deps;
+    let renewed = false;
+    for (const leaseName of leaseNames) {
+      try {
+        const live = toCachedLease(await api.getLease(LEASE_NAMESPACE, leaseName));
+        if (live && cache.observeLive(live)) renewed = true;
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
+      }
+    }
+    return renewed;
+  }
+
+  /**
+   * Writes the condition, then taints, label and annotation, each only against the node the decision was
+   * made on (resourceVersion precondition: 409 when it changed). Returns the taint events the patch made.
+   */
+  private async write(node: CachedNode, decision: NodeDecision, nodeLog: Logger): Promise<NodeEvent[]> {
+    const { api, clock, config } = this.deps;
+    let current = node;
+    // The condition first: whoever sees a taint change can already read why.
+    const status = conditionPatch(current, decision.condition, clock.now());
+    if (status) current = await this.send('condition', () => api.patchNodeStatus(node.name, status));
+    // Computed on the node the status write returned: its resourceVersion and its taints belong together.
+    const change = nodeChange(current, decision, this.keys, !config.dryRun);
+    if (!change) return [];
+    if (change.taintSummary.length > 0) {
+      nodeLog.info(
+        { state: decision.state, taints: change.taintSummary, dryRun: config.dryRun },
+        config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
+      );
+    }
+    const before = current;
+    const after = await this.send('node', () => api.patchNode(before.name, nodePatch(before, change)));
+    return writtenTaintEvents(before, after, decision.events, this.keys);
+  }
+
+  /** One write, sent only while this replica leads, counted by outcome. */
+  private async send(kind: 'condition' | 'node', write: () => Promise<NodeObject>): Promise<CachedNode> {
+    const { fence, metrics } = this.deps;
+    fence();
+    try {
+      const written = toCachedNode(await write());
+      metrics.nodeWrites.inc({ kind, result: 'ok' });
+      return written;
+    } catch (err) {
+      const result = isKubeError(err, KubeErrorCode.NotFound)
+        ? 'gone'
+        : isKubeError(err, KubeErrorCode.Conflict)
+          ? 'conflict'
+          : 'error';
+      metrics.nodeWrites.inc({ kind, result });
+      throw err;
+    }
+  }
+
+  private wouldWrite(node: CachedNode, decision: NodeDecision): boolean {
     return (
       !sameCondition(node.extensionsReadyCondition, decision.condition) ||
       nodeChange(node, decision, this.keys, true) !== undefined

@@ -93,4 +93,45 @@ describe('WorkQueue', () => {
     expect(errors.map((e) => e.retryInMs)).toEqual([50, 100, 200]);
     expect(calls).toBe(4);
   });
+  it('arms no timer after stop: a reconcile finishing after stop() neither requeues nor backs off (regression)', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let fail = false;
+    const { clock, queue } = setup(async () => {
+      await gate;
+      if (fail) throw new Error('boom');
+      return { requeueAfterMs: 5_000 };
+    });
+    queue.add('a');
+    queue.addAfter('b', 1_000);
+    const stopped = queue.stop();
+    release();
+    await stopped;
+    queue.addAfter('c', 1_000);
+    expect(clock.pending).toBe(0);
+
+    fail = true;
+    queue.start();
+    queue.add('d');
+    const again = queue.stop();
+    await again;
+    expect(clock.pending).toBe(0);
+  });
+
+  it('stuckForMs: how long the oldest reconcile in flight has run; 0 when none runs (liveness)', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { clock, queue } = setup(async (key) => {
+      if (key === 'hung') await gate;
+    });
+    expect(queue.stuckForMs()).toBe(0);
+    queue.add('hung');
+    await clock.advance(60_000);
+    queue.add('quick');
+    await clock.advance(1_000);
+    expect(queue.stuckForMs()).toBe(61_000);
+    release();
+    await queue.idle();
+    expect(queue.stuckForMs()).toBe(0);
+  });
 });

@@ -1,7 +1,8 @@
 // A level-triggered work queue keyed by node (STYLE.md 3, controller-runtime's contract): handlers only add
 // keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs again
 // once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
-// pending deadline per key.
+// pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has
+// been running for too long (a hung request, a promise that never settles).
 
 import type { Clock, Timer } from '../lib/clock.ts';
 
@@ -30,6 +31,8 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly delayed = new Map<string, { at: number; timer: Timer }>();
   private readonly failures = new Map<string, number>();
+  /** Key → clock when its reconcile started. */
+  private readonly startedAt = new Map<string, number>();
   private active = 0;
   private running = false;
   private idleWaiters: Array<() => void> = [];
@@ -54,7 +57,9 @@ export class WorkQueue {
     this.pump();
   }
 
+  /** Adds the key after `delayMs`; a no-op while stopped (start() enqueues what matters anew). */
   addAfter(key: string, delayMs: number): void {
+    if (!this.running) return;
     if (delayMs <= 0) return this.add(key);
     const at = this.options.clock.now() + delayMs;
     const pending = this.delayed.get(key);
@@ -90,6 +95,14 @@ export class WorkQueue {
     await this.idle();
   }
 
+  /** How long the longest reconcile in flight has been running (0 when none is). */
+  stuckForMs(): number {
+    const now = this.options.clock.now();
+    let oldest = now;
+    for (const at of this.startedAt.values()) oldest = Math.min(oldest, at);
+    return now - oldest;
+  }
+
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void> {
     if (this.active === 0 && (this.queue.length === 0 || !this.running)) return Promise.resolve();
@@ -112,6 +125,7 @@ export class WorkQueue {
   }
 
   private async run(key: string): Promise<void> {
+    this.startedAt.set(key, this.options.clock.now());
     try {
       const result = await this.reconcile(key);
       this.failures.delete(key);
@@ -122,8 +136,9 @@ export class WorkQueue {
       const { initialBackoffMs = 50, maxBackoffMs = 30_000 } = this.options;
       const delay = Math.min(maxBackoffMs, initialBackoffMs * 2 ** (attempt - 1));
       this.options.onError?.(key, err, delay);
-      if (this.running) this.addAfter(key, delay);
+      this.addAfter(key, delay);
     } finally {
+      this.startedAt.delete(key);
       this.processing.delete(key);
       this.active--;
       if (this.dirty.delete(key) && this.running) this.add(key);

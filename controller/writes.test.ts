@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { NODE_STATUS_LABEL, NodeAnnotation } from '../api/index.ts';
-import type { CachedNode } from './cache.ts';
-import type { NodeDecision } from './decide/index.ts';
-import { desiredTaintList, nodeChange } from './writes.ts';
+import { EventReason } from '../api/reasons.ts';
+import { toCachedNode, type CachedNode } from './cache.ts';
+import { decideNode, type NodeDecision, type NodeEvent } from './decide/index.ts';
+import * as t from './decide/testing.ts';
+import { desiredTaintList, eventName, nodeChange, nodePatch, writtenTaintEvents } from './writes.ts';
 
 const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
 
@@ -89,5 +91,79 @@ describe('nodeChange', () => {
     expect(change?.taints).toBeUndefined();
     expect(change?.taintSummary).toEqual(['add status/meta:NoSchedule']);
     expect(change?.labels).toEqual({ [NODE_STATUS_LABEL]: 'unhealthy' });
+  });
+});
+
+describe('foreign taints are written back field for field', () => {
+  it('keeps timeAdded (and any other field) of a taint nodecare does not own (regression)', () => {
+    const unreachable = {
+      key: 'node.kubernetes.io/unreachable',
+      effect: 'NoExecute',
+      timeAdded: '2026-01-01T00:00:00Z',
+    };
+    const cached = toCachedNode({
+      metadata: { name: 'n', resourceVersion: '7' },
+      spec: { taints: [unreachable, { key: 'startup/meta', effect: 'NoSchedule' }] },
+    });
+    const change = nodeChange(cached, decision(false, true), keys, true);
+    expect(nodePatch(cached, change!)).toMatchObject({
+      metadata: { resourceVersion: '7' },
+      spec: { taints: [unreachable, { key: 'status/meta', effect: 'NoSchedule' }] },
+    });
+  });
+});
+
+describe('one hasTaint rule for the decision and the writes (regression: two definitions)', () => {
+  it('a taint with our key but another effect is not ours: no RuntimeTaintRemoved, no removal', () => {
+    const foreign = { key: t.POLICY.runtimeTaintKey, effect: 'NoExecute' };
+    const node = t.bootstrappedNode({ taints: [foreign] });
+    const d = decideNode(
+      t.input({
+        node,
+        required: [t.ext('web')],
+        leases: t.leases(t.T0, { web: {} }),
+        agent: t.agent(t.T0),
+        previous: t.memory({ web: 'Healthy' }),
+        now: t.T0,
+      }),
+    );
+    expect(d.events.map((e) => e.reason)).not.toContain(EventReason.RuntimeTaintRemoved);
+    const cached = { ...node, resourceVersion: '1', conditionTransitionTime: undefined };
+    const written = nodeChange(
+      cached,
+      d,
+      { bootstrap: t.POLICY.bootstrapTaintKey, runtime: foreign.key },
+      true,
+    );
+    expect(written?.taints).toBeUndefined();
+  });
+});
+
+describe('writtenTaintEvents', () => {
+  const added: NodeEvent = { type: 'Warning', reason: EventReason.RuntimeTaintAdded, message: 'm' };
+  const other: NodeEvent = { type: 'Warning', reason: EventReason.ExtensionUnhealthy, message: 'm' };
+  const tainted = node([{ key: 'status/meta', effect: 'NoSchedule' }]);
+  it.each([
+    { behaviour: 'the patch added the taint → its event', before: node([]), after: tainted, want: [added] },
+    { behaviour: 'the taint was already there → nothing', before: tainted, after: tainted, want: [] },
+    { behaviour: 'the taint is still missing → nothing', before: node([]), after: node([]), want: [] },
+  ])('$behaviour', ({ before, after, want }) => {
+    expect(writtenTaintEvents(before, after, [added, other], keys)).toEqual(want);
+  });
+});
+
+describe('eventName (regression: 422 for node names near 253 characters)', () => {
+  const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  it.each([
+    { behaviour: 'a short name keeps its name', name: 'node-a' },
+    { behaviour: 'a 253-character name is cut to leave room', name: `${'a'.repeat(200)}.${'b'.repeat(52)}` },
+    { behaviour: 'a cut that ends in "-" drops it', name: `${'a'.repeat(239)}-${'b'.repeat(13)}` },
+    { behaviour: 'a cut that ends in "." drops it', name: `${'a'.repeat(239)}.${'b'.repeat(13)}` },
+  ])('$behaviour → a valid DNS subdomain of at most 253 characters', ({ name }) => {
+    const result = eventName(name, 0x18d1e2f3a4b5c);
+    expect(result.length).toBeLessThanOrEqual(253);
+    expect(result).toMatch(DNS_SUBDOMAIN);
+    expect(result.endsWith('.18d1e2f3a4b5c')).toBe(true);
+    expect(name.startsWith(result.slice(0, result.lastIndexOf('.')))).toBe(true);
   });
 });

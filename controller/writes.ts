@@ -1,22 +1,99 @@
-// Everything the controller writes to a Node, as differences only. Taints, the status label and the
-// bootstrap annotation go in one merge patch guarded by resourceVersion; on 409 the live node is read and the
-// change re-applied to it, so a taint or label another writer added in between is preserved and nodecare
-// never touches taints it does not own. The ExtensionsReady condition goes through the status subresource
-// with a strategic merge on the condition type (other conditions are untouched), and only when its status,
-// reason or message change.
+// Everything the controller writes to a Node, as differences only, through one narrow port (NodeApi).
+// Taints, the status label and the bootstrap annotation go in one merge patch; the ExtensionsReady condition
+// goes through the status subresource with a strategic merge on the condition type (other conditions are
+// untouched), only when its status, reason or message change. Both carry a resourceVersion precondition:
+// a write decided on a stale node gets 409, and the reconciler re-reads and re-decides. nodecare never alters
+// a taint it does not own: the taint list is the observed list, field for field, with only ours changed.
+// Every write first asks the fence whether this replica still leads.
 
 import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation, microTime } from '../api/index.ts';
+import type { LeaseObject } from '../api/lease.ts';
+import { EventReason } from '../api/reasons.ts';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
-import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { toCachedNode, type CachedNode } from './cache.ts';
+import type { CachedNode, NodeObject } from './cache.ts';
 import { sameCondition } from './decide/condition.ts';
+import { hasTaint, OWN_TAINT_EFFECT } from './decide/decide.ts';
 import type { DesiredCondition, NodeDecision, NodeEvent, NodeTaint } from './decide/index.ts';
-
-const MAX_CONFLICT_RETRIES = 5;
 
 export interface TaintKeys {
   bootstrap: string;
   runtime: string;
+}
+
+/** Thrown by a write attempted after this replica stopped leading: the write did not go out. */
+export class NotLeaderError extends Error {
+  readonly code = 'NotLeader';
+  constructor() {
+    super('not the leader: write not sent');
+    this.name = 'NotLeaderError';
+  }
+}
+
+/** Called just before every write; throws NotLeaderError when this replica no longer leads. */
+export type Fence = () => void;
+
+/** The API calls the controller makes (STYLE.md 5). FakeNodeApi (testing.ts) is the unit-test double. */
+export interface NodeApi {
+  getNode(name: string): Promise<NodeObject>;
+  /** JSON merge patch of the Node (metadata and spec). */
+  patchNode(name: string, patch: object): Promise<NodeObject>;
+  /** Strategic merge patch of nodes/status. */
+  patchNodeStatus(name: string, patch: object): Promise<NodeObject>;
+  getLease(namespace: string, name: string): Promise<LeaseObject>;
+  createEvent(namespace: string, event: object): Promise<void>;
+}
+
+export interface KubeNodeApiOptions {
+  /** Deadline of each request. */
+  timeoutMs: number;
+  /** Aborts requests in flight (the leadership term ended, or the program is stopping). */
+  signal?(): AbortSignal | undefined;
+}
+
+export class KubeNodeApi implements NodeApi {
+  private readonly client: Pick<KubeClient, 'request'>;
+  private readonly options: KubeNodeApiOptions;
+
+  constructor(client: Pick<KubeClient, 'request'>, options: KubeNodeApiOptions) {
+    this.client = client;
+    this.options = options;
+  }
+
+  private call<T>(method: 'GET' | 'PATCH' | 'POST', path: string, body?: object, type?: string): Promise<T> {
+    return this.client.request<T>(method, path, {
+      ...(body ? { body } : {}),
+      ...(type ? { contentType: type } : {}),
+      timeoutMs: this.options.timeoutMs,
+      signal: this.options.signal?.(),
+    });
+  }
+
+  getNode(name: string): Promise<NodeObject> {
+    return this.call('GET', `/api/v1/nodes/${encodeURIComponent(name)}`);
+  }
+
+  patchNode(name: string, patch: object): Promise<NodeObject> {
+    return this.call('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}`, patch, PatchType.merge);
+  }
+
+  patchNodeStatus(name: string, patch: object): Promise<NodeObject> {
+    return this.call('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}/status`, patch, PatchType.strategic);
+  }
+
+  getLease(namespace: string, name: string): Promise<LeaseObject> {
+    return this.call(
+      'GET',
+      `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`,
+    );
+  }
+
+  async createEvent(namespace: string, event: object): Promise<void> {
+    await this.call(
+      'POST',
+      `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+      event,
+    );
+  }
 }
 
 export interface NodeChange {
@@ -27,21 +104,17 @@ export interface NodeChange {
   taintSummary: string[];
 }
 
-/** The taint list with nodecare's taints set as decided and every other taint kept as it is. */
-export function desiredTaintList(
-  current: readonly NodeTaint[],
+/** The taint list with nodecare's taints set as decided and every other taint kept as it is, field for field. */
+export function desiredTaintList<T extends NodeTaint>(
+  current: readonly T[],
   decision: NodeDecision,
   keys: TaintKeys,
 ): NodeTaint[] {
   const ours = new Set([keys.bootstrap, keys.runtime]);
-  const kept = current.filter((t) => !ours.has(t.key) || t.effect !== 'NoSchedule');
-  if (decision.desiredTaints.bootstrap) kept.push({ key: keys.bootstrap, effect: 'NoSchedule' });
-  if (decision.desiredTaints.runtime) kept.push({ key: keys.runtime, effect: 'NoSchedule' });
+  const kept: NodeTaint[] = current.filter((t) => !ours.has(t.key) || t.effect !== OWN_TAINT_EFFECT);
+  if (decision.desiredTaints.bootstrap) kept.push({ key: keys.bootstrap, effect: OWN_TAINT_EFFECT });
+  if (decision.desiredTaints.runtime) kept.push({ key: keys.runtime, effect: OWN_TAINT_EFFECT });
   return kept;
-}
-
-function hasTaint(taints: readonly NodeTaint[], key: string): boolean {
-  return taints.some((t) => t.key === key && t.effect === 'NoSchedule');
 }
 
 /** What must change on the node's metadata and spec for it to match the decision (empty when nothing). */
@@ -57,7 +130,7 @@ export function nodeChange(
     [keys.runtime, decision.desiredTaints.runtime],
   ] as const) {
     const has = hasTaint(node.taints, key);
-    if (has !== want) change.taintSummary.push(`${want ? 'add' : 'remove'} ${key}:NoSchedule`);
+    if (has !== want) change.taintSummary.push(`${want ? 'add' : 'remove'} ${key}:${OWN_TAINT_EFFECT}`);
   }
   if (writeTaints && change.taintSummary.length > 0)
     change.taints = desiredTaintList(node.taints, decision, keys);
@@ -70,92 +143,83 @@ export function nodeChange(
   return change.taints || change.labels || change.annotations ? change : undefined;
 }
 
-export interface NodeWriterDeps {
-  client: KubeClient;
-  timeoutMs: number;
+/** The merge patch for a NodeChange, valid only against `node`'s resourceVersion. */
+export function nodePatch(node: CachedNode, change: NodeChange): object {
+  return {
+    metadata: {
+      resourceVersion: node.resourceVersion,
+      ...(change.labels ? { labels: change.labels } : {}),
+      ...(change.annotations ? { annotations: change.annotations } : {}),
+    },
+    ...(change.taints ? { spec: { taints: change.taints } } : {}),
+  };
 }
 
 /**
- * Applies a NodeChange with a resourceVersion precondition. On conflict, reads the live node and re-applies
- * the same decision to it (`rebase`), up to a few times. Returns the node as written.
+ * The status patch that sets ExtensionsReady as decided, valid only against `node`'s resourceVersion, or
+ * undefined when status, reason and message already match. lastTransitionTime moves only with status.
  */
-export async function applyNodeChange(
-  deps: NodeWriterDeps,
-  node: CachedNode,
-  change: NodeChange,
-  rebase: (live: CachedNode) => NodeChange | undefined,
-): Promise<CachedNode | undefined> {
-  let current = node;
-  let pending: NodeChange | undefined = change;
-  for (let attempt = 0; pending; attempt++) {
-    const body = {
-      metadata: {
-        resourceVersion: current.resourceVersion,
-        ...(pending.labels ? { labels: pending.labels } : {}),
-        ...(pending.annotations ? { annotations: pending.annotations } : {}),
-      },
-      ...(pending.taints ? { spec: { taints: pending.taints } } : {}),
-    };
-    try {
-      const written = await deps.client.request<Parameters<typeof toCachedNode>[0]>(
-        'PATCH',
-        `/api/v1/nodes/${current.name}`,
-        {
-          body,
-          contentType: PatchType.merge,
-          timeoutMs: deps.timeoutMs,
-        },
-      );
-      return toCachedNode(written);
-    } catch (err) {
-      if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) throw err;
-      current = toCachedNode(
-        await deps.client.get(`/api/v1/nodes/${current.name}`, { timeoutMs: deps.timeoutMs }),
-      );
-      pending = rebase(current);
-    }
-  }
-  return current;
-}
-
-/**
- * Writes ExtensionsReady when status, reason or message differ; lastTransitionTime moves only with status.
- * Returns the node as written (its new resourceVersion), or undefined when nothing needed writing.
- */
-export async function writeCondition(
-  deps: NodeWriterDeps,
+export function conditionPatch(
   node: CachedNode,
   desired: DesiredCondition,
   nowMs: number,
-): Promise<CachedNode | undefined> {
+): object | undefined {
   const observed = node.extensionsReadyCondition;
   if (sameCondition(observed, desired)) return undefined;
   const now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const transition =
     observed?.status === desired.status && node.conditionTransitionTime ? node.conditionTransitionTime : now;
-  const written = await deps.client.request<Parameters<typeof toCachedNode>[0]>(
-    'PATCH',
-    `/api/v1/nodes/${node.name}/status`,
-    {
-      body: {
-        status: {
-          conditions: [
-            {
-              type: NODE_CONDITION_TYPE,
-              status: desired.status,
-              reason: desired.reason,
-              message: desired.message,
-              lastTransitionTime: transition,
-              lastHeartbeatTime: now,
-            },
-          ],
+  return {
+    metadata: { resourceVersion: node.resourceVersion },
+    status: {
+      conditions: [
+        {
+          type: NODE_CONDITION_TYPE,
+          status: desired.status,
+          reason: desired.reason,
+          message: desired.message,
+          lastTransitionTime: transition,
+          lastHeartbeatTime: now,
         },
-      },
-      contentType: PatchType.strategic,
-      timeoutMs: deps.timeoutMs,
+      ],
     },
-  );
-  return toCachedNode(written);
+  };
+}
+
+const TAINT_EVENT_CHANGES = {
+  [EventReason.BootstrapTaintAdded]: { taint: 'bootstrap', added: true },
+  [EventReason.BootstrapTaintRemoved]: { taint: 'bootstrap', added: false },
+  [EventReason.RuntimeTaintAdded]: { taint: 'runtime', added: true },
+  [EventReason.RuntimeTaintRemoved]: { taint: 'runtime', added: false },
+} as const satisfies Partial<Record<EventReason, { taint: keyof TaintKeys; added: boolean }>>;
+
+export function isTaintEvent(event: NodeEvent): boolean {
+  return event.reason in TAINT_EVENT_CHANGES;
+}
+
+/** The taint events among `events` that describe a change the write from `before` to `after` really made. */
+export function writtenTaintEvents(
+  before: CachedNode,
+  after: CachedNode,
+  events: readonly NodeEvent[],
+  keys: TaintKeys,
+): NodeEvent[] {
+  return events.filter((event) => {
+    const change = (
+      TAINT_EVENT_CHANGES as Partial<Record<string, { taint: keyof TaintKeys; added: boolean }>>
+    )[event.reason];
+    if (!change) return false;
+    const key = keys[change.taint];
+    return !hasTaint(before.taints, key) === change.added && hasTaint(after.taints, key) === change.added;
+  });
+}
+
+/** Event names as client-go makes them (<object>.<hex time>), always a valid DNS subdomain. */
+export function eventName(objectName: string, uniqueNumber: number): string {
+  const suffix = `.${uniqueNumber.toString(16)}`;
+  // Room for the suffix within 253 characters; a cut must not leave a '.' or '-' before the suffix's '.'.
+  const prefix = objectName.slice(0, 253 - suffix.length).replace(/[.-]+$/, '');
+  return `${prefix}${suffix}`;
 }
 
 export interface EventRecorder {
@@ -164,33 +228,28 @@ export interface EventRecorder {
 
 /** Records events.k8s.io/v1 Events about Nodes (in `default`, where the kubelet records node events too). */
 export function eventRecorder(
-  client: KubeClient,
+  api: Pick<NodeApi, 'createEvent'>,
   reportingInstance: string,
   clock: { now(): number },
-  timeoutMs: number,
+  fence: Fence,
 ): EventRecorder {
   let sequence = 0;
   return {
     async nodeEvent(node, event) {
-      await client.request('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
-        body: {
-          apiVersion: 'events.k8s.io/v1',
-          kind: 'Event',
-          // Named as client-go names events: <object>.<hex time>, unique enough and sorted by time.
-          metadata: {
-            name: `${node.name.slice(0, 200)}.${(clock.now() * 1000 + (sequence++ % 1000)).toString(16)}`,
-            namespace: 'default',
-          },
-          eventTime: microTime(new Date(clock.now())),
-          reportingController: 'nodecare.io/controller',
-          reportingInstance,
-          action: event.reason,
-          reason: event.reason,
-          note: event.message.slice(0, 1024),
-          type: event.type,
-          regarding: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid },
-        },
-        timeoutMs,
+      const name = eventName(node.name, clock.now() * 1000 + (sequence++ % 1000));
+      fence();
+      await api.createEvent('default', {
+        apiVersion: 'events.k8s.io/v1',
+        kind: 'Event',
+        metadata: { name, namespace: 'default' },
+        eventTime: microTime(new Date(clock.now())),
+        reportingController: 'nodecare.io/controller',
+        reportingInstance,
+        action: event.reason,
+        reason: event.reason,
+        note: event.message.slice(0, 1024),
+        type: event.type,
+        regarding: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid },
       });
     },
   };

@@ -8,8 +8,8 @@ export interface Program<C> {
   name: string;
   /** Parses argv and env; throws OptionsError listing every problem. */
   load(argv: readonly string[], env: NodeJS.ProcessEnv): { help: string } | { config: C };
-  /** Starts the program; the returned stop() must finish within shutdownDeadlineMs. */
-  start(config: C): Promise<{ stop(): Promise<void> }>;
+  /** Starts the program; the returned stop() is given shutdownDeadlineMs and must finish within it. */
+  start(config: C): Promise<{ stop(budgetMs: number): Promise<void> }>;
   shutdownDeadlineMs: number;
 }
 
@@ -35,7 +35,7 @@ export function runProgram<C>(program: Program<C>): void {
     await new Promise<void>((resolve) => {
       const onSignal = (): void => {
         setTimeout(() => process.exit(0), program.shutdownDeadlineMs).unref();
-        void running.stop().then(resolve);
+        void running.stop(program.shutdownDeadlineMs).then(resolve);
       };
       process.once('SIGTERM', onSignal);
       process.once('SIGINT', onSignal);

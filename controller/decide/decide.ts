@@ -23,12 +23,16 @@ import type {
   NodeDecision,
   NodeEvent,
   NodeMemory,
-  ObservedNode,
+  NodeTaint,
   RequiredExtension,
 } from './types.ts';
 
-function hasTaint(node: ObservedNode, key: string): boolean {
-  return node.taints.some((t) => t.key === key);
+/** The effect of both nodecare taints: a taint with our key and another effect is someone else's. */
+export const OWN_TAINT_EFFECT = 'NoSchedule';
+
+/** Whether the nodecare taint `key` is on: the one definition the decision and the writes share. */
+export function hasTaint(taints: readonly NodeTaint[], key: string): boolean {
+  return taints.some((t) => t.key === key && t.effect === OWN_TAINT_EFFECT);
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -53,8 +57,8 @@ export function decideNode(input: DecisionInput): NodeDecision {
 
   // Bootstrap state lives on the node (docs/adr/0002): the marker annotation and the bootstrap taint.
   const marker = node.annotations[NodeAnnotation.bootstrappedBootId];
-  const bootstrapTainted = hasTaint(node, policy.bootstrapTaintKey);
-  const runtimeTainted = hasTaint(node, policy.runtimeTaintKey);
+  const bootstrapTainted = hasTaint(node.taints, policy.bootstrapTaintKey);
+  const runtimeTainted = hasTaint(node.taints, policy.runtimeTaintKey);
   const bootstrapPending =
     marker !== node.bootId &&
     (bootstrapTainted || marker !== undefined || now - node.creationTimestampMs < timeoutMs);

@@ -110,6 +110,8 @@ export interface EvictNodePodsOptions {
   /** Deadline of each API request. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Called just before each eviction is sent; a throw (this replica stopped leading) ends the pass. */
+  beforeWrite?(): void;
 }
 
 /** True when the pass left nothing to retry (no PDB block, no error): the node is done. */
@@ -161,6 +163,7 @@ export async function evictNodePods(options: EvictNodePodsOptions): Promise<PodE
       continue;
     }
     const { namespace = '', name = '', uid } = pod.metadata;
+    options.beforeWrite?.();
     try {
       await client.request(
         'POST',

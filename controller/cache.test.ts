@@ -1,0 +1,212 @@
+// The controller's cache: which Leases it believes (issue 7 item 4), how it judges their renewals, and the
+// node as kept (taints whole).
+
+import { describe, expect, it } from 'vitest';
+import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../api/lease.ts';
+import { ExtensionState } from '../api/names.ts';
+import { ProbeReason } from '../api/reasons.ts';
+import { FakeClock } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { LeaseIndex, LeaseProblem, Source, toCachedLease, toCachedNode, type CachedLease } from './cache.ts';
+
+const NODE = { name: 'node-x', uid: 'uid-x' };
+
+function lease(extension: string | undefined, renewedAtMs = Date.UTC(2026, 0, 1)): LeaseObject {
+  return buildLease({
+    node: NODE,
+    extension,
+    holderIdentity: 'agent',
+    leaseDurationSeconds: 40,
+    renewTime: new Date(renewedAtMs),
+    bootId: 'boot-1',
+    record: extension
+      ? { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded, message: '', since: '' }
+      : undefined,
+  });
+}
+
+function edited(obj: LeaseObject, edit: (metadata: LeaseObject['metadata']) => void): LeaseObject {
+  const copy = structuredClone(obj);
+  edit(copy.metadata);
+  return copy;
+}
+
+describe('toCachedLease', () => {
+  it.each([
+    { behaviour: "the agent's own extension lease → believed", obj: lease('gpu'), problem: undefined },
+    { behaviour: "the agent's heartbeat → believed", obj: lease(undefined), problem: undefined },
+    {
+      behaviour: 'claims node-x for gpu under another name → NameMismatch',
+      obj: edited(lease('gpu'), (m) => (m.name = 'gpu.node-y')),
+      problem: LeaseProblem.NameMismatch,
+    },
+    {
+      behaviour: 'named for another extension than its label → NameMismatch',
+      obj: edited(lease('gpu'), (m) => (m.name = extensionLeaseName(NODE.name, 'csi'))),
+      problem: LeaseProblem.NameMismatch,
+    },
+    {
+      behaviour: 'a heartbeat under an extension name → NameMismatch',
+      obj: edited(lease(undefined), (m) => (m.name = extensionLeaseName(NODE.name, 'gpu'))),
+      problem: LeaseProblem.NameMismatch,
+    },
+    {
+      behaviour: 'no owner reference → OwnerMismatch',
+      obj: edited(lease('gpu'), (m) => delete m.ownerReferences),
+      problem: LeaseProblem.OwnerMismatch,
+    },
+    {
+      behaviour: 'owned by another node → OwnerMismatch',
+      obj: edited(
+        lease('gpu'),
+        (m) => (m.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'node-y', uid: 'u' }]),
+      ),
+      problem: LeaseProblem.OwnerMismatch,
+    },
+  ])('$behaviour', ({ obj, problem }) => {
+    expect(toCachedLease(obj)?.problem).toBe(problem);
+  });
+});
+
+function setup() {
+  const clock = new FakeClock();
+  const ignored: Array<{ name: string; problem: LeaseProblem }> = [];
+  const counts: Record<string, number> = {};
+  const index = new LeaseIndex(clock, {
+    ignored: (l, problem) => ignored.push({ name: l.name, problem }),
+    ignoredCount: (problem, count) => (counts[problem] = count),
+  });
+  const cached = (obj: LeaseObject): CachedLease => toCachedLease(obj)!;
+  return { clock, index, ignored, counts, cached };
+}
+
+describe('LeaseIndex (regression: the controller believed any Lease)', () => {
+  it('a lease claiming node-x for gpu under a wrong name is not filed under node-x, and reported once', () => {
+    const { index, ignored, counts, cached } = setup();
+    const forged = cached(edited(lease('gpu'), (m) => (m.name = 'forged')));
+    expect(index.added(forged)).toBeUndefined();
+    expect(index.updated({ ...forged, renewTime: 'later' }, forged)).toBeUndefined();
+    expect(index.leasesOf(NODE).extensions.size).toBe(0);
+    expect(ignored).toEqual([{ name: 'forged', problem: LeaseProblem.NameMismatch }]);
+    expect(counts).toEqual({ NameMismatch: 1 });
+    index.deleted(forged);
+    expect(counts).toEqual({ NameMismatch: 0 });
+  });
+
+  it('a lease owned by an earlier node of the same name (owner UID) is ignored for the new node', () => {
+    const { index, ignored, cached } = setup();
+    expect(index.added(cached(lease('gpu')))).toBe(NODE.name);
+    expect(index.leasesOf({ name: NODE.name, uid: 'uid-new' }).extensions.size).toBe(0);
+    expect(index.leasesOf({ name: NODE.name, uid: 'uid-new' }).extensions.size).toBe(0);
+    expect(ignored).toEqual([
+      { name: extensionLeaseName(NODE.name, 'gpu'), problem: LeaseProblem.OwnerMismatch },
+    ]);
+    expect(index.leasesOf(NODE).extensions.get('gpu')?.lease.extension).toBe('gpu');
+  });
+
+  it('the real leases are filed by node: extension by name, heartbeat apart', () => {
+    const { index, cached } = setup();
+    index.added(cached(lease('gpu')));
+    index.added(cached(lease(undefined)));
+    const { extensions, agent } = index.leasesOf(NODE);
+    expect([...extensions.keys()]).toEqual(['gpu']);
+    expect(agent?.lease.name).toBe(agentLeaseName(NODE.name));
+  });
+
+  it('a lease that becomes forged is taken away from its node; one that is fixed is filed', () => {
+    const { index, cached } = setup();
+    const good = cached(lease('gpu'));
+    index.added(good);
+    const forged = cached(edited(lease('gpu'), (m) => delete m.ownerReferences));
+    expect(index.updated(forged, good)).toBe(NODE.name);
+    expect(index.leasesOf(NODE).extensions.size).toBe(0);
+    expect(index.updated(good, forged)).toBe(NODE.name);
+    expect(index.leasesOf(NODE).extensions.size).toBe(1);
+  });
+
+  it('a live read of a forged lease is never taken as a renewal', () => {
+    const { index, cached } = setup();
+    index.added(cached(lease('gpu', 0)));
+    const forged = cached(edited(lease('gpu', 1_000), (m) => delete m.ownerReferences));
+    expect(index.observeLive(forged)).toBe(false);
+    expect(index.observeLive(cached(lease('gpu', 1_000)))).toBe(true);
+  });
+
+  it('a renewal of a live lease needs no reconcile; one that revives an expired lease does', async () => {
+    const { clock, index, cached } = setup();
+    index.added(cached(lease('gpu', 0)));
+    expect(index.updated(cached(lease('gpu', 1)), cached(lease('gpu', 0)))).toBeUndefined();
+    await clock.advance(41_000);
+    expect(index.updated(cached(lease('gpu', 2)), cached(lease('gpu', 1)))).toBe(NODE.name);
+  });
+});
+
+describe('toCachedNode', () => {
+  it('keeps taints whole, timeAdded included', () => {
+    const taint = {
+      key: 'node.kubernetes.io/unreachable',
+      effect: 'NoExecute',
+      timeAdded: '2026-01-01T00:00:00Z',
+    };
+    expect(toCachedNode({ metadata: { name: 'n' }, spec: { taints: [taint] } }).taints).toEqual([taint]);
+  });
+});
+
+/** A list-watch client for `items`; while `down`, every LIST and WATCH fails as in an outage. */
+function listWatchClient(items: Array<{ metadata: { name: string; resourceVersion: string } }>) {
+  const state = { lists: 0, down: false, items, endWatch: () => undefined as void };
+  const refused = (): KubeError => new KubeError(KubeErrorCode.Network, 0, 'connection refused');
+  const client = {
+    get: async () => {
+      if (state.down) throw refused();
+      state.lists++;
+      return { metadata: { resourceVersion: String(100 + state.lists) }, items: state.items };
+    },
+    watch: async (_path: string, _query: unknown, _onEvent: unknown, signal: AbortSignal) => {
+      if (state.down) throw refused();
+      await new Promise<void>((resolve) => {
+        state.endWatch = resolve;
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    },
+  } as unknown as KubeClient;
+  return { client, state };
+}
+
+describe('Source (regression: after an API outage the caches never reported "not synced")', () => {
+  it('is out of sync from a failed watch until a relist is in; what vanished meanwhile comes out deleted', async () => {
+    const clock = new FakeClock();
+    const { client, state } = listWatchClient([
+      { metadata: { name: 'a', resourceVersion: '1' } },
+      { metadata: { name: 'b', resourceVersion: '1' } },
+    ]);
+    const deleted: string[] = [];
+    const source = new Source({
+      client,
+      clock,
+      path: '/things',
+      transform: (raw: { metadata: { name: string } }) => raw.metadata.name,
+      handlers: { deleted: (name) => deleted.push(name) },
+    });
+    source.start();
+    await clock.advance(0);
+    expect(source.synced).toBe(true);
+
+    // An outage: the watch ends and cannot be reopened; 'b' is deleted while we cannot see it.
+    state.down = true;
+    state.items = [{ metadata: { name: 'a', resourceVersion: '1' } }];
+    state.endWatch();
+    await clock.advance(1_000);
+    expect(source.synced).toBe(false);
+    await clock.advance(60_000);
+    expect(source.synced).toBe(false);
+
+    state.down = false;
+    await clock.advance(60_000); // the relist, after the reflector's backoff
+    expect(source.synced).toBe(true);
+    expect(deleted).toEqual(['b']);
+    expect([...source.store.keys()]).toEqual(['a']);
+    await source.stop();
+  });
+});

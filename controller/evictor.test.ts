@@ -1,0 +1,69 @@
+// The eviction loop over its ports (a fake `evict`, a fake clock): it is stopped and awaited before the
+// leader lease is released, and a pass in flight evicts no further node once stopped.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../lib/clock.ts';
+import { createLogger } from '../lib/log.ts';
+import { loadControllerConfig, type ControllerConfig } from './config.ts';
+import { NodeState } from './decide/index.ts';
+import type { PodEvictionResult } from './eviction/index.ts';
+import { Evictor } from './evictor.ts';
+import { ControllerMetrics } from './metrics.ts';
+
+function config(): ControllerConfig {
+  const loaded = loadControllerConfig(['--evict-after-seconds=1', '--eviction-rate=100'], {});
+  if (!('config' in loaded)) throw new Error('expected a config');
+  return loaded.config;
+}
+
+function setup() {
+  const clock = new FakeClock();
+  const evicted: string[] = [];
+  const gates: Array<() => void> = [];
+  // Two Degraded nodes of eight in one zone: below the zone's unhealthy threshold, so both may go.
+  const states = new Map<string, NodeState>([
+    ...Array.from({ length: 6 }, (_, i): [string, NodeState] => [`ready-${i}`, NodeState.Ready]),
+    ['bad-1', NodeState.Degraded],
+    ['bad-2', NodeState.Degraded],
+  ]);
+  const evictor = new Evictor({
+    // Each node's eviction waits until the test lets it finish.
+    evict: async (name): Promise<PodEvictionResult[]> => {
+      evicted.push(name);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return [{ pod: `ns/${name}-pod`, outcome: 'evicted', reason: 'Evicted' }];
+    },
+    clock,
+    log: createLogger({ level: 'silent', name: 'test' }),
+    metrics: new ControllerMetrics(new Registry()),
+    events: { nodeEvent: async () => undefined },
+    config: config(),
+    node: (name) => ({ name, uid: `uid-${name}`, zone: 'z' }),
+    states: () => states,
+    breakerTripped: () => false,
+  });
+  return { clock, evictor, evicted, gates };
+}
+
+describe('Evictor stop (regression: a running eviction pass continued after leadership ended)', () => {
+  it('stop() resolves only once the pass in flight has ended, and that pass evicts no further node', async () => {
+    const { clock, evictor, evicted, gates } = setup();
+    evictor.start();
+    await clock.advance(0); // first pass: bad nodes become Degraded spells
+    await clock.advance(5_000); // past evict-after: a pass starts evicting the first node
+    expect(evicted).toHaveLength(1);
+
+    let stopped = false;
+    const stopping = evictor.stop().then(() => (stopped = true));
+    await clock.advance(0);
+    expect(stopped).toBe(false);
+    gates.shift()?.();
+    await stopping;
+    expect(stopped).toBe(true);
+    expect(evicted).toHaveLength(1);
+    await clock.advance(60_000);
+    expect(evicted).toHaveLength(1);
+    expect(clock.pending).toBe(0);
+  });
+});

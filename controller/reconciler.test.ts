@@ -1,0 +1,214 @@
+// The reconciler's write path with fakes of its ports (controller/testing.ts): events for what the writes
+// really changed, foreign taints kept field for field, the stale-lease re-read, the leadership fence and
+// the optimistic condition write.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { buildLease, type LeaseObject } from '../api/lease.ts';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  NODE_CONDITION_TYPE,
+  NodeAnnotation,
+} from '../api/names.ts';
+import { ProbeReason } from '../api/reasons.ts';
+import { FakeClock } from '../lib/clock.ts';
+import { createLogger } from '../lib/log.ts';
+import { toCachedLease, toCachedNode, type NodeObject } from './cache.ts';
+import { loadControllerConfig, type ControllerConfig } from './config.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { Reconciler } from './reconciler.ts';
+import { FakeCache, FakeNodeApi } from './testing.ts';
+import { NotLeaderError, eventRecorder, type Fence } from './writes.ts';
+
+const T0 = Date.UTC(2026, 0, 1);
+const NODE = 'node-a';
+const UID = 'uid-a';
+const BOOT = 'boot-1';
+const LEASE_SECONDS = 40;
+const UNREACHABLE = {
+  key: 'node.kubernetes.io/unreachable',
+  effect: 'NoExecute',
+  timeAdded: '2025-12-31T23:59:00Z',
+};
+
+function config(): ControllerConfig {
+  const loaded = loadControllerConfig([], {});
+  if (!('config' in loaded)) throw new Error('expected a config');
+  return loaded.config;
+}
+
+function rawNode(overrides: { taints?: object[]; bootstrapped?: boolean } = {}): NodeObject {
+  return {
+    metadata: {
+      name: NODE,
+      uid: UID,
+      creationTimestamp: new Date(T0 - 60_000).toISOString(),
+      annotations: {
+        [`${EXTENSION_ANNOTATION_PREFIX}web`]: 'http://127.0.0.1:8080/',
+        ...(overrides.bootstrapped ? { [NodeAnnotation.bootstrappedBootId]: BOOT } : {}),
+      },
+      labels: {},
+    },
+    spec: { taints: (overrides.taints ?? []) as never },
+    status: { nodeInfo: { bootID: BOOT } },
+  };
+}
+
+function lease(extension: string | undefined, renewedAtMs: number): LeaseObject {
+  return buildLease({
+    node: { name: NODE, uid: UID },
+    extension,
+    holderIdentity: `nodecare-agent-${NODE}`,
+    leaseDurationSeconds: LEASE_SECONDS,
+    renewTime: new Date(renewedAtMs),
+    bootId: BOOT,
+    record: extension
+      ? { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded, message: '', since: '' }
+      : undefined,
+  });
+}
+
+/** One node requiring `web`, its agent and web leases live, a reconciler over fakes. */
+function setup(node: NodeObject) {
+  const clock = new FakeClock(T0);
+  const api = new FakeNodeApi();
+  const cache = new FakeCache(clock);
+  cache.nodes.set(NODE, api.putNode(node));
+  const state = { leading: true };
+  const fence: Fence = () => {
+    if (!state.leading) throw new NotLeaderError();
+  };
+  const metrics = new ControllerMetrics(new Registry());
+  const reconciler = new Reconciler({
+    cache,
+    api,
+    fence,
+    clock,
+    log: createLogger({ level: 'silent', name: 'test' }),
+    metrics,
+    events: eventRecorder(api, 'test', clock, fence),
+    config: config(),
+    onBreakerChange: () => undefined,
+  });
+  const renew = (atMs: number, into: 'cache' | 'api' | 'both'): void => {
+    for (const ext of [undefined, 'web']) {
+      const l = lease(ext, atMs);
+      if (into !== 'api') cache.leases.added(toCachedLease(l)!);
+      if (into !== 'cache') api.putLease(l);
+    }
+  };
+  renew(T0, 'both');
+  /** The cache catches up with the API. */
+  const sync = (): void => void cache.nodes.set(NODE, toCachedNode(api.node(NODE)!));
+  const reasons = (): string[] => api.events.map((e) => (e.event as { reason: string }).reason);
+  const taints = (): object[] => api.node(NODE)?.spec?.taints ?? [];
+  const eventsMetric = async (): Promise<number> =>
+    (await metrics.events.get()).values.reduce((sum, v) => sum + v.value, 0);
+  return { clock, api, cache, reconciler, state, renew, sync, reasons, taints, eventsMetric };
+}
+
+/** Lets the event recorder's fire-and-forget writes land. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('Reconciler events (regression: two events per taint change)', () => {
+  it('a duplicate reconcile on a cache that has not caught up records nothing more', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    const stale = t.cache.node(NODE)!;
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    expect(t.reasons()).toEqual(['BootstrapTaintRemoved']);
+    // The watch has not delivered our own write yet: the same key is reconciled on the old node.
+    t.cache.nodes.set(NODE, stale);
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    expect(t.reasons()).toEqual(['BootstrapTaintRemoved']);
+    expect(await t.eventsMetric()).toBe(1);
+  });
+
+  it('a 409 whose live node shows the change already made records no event', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    // Another writer (an earlier term) finishes the same change while our node patch is out.
+    const done = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    await done.reconciler.reconcile(NODE);
+    t.api.beforeNext('patchNode', () => void t.api.putNode(done.api.node(NODE)!));
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    expect(t.api.calls.filter((c) => c.op === 'patchNode')).toHaveLength(1);
+    expect(t.reasons()).toEqual([]);
+    expect(await t.eventsMetric()).toBe(0);
+  });
+});
+
+describe('Reconciler taints', () => {
+  it("keeps another owner's taint field for field, timeAdded included (regression)", async () => {
+    const t = setup(rawNode({ taints: [UNREACHABLE] }));
+    await t.reconciler.reconcile(NODE); // the agent has reported: no bootstrap taint, the marker is set
+    t.sync();
+    await t.clock.advance(LEASE_SECONDS * 1000 + 1); // the agent is gone: the runtime taint goes on
+    await t.reconciler.reconcile(NODE);
+    expect(t.taints()).toEqual([UNREACHABLE, { key: RUNTIME, effect: 'NoSchedule' }]);
+    t.sync();
+    t.renew(t.clock.now(), 'both');
+    await t.reconciler.reconcile(NODE);
+    expect(t.taints()).toEqual([UNREACHABLE]);
+  });
+});
+
+describe('Reconciler stale-lease re-read', () => {
+  it.each([
+    { behaviour: 'renewed in the live read → no write at all', renewedLive: true },
+    { behaviour: 'not renewed in the live read either → runtime taint', renewedLive: false },
+  ])('lease judged stale by the cache, $behaviour', async ({ renewedLive }) => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    const before = t.api.writes().length;
+    await t.clock.advance(LEASE_SECONDS * 1000 + 1);
+    if (renewedLive) t.renew(t.clock.now() - 1_000, 'api');
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    expect(t.api.calls.some((c) => c.op === 'getLease')).toBe(true);
+    expect(t.api.writes().length > before).toBe(!renewedLive);
+    expect(t.taints()).toEqual(renewedLive ? [] : [{ key: RUNTIME, effect: 'NoSchedule' }]);
+  });
+});
+
+describe('Reconciler leadership fence', () => {
+  it('leadership lost mid-reconcile: the write does not go out', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    const before = t.api.writes().length;
+    await t.clock.advance(LEASE_SECONDS * 1000 + 1);
+    t.api.beforeNext('getLease', () => void (t.state.leading = false));
+    await expect(t.reconciler.reconcile(NODE)).rejects.toBeInstanceOf(NotLeaderError);
+    await settle();
+    expect(t.api.writes()).toHaveLength(before);
+    expect(t.taints()).toEqual([]);
+  });
+});
+
+describe('Reconciler condition write', () => {
+  it('carries the resourceVersion it was decided on; a 409 is re-read, re-decided and re-applied', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    // Someone else changes the node while our status patch is out: it meets a real 409 (stale version).
+    t.api.beforeNext('patchNodeStatus', () => {
+      const live = t.api.node(NODE)!;
+      live.metadata!.labels = { ...live.metadata!.labels, 'example.com/theirs': 'x' };
+      t.api.putNode(live);
+    });
+    await t.reconciler.reconcile(NODE);
+    const statusPatches = t.api.calls.filter((c) => c.op === 'patchNodeStatus');
+    expect(statusPatches).toHaveLength(2);
+    expect(statusPatches[0]?.body).toMatchObject({ metadata: { resourceVersion: expect.any(String) } });
+    expect(t.api.calls.map((c) => c.op)).toContain('getNode');
+    const node = t.api.node(NODE)!;
+    expect(node.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE)).toMatchObject({
+      status: 'True',
+    });
+    expect(node.metadata?.labels?.['example.com/theirs']).toBe('x');
+  });
+});
