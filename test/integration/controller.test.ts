@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  CoordinationV1Api,
   CoreV1Api,
   EventsV1Api,
   PatchStrategy,
@@ -432,6 +433,117 @@ describe('nodecare-controller', () => {
     // Logs go to stdout as JSON: no error was logged, nothing was written to stderr.
     expect(ctl.logs.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
     expect(ctl.stderr).toEqual([]);
+  });
+
+  it('records each taint change once: bootstrapping three nodes gives one BootstrapTaintAdded and one BootstrapTaintRemoved per node, and the events metric agrees', async () => {
+    const web = await endpoint();
+    const nodes = Array.from({ length: 3 }, () => uniqueName('ctl-once'));
+    for (const n of nodes) await createNode(n, { web: httpExtension(web.port) });
+    const ctl = await controller();
+    for (const n of nodes) await waitForNode(n, 'bootstrap taint', (x) => taintKeys(x).includes(BOOTSTRAP));
+    for (const n of nodes) await agentFor(n);
+    for (const n of nodes)
+      await waitForNode(
+        n,
+        'bootstrap taint removed',
+        (x) => condition(x)?.status === 'True' && !taintKeys(x).includes(BOOTSTRAP),
+      );
+    await expectEvents(nodes, ['BootstrapTaintRemoved']);
+    // Duplicates came milliseconds apart: give any second event ample time to show.
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const n of nodes) {
+      const reasons = await eventReasons(n);
+      expect(reasons.filter((r) => r === 'BootstrapTaintAdded')).toHaveLength(1);
+      expect(reasons.filter((r) => r === 'BootstrapTaintRemoved')).toHaveLength(1);
+    }
+    const port = (await ctl.waitForLog('Started nodecare-controller')).port as number;
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('nodecare_controller_events_total{reason="BootstrapTaintAdded"} 3');
+    expect(metrics).toContain('nodecare_controller_events_total{reason="BootstrapTaintRemoved"} 3');
+  });
+
+  it("keeps another owner's NoExecute taint exactly, timeAdded included, while adding and removing its own", async () => {
+    const nodeName = uniqueName('ctl-time-added');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    const unreachable = {
+      key: 'node.kubernetes.io/unreachable',
+      effect: 'NoExecute',
+      timeAdded: '2026-01-01T00:00:00Z',
+    };
+    await core.patchNode({ name: nodeName, body: { spec: { taints: [unreachable] } } }, mergePatch);
+    const timeAdded = (n: V1Node) =>
+      n.spec?.taints?.find((t) => t.key === unreachable.key)?.timeAdded?.toISOString();
+    const original = timeAdded(await readNode(nodeName));
+    expect(original).toBe('2026-01-01T00:00:00.000Z');
+    await controller();
+    const held = await waitForNode(nodeName, 'bootstrap taint', (n) => taintKeys(n).includes(BOOTSTRAP));
+    expect(timeAdded(held)).toBe(original);
+    await agentFor(nodeName);
+    const ready = await waitForNode(
+      nodeName,
+      'bootstrap taint removed',
+      (n) => !taintKeys(n).includes(BOOTSTRAP),
+    );
+    expect(taintKeys(ready)).toEqual([unreachable.key]);
+    expect(timeAdded(ready)).toBe(original);
+  });
+
+  it('ignores a hand-made Lease that claims a node under a name or owner the agent would not use; the right one counts', async () => {
+    const { buildLease, extensionLeaseName } = await import('../../api/lease.ts');
+    const coordination = admin.makeApiClient(CoordinationV1Api);
+    const nodeName = uniqueName('ctl-forged');
+    await createNode(nodeName, { web: 'http://127.0.0.1:1/' });
+    const uid = (await readNode(nodeName)).metadata?.uid ?? '';
+    const lease = (extension: string | undefined, name?: string, owned = true) => {
+      const body = buildLease({
+        node: { name: nodeName, uid },
+        extension,
+        holderIdentity: 'someone',
+        leaseDurationSeconds: 600,
+        renewTime: new Date(),
+        bootId: 'boot-1',
+        record: extension
+          ? { state: 'Healthy', reason: 'ProbeSucceeded', message: '', since: '' }
+          : undefined,
+      });
+      if (name) body.metadata.name = name;
+      if (!owned) delete body.metadata.ownerReferences;
+      return coordination.createNamespacedLease({ namespace: 'nodecare-leases', body: body as never });
+    };
+    // A heartbeat as the agent writes it, and two forged "web is Healthy" leases for this node.
+    await lease(undefined);
+    await lease('web', uniqueName('forged'));
+    await lease('web', extensionLeaseName(nodeName, 'web'), false);
+    const ctl = await controller();
+    await waitForNode(nodeName, 'held by the bootstrap taint', (n) => taintKeys(n).includes(BOOTSTRAP));
+    const ignored = await eventually(
+      () => {
+        const lines = ctl.logs.filter((l) => l.msg === "Ignored a lease that is not the agent's");
+        return lines.length >= 2 ? lines : undefined;
+      },
+      { what: 'both forged leases reported' },
+    );
+    expect(ignored.map((l) => l.problem).sort()).toEqual(['NameMismatch', 'OwnerMismatch']);
+    const port = (await ctl.waitForLog('Started nodecare-controller')).port as number;
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/nodecare_controller_leases_ignored\{reason="NameMismatch"\} [1-9]/);
+    await new Promise((r) => setTimeout(r, 2_000));
+    const held = await readNode(nodeName);
+    expect(taintKeys(held)).toContain(BOOTSTRAP);
+    expect(condition(held)?.status).not.toBe('True');
+
+    // The lease the agent would write (its name, owned by the node) is believed: the node becomes Ready.
+    await coordination.deleteNamespacedLease({
+      namespace: 'nodecare-leases',
+      name: extensionLeaseName(nodeName, 'web'),
+    });
+    await lease('web');
+    await waitForNode(
+      nodeName,
+      'Ready on the real lease',
+      (n) => condition(n)?.status === 'True' && taintKeys(n).length === 0,
+    );
   });
 
   it('in --dry-run computes and reports everything but writes no taint', async () => {
