@@ -15,6 +15,7 @@ import {
 } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/clock.ts';
+import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
 import { toCachedLease, toCachedNode, type NodeObject } from './cache.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
@@ -210,5 +211,51 @@ describe('Reconciler condition write', () => {
       status: 'True',
     });
     expect(node.metadata?.labels?.['example.com/theirs']).toBe('x');
+  });
+});
+
+describe('Reconciler faults from the API', () => {
+  const unavailable = () => new KubeError(KubeErrorCode.ServerError, 503, 'injected 503');
+  it.each([
+    {
+      behaviour: 'conflict on the node patch, then success → re-read, re-decided, written once',
+      inject: (api: FakeNodeApi) => api.failNext('patchNode', FakeNodeApi.conflict()),
+      rejects: false,
+      reasons: ['BootstrapTaintRemoved'],
+    },
+    {
+      behaviour: 'conflict on the status patch, then success → written, one event',
+      inject: (api: FakeNodeApi) => api.failNext('patchNodeStatus', FakeNodeApi.conflict()),
+      rejects: false,
+      reasons: ['BootstrapTaintRemoved'],
+    },
+    {
+      behaviour: 'node deleted under the write (404) → nothing to do, no event',
+      inject: (api: FakeNodeApi) => api.failNext('patchNodeStatus', FakeNodeApi.notFound()),
+      rejects: false,
+      reasons: [],
+    },
+    {
+      behaviour: 'server error on the node patch → rejects (the queue backs off), no taint event',
+      inject: (api: FakeNodeApi) => api.failNext('patchNode', unavailable()),
+      rejects: true,
+      reasons: [],
+    },
+    {
+      behaviour: 'conflicts on every write → gives up after a few re-decisions and rejects',
+      inject: (api: FakeNodeApi) => {
+        for (let i = 0; i < 10; i++) api.failNext('patchNodeStatus', FakeNodeApi.conflict());
+      },
+      rejects: true,
+      reasons: [],
+    },
+  ])('$behaviour', async ({ inject, rejects, reasons }) => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    inject(t.api);
+    const reconciled = t.reconciler.reconcile(NODE);
+    if (rejects) await expect(reconciled).rejects.toBeInstanceOf(KubeError);
+    else await reconciled;
+    await settle();
+    expect(t.reasons()).toEqual(reasons);
   });
 });
