@@ -155,7 +155,7 @@ describe('toCachedNode', () => {
 
 /** A list-watch client for `items`; while `down`, every LIST and WATCH fails as in an outage. */
 function listWatchClient(items: Array<{ metadata: { name: string; resourceVersion: string } }>) {
-  const state = { lists: 0, down: false, items, endWatch: () => undefined as void };
+  const state = { lists: 0, down: false, endAtOnce: false, items, endWatch: () => undefined as void };
   const refused = (): KubeError => new KubeError(KubeErrorCode.Network, 0, 'connection refused');
   const client = {
     get: async () => {
@@ -165,6 +165,7 @@ function listWatchClient(items: Array<{ metadata: { name: string; resourceVersio
     },
     watch: async (_path: string, _query: unknown, _onEvent: unknown, signal: AbortSignal) => {
       if (state.down) throw refused();
+      if (state.endAtOnce) return;
       await new Promise<void>((resolve) => {
         state.endWatch = resolve;
         signal.addEventListener('abort', () => resolve(), { once: true });
@@ -207,6 +208,28 @@ describe('Source (regression: after an API outage the caches never reported "not
     expect(source.synced).toBe(true);
     expect(deleted).toEqual(['b']);
     expect([...source.store.keys()]).toEqual(['a']);
+    await source.stop();
+  });
+
+  it('a server that ends every watch at once is relisted with a growing backoff, not in a tight loop', async () => {
+    const clock = new FakeClock();
+    const { client, state } = listWatchClient([{ metadata: { name: 'a', resourceVersion: '1' } }]);
+    const source = new Source({
+      client,
+      clock,
+      path: '/things',
+      transform: (raw: { metadata: { name: string } }) => raw.metadata.name,
+      handlers: {},
+      random: () => 1,
+    });
+    source.start();
+    await clock.advance(0);
+    state.endAtOnce = true;
+    state.endWatch();
+    for (let ms = 0; ms < 30_000; ms += 100) await clock.advance(100);
+    // Backoff 0.8, 1.6, 3.2, 6.4, 12.8 s: a handful of lists in 30 s, not thousands.
+    expect(state.lists).toBeGreaterThan(2);
+    expect(state.lists).toBeLessThan(10);
     await source.stop();
   });
 });

@@ -25,6 +25,7 @@ import {
 } from '../api/index.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
+import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
 
@@ -279,20 +280,28 @@ interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
+/** A source that stayed in sync this long has recovered: its next relist starts from the shortest backoff. */
+const STABLE_MS = 60_000;
+
 /**
  * One list-and-watch source that knows whether it is in sync. After a failed list or watch it is not: it
  * may have missed events. It relists (as client-go's ListAndWatch does after every failure, keeping what it
- * knew so the differences come out as updates and deletions) and is in sync again once that list is in.
+ * knew so the differences come out as updates and deletions), after a capped backoff so a server that keeps
+ * failing is not hammered with lists, and is in sync again once that list is in.
  */
 export class Source<R extends Meta, T> {
   private readonly options: ReflectorOptions<R, T>;
+  private readonly backoff: Backoff;
   private reflector: Reflector<R, T>;
   private fresh = false;
+  private syncedAtMs = 0;
   private running = false;
+  private stopping = new AbortController();
   private restarting: Promise<void> = Promise.resolve();
 
   constructor(options: ReflectorOptions<R, T>) {
     this.options = options;
+    this.backoff = new Backoff(WATCH_BACKOFF, options.random);
     this.reflector = this.make(new Map());
   }
 
@@ -307,23 +316,26 @@ export class Source<R extends Meta, T> {
 
   start(): void {
     this.running = true;
+    this.stopping = new AbortController();
     this.reflector.start();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort();
     await this.restarting;
     await this.reflector.stop();
   }
 
   private make(known: Map<string, T>): Reflector<R, T> {
-    const { handlers } = this.options;
+    const { handlers, clock } = this.options;
     const reflector = new Reflector<R, T>({
       ...this.options,
       handlers: {
         ...handlers,
         synced: () => {
           this.fresh = true;
+          this.syncedAtMs = clock.now();
           handlers.synced?.();
         },
         error: (err) => {
@@ -340,9 +352,14 @@ export class Source<R extends Meta, T> {
     // Before the first complete list the reflector keeps retrying its list by itself.
     if (!this.fresh || !this.running) return;
     this.fresh = false;
+    const { clock } = this.options;
+    if (clock.now() - this.syncedAtMs >= STABLE_MS) this.backoff.reset();
+    const delayMs = this.backoff.next();
     const failed = this.reflector;
+    const stopping = this.stopping.signal;
     this.restarting = (async () => {
       await failed.stop();
+      await clock.sleep(delayMs, stopping).catch(() => undefined);
       if (!this.running) return;
       this.reflector = this.make(failed.store);
       this.reflector.start();
