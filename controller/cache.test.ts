@@ -155,11 +155,19 @@ describe('toCachedNode', () => {
 
 /** A list-watch client for `items`; while `down`, every LIST and WATCH fails as in an outage. */
 function listWatchClient(items: Array<{ metadata: { name: string; resourceVersion: string } }>) {
-  const state = { lists: 0, down: false, endAtOnce: false, items, endWatch: () => undefined as void };
+  const state = {
+    lists: 0,
+    down: false,
+    notServed: false,
+    endAtOnce: false,
+    items,
+    endWatch: () => undefined as void,
+  };
   const refused = (): KubeError => new KubeError(KubeErrorCode.Network, 0, 'connection refused');
   const client = {
     get: async () => {
       if (state.down) throw refused();
+      if (state.notServed) throw new KubeError(KubeErrorCode.NotFound, 404, 'the server could not find it');
       state.lists++;
       return { metadata: { resourceVersion: String(100 + state.lists) }, items: state.items };
     },
@@ -230,6 +238,35 @@ describe('Source (regression: after an API outage the caches never reported "not
     // Backoff 0.8, 1.6, 3.2, 6.4, 12.8 s: a handful of lists in 30 s, not thousands.
     expect(state.lists).toBeGreaterThan(2);
     expect(state.lists).toBeLessThan(10);
+    await source.stop();
+  });
+
+  it("a relist that meets a 404 (a restarted API server not serving a CRD's path yet) keeps what it knew", async () => {
+    const clock = new FakeClock();
+    const { client, state } = listWatchClient([{ metadata: { name: 'gpu', resourceVersion: '1' } }]);
+    const deleted: string[] = [];
+    const source = new Source({
+      client,
+      clock,
+      path: '/apis/nodecare.io/v1alpha1/systemextensions',
+      transform: (raw: { metadata: { name: string } }) => raw.metadata.name,
+      handlers: { deleted: (name) => deleted.push(name) },
+    });
+    source.start();
+    await clock.advance(0);
+    state.notServed = true;
+    state.endAtOnce = true;
+    state.endWatch();
+    for (let ms = 0; ms < 30_000; ms += 100) await clock.advance(100);
+    expect(source.synced).toBe(false);
+    expect(deleted).toEqual([]);
+    expect([...source.store.keys()]).toEqual(['gpu']);
+
+    state.notServed = false;
+    state.endAtOnce = false;
+    for (let ms = 0; ms < 60_000 && !source.synced; ms += 100) await clock.advance(100);
+    expect(source.synced).toBe(true);
+    expect([...source.store.keys()]).toEqual(['gpu']);
     await source.stop();
   });
 });

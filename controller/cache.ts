@@ -25,6 +25,7 @@ import {
 } from '../api/index.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
+import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
@@ -280,6 +281,27 @@ interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
+/**
+ * The client a relisting reflector uses. A new reflector reads a 404 on its first list as "this resource
+ * type does not exist" and syncs empty; in a relist that would wipe what we know whenever an API server
+ * that just restarted does not serve a CRD's path yet. Here a 404 is an error to retry with backoff: the
+ * source stays out of sync until a real list replaces what it knew.
+ */
+function relistClient(client: KubeClient): KubeClient {
+  return Object.create(client, {
+    get: {
+      value: async (...args: Parameters<KubeClient['get']>): Promise<unknown> => {
+        try {
+          return await client.get(...args);
+        } catch (err) {
+          if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
+          throw new KubeError(KubeErrorCode.ServerError, err.status, `${err.message} (while relisting)`);
+        }
+      },
+    },
+  }) as KubeClient;
+}
+
 /** A source that stayed in sync this long has recovered: its next relist starts from the shortest backoff. */
 const STABLE_MS = 60_000;
 
@@ -302,7 +324,7 @@ export class Source<R extends Meta, T> {
   constructor(options: ReflectorOptions<R, T>) {
     this.options = options;
     this.backoff = new Backoff(WATCH_BACKOFF, options.random);
-    this.reflector = this.make(new Map());
+    this.reflector = this.make(new Map(), options.client);
   }
 
   get store(): Map<string, T> {
@@ -327,10 +349,11 @@ export class Source<R extends Meta, T> {
     await this.reflector.stop();
   }
 
-  private make(known: Map<string, T>): Reflector<R, T> {
+  private make(known: Map<string, T>, client: KubeClient): Reflector<R, T> {
     const { handlers, clock } = this.options;
     const reflector = new Reflector<R, T>({
       ...this.options,
+      client,
       handlers: {
         ...handlers,
         synced: () => {
@@ -361,7 +384,7 @@ export class Source<R extends Meta, T> {
       await failed.stop();
       await clock.sleep(delayMs, stopping).catch(() => undefined);
       if (!this.running) return;
-      this.reflector = this.make(failed.store);
+      this.reflector = this.make(failed.store, relistClient(this.options.client));
       this.reflector.start();
     })();
   }
