@@ -1,0 +1,144 @@
+// The whole controller (runController) over a hand-written API client whose node writes hang until they are
+// aborted, with the real LeaderElector on a FakeLeaderLeaseStore: a term's in-flight work is cut off and
+// awaited before the lease is released, nothing is written once leadership is lost, and stop() releases
+// the lease within its budget even while a request hangs (issue 7 items 8 and 17).
+
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildLease } from '../api/lease.ts';
+import { EXTENSION_ANNOTATION_PREFIX, ExtensionState, LEASE_NAMESPACE } from '../api/names.ts';
+import { ProbeReason } from '../api/reasons.ts';
+import { systemClock } from '../lib/clock.ts';
+import type { KubeClient, RequestOptions } from '../lib/kube/client.ts';
+import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { createLogger } from '../lib/log.ts';
+import { loadControllerConfig } from './config.ts';
+import { runController, type RunningController } from './controller.ts';
+import { FakeLeaderLeaseStore, LeaderElector } from './leader.ts';
+
+const NODE = 'node-a';
+const UID = 'uid-a';
+const BOOT = 'boot-1';
+
+/** Lists one node that needs writing and its live leases; watches stay open; every write hangs until aborted. */
+class HangingClient {
+  readonly server = 'https://fake';
+  readonly writes: Array<{ method: string; path: string; aborted: boolean }> = [];
+
+  async get(path: string): Promise<unknown> {
+    const items = path.endsWith('/nodes')
+      ? [
+          {
+            metadata: {
+              name: NODE,
+              uid: UID,
+              resourceVersion: '1',
+              creationTimestamp: new Date(Date.now() - 60_000).toISOString(),
+              annotations: { [`${EXTENSION_ANNOTATION_PREFIX}web`]: 'http://127.0.0.1:8080/' },
+            },
+            status: { nodeInfo: { bootID: BOOT } },
+          },
+        ]
+      : path.endsWith(`/namespaces/${LEASE_NAMESPACE}/leases`)
+        ? [undefined, 'web'].map((extension) =>
+            buildLease({
+              node: { name: NODE, uid: UID },
+              extension,
+              holderIdentity: 'agent',
+              leaseDurationSeconds: 600,
+              renewTime: new Date(),
+              bootId: BOOT,
+              record: extension
+                ? {
+                    state: ExtensionState.Healthy,
+                    reason: ProbeReason.ProbeSucceeded,
+                    message: '',
+                    since: '',
+                  }
+                : undefined,
+            }),
+          )
+        : [];
+    return { metadata: { resourceVersion: '1' }, items };
+  }
+
+  async watch(_path: string, _query: unknown, _onEvent: unknown, signal: AbortSignal): Promise<void> {
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
+    if (method === 'GET') return this.get(path);
+    const write = { method, path, aborted: false };
+    this.writes.push(write);
+    await new Promise<void>((_resolve, reject) => {
+      const abort = (): void => {
+        write.aborted = true;
+        reject(new KubeError(KubeErrorCode.Timeout, 0, `${method} ${path}: aborted`));
+      };
+      if (options.signal?.aborted) abort();
+      options.signal?.addEventListener('abort', abort, { once: true });
+    });
+    return {};
+  }
+}
+
+const running: RunningController[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((c) => c.stop(1_000)));
+});
+
+async function start() {
+  const loaded = loadControllerConfig(['--health-port=0', '--health-address=127.0.0.1', '--identity=me'], {});
+  if (!('config' in loaded)) throw new Error('expected a config');
+  const client = new HangingClient();
+  const store = new FakeLeaderLeaseStore();
+  const elector = new LeaderElector({
+    store,
+    clock: systemClock,
+    log: createLogger({ level: 'silent', name: 'test' }),
+    identity: 'me',
+    name: 'nodecare-controller',
+    leaseDurationMs: 3_000,
+    renewDeadlineMs: 2_000,
+    retryPeriodMs: 200,
+  });
+  const controller = await runController(loaded.config, {
+    clock: systemClock,
+    log: createLogger({ level: 'silent', name: 'test' }),
+    registry: new Registry(),
+    client: client as unknown as KubeClient,
+    elector,
+  });
+  running.push(controller);
+  return { client, store, controller };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
+  if (!check()) throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('runController leadership terms', () => {
+  it('stop() with a write hanging: the write is cut off and awaited, then the lease is released within the budget', async () => {
+    const { client, store, controller } = await start();
+    await until(() => client.writes.length > 0, 'the first write to go out and hang');
+    await controller.stop(2_000);
+    running.length = 0;
+    expect(client.writes.every((w) => w.aborted)).toBe(true);
+    const release = store.calls.at(-1);
+    expect(release?.op).toBe('replace');
+    expect(release?.timeoutMs).toBeLessThanOrEqual(2_000);
+    expect(store.lease('nodecare-system', 'nodecare-controller')?.spec?.holderIdentity).toBe('');
+  });
+
+  it('leadership lost (renewals fail) mid-write: the write is cut off and nothing more is written', async () => {
+    const { client, store, controller } = await start();
+    await until(() => client.writes.length > 0, 'the first write to go out and hang');
+    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 1_000);
+    await until(() => !controller.isLeader(), 'leadership to be lost');
+    await until(() => client.writes.every((w) => w.aborted), 'the in-flight write to be cut off');
+    const written = client.writes.length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(client.writes).toHaveLength(written);
+  });
+});
