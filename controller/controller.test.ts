@@ -24,8 +24,17 @@ const BOOT = 'boot-1';
 class HangingClient {
   readonly server = 'https://fake';
   readonly writes: Array<{ method: string; path: string; aborted: boolean }> = [];
+  /** While down, every list fails as in an API outage. */
+  down = false;
+  private readonly openWatches = new Set<() => void>();
+
+  /** Ends every open watch (the server went away). */
+  endWatches(): void {
+    for (const end of this.openWatches) end();
+  }
 
   async get(path: string): Promise<unknown> {
+    if (this.down) throw new KubeError(KubeErrorCode.Network, 0, `GET ${path}: connection refused`);
     const items = path.endsWith('/nodes')
       ? [
           {
@@ -63,13 +72,22 @@ class HangingClient {
   }
 
   async watch(_path: string, _query: unknown, _onEvent: unknown, signal: AbortSignal): Promise<void> {
-    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    if (this.down) throw new KubeError(KubeErrorCode.Network, 0, 'WATCH: connection refused');
+    await new Promise<void>((resolve) => {
+      const end = (): void => {
+        this.openWatches.delete(end);
+        resolve();
+      };
+      this.openWatches.add(end);
+      signal.addEventListener('abort', end, { once: true });
+    });
   }
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
     if (method === 'GET') return this.get(path);
     const write = { method, path, aborted: false };
     this.writes.push(write);
+    if (this.down) throw new KubeError(KubeErrorCode.Network, 0, `${method} ${path}: connection refused`);
     await new Promise<void>((_resolve, reject) => {
       const abort = (): void => {
         write.aborted = true;
@@ -140,5 +158,24 @@ describe('runController leadership terms', () => {
     const written = client.writes.length;
     await new Promise((r) => setTimeout(r, 500));
     expect(client.writes).toHaveLength(written);
+  });
+
+  it('after an API outage a replica that leads again writes only once its caches have relisted', async () => {
+    const { client, store, controller } = await start();
+    await until(() => client.writes.length > 0, 'the first write to go out and hang');
+    // The outage: watches end, lists fail, renewals fail until leadership is lost.
+    client.down = true;
+    client.endWatches();
+    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 1_000);
+    await until(() => !controller.isLeader(), 'leadership to be lost');
+    // The election answers again before the lists do: this replica leads on caches that are not in sync.
+    store.clearFaults();
+    await until(() => controller.isLeader(), 'leadership regained');
+    const written = client.writes.length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(client.writes).toHaveLength(written);
+    // The lists answer: the caches relist, and only then the work (and its writes) starts again.
+    client.down = false;
+    await until(() => client.writes.length > written, 'a write after the relist');
   });
 });
