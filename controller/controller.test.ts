@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
 import { EXTENSION_ANNOTATION_PREFIX, ExtensionState, LEASE_NAMESPACE } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import { systemClock } from '../lib/clock.ts';
+import { FakeClock, systemClock, type Clock } from '../lib/clock.ts';
 import type { KubeClient, RequestOptions } from '../lib/kube/client.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
@@ -105,14 +105,14 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((c) => c.stop(1_000)));
 });
 
-async function start() {
+async function start(clock: Clock = systemClock) {
   const loaded = loadControllerConfig(['--health-port=0', '--health-address=127.0.0.1', '--identity=me'], {});
   if (!('config' in loaded)) throw new Error('expected a config');
   const client = new HangingClient();
   const store = new FakeLeaderLeaseStore();
   const elector = new LeaderElector({
     store,
-    clock: systemClock,
+    clock,
     log: createLogger({ level: 'silent', name: 'test' }),
     identity: 'me',
     name: 'nodecare-controller',
@@ -121,7 +121,7 @@ async function start() {
     retryPeriodMs: 200,
   });
   const controller = await runController(loaded.config, {
-    clock: systemClock,
+    clock,
     log: createLogger({ level: 'silent', name: 'test' }),
     registry: new Registry(),
     client: client as unknown as KubeClient,
@@ -177,5 +177,26 @@ describe('runController leadership terms', () => {
     // The lists answer: the caches relist, and only then the work (and its writes) starts again.
     client.down = false;
     await until(() => client.writes.length > written, 'a write after the relist');
+  });
+
+  it('/healthz fails once a reconcile has hung beyond the liveness limit (fake clock)', async () => {
+    const clock = new FakeClock(Date.now());
+    const { client, controller } = await start(clock);
+    for (let i = 0; i < 100 && client.writes.length === 0; i++) await clock.advance(100);
+    expect(client.writes.length).toBeGreaterThan(0);
+    const healthz = async (): Promise<number> =>
+      (await fetch(`http://127.0.0.1:${controller.healthPort}/healthz`)).status;
+    expect(await healthz()).toBe(200);
+    // 30 request timeouts (10 s each): no reconcile takes that long unless it is wedged.
+    for (let ms = 0; ms < 290_000; ms += 1_000) await clock.advance(1_000);
+    expect(await healthz()).toBe(200);
+    for (let ms = 0; ms < 11_000; ms += 1_000) await clock.advance(1_000);
+    expect(await healthz()).toBe(503);
+    // Stop on the fake clock: the drain waits on it.
+    running.length = 0;
+    let stopped = false;
+    const stopping = controller.stop(1_000).then(() => (stopped = true));
+    for (let i = 0; i < 100 && !stopped; i++) await clock.advance(100);
+    await stopping;
   });
 });
