@@ -4,6 +4,7 @@
 // the correlated-failure breaker, updated incrementally as decisions change.
 
 import { LEASE_NAMESPACE, resolveRegistrations } from '../api/index.ts';
+import type { ExtensionState } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
@@ -11,11 +12,11 @@ import type { Logger } from '../lib/log.ts';
 import { toCachedLease, toCachedNode, type CachedNode, type ClusterCache, type NodeObject } from './cache.ts';
 import type { ControllerConfig } from './config.ts';
 import {
-  NodeState,
+  BREAKER_DEFAULTS,
+  BreakerState,
+  type NodeState,
   decideNode,
-  evaluateBreaker,
   type DecisionPolicy,
-  type ExtensionFailureCount,
   type NodeDecision,
   type NodeEvent,
   type NodeMemory,
@@ -59,9 +60,10 @@ export interface ReconcilerDeps {
   onBreakerChange(): void;
 }
 
+/** What a node's latest decision contributes to the state metrics. */
 interface Contribution {
   state: NodeState;
-  extensions: Array<{ name: string; state: string; failing: boolean }>;
+  extensions: Array<{ name: string; state: ExtensionState }>;
 }
 
 export class Reconciler {
@@ -69,16 +71,19 @@ export class Reconciler {
   private readonly keys: TaintKeys;
   private memory = new Map<string, NodeMemory>();
   private readonly contributions = new Map<string, Contribution>();
-  private readonly counts = new Map<string, ExtensionFailureCount>();
-  private tripped: ReadonlySet<string> = new Set();
+  private readonly breaker: BreakerState;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
     this.keys = { bootstrap: deps.config.bootstrapTaintKey, runtime: deps.config.runtimeTaintKey };
+    this.breaker = new BreakerState({
+      maxUnhealthyFraction: deps.config.maxUnhealthyFraction,
+      minFailing: BREAKER_DEFAULTS.minFailing,
+    });
   }
 
   get trippedExtensions(): ReadonlySet<string> {
-    return this.tripped;
+    return this.breaker.tripped;
   }
 
   /** Each node's latest decided state. */
@@ -86,9 +91,24 @@ export class Reconciler {
     return new Map([...this.contributions].map(([name, c]) => [name, c.state]));
   }
 
-  /** Forgets per-node memory (on becoming leader: fresh graces, no inherited event history). */
+  /**
+   * Starts a leadership term, before the work queue runs (on synced caches, after every lease got a fresh
+   * duration). Forgets everything an earlier term knew: per-node memory (fresh graces, no inherited event
+   * history), node states and breaker counts (nodes may have come, gone or recovered while another replica
+   * led). Then decides every node, without writing, and judges the breaker once over all of them, as the
+   * node lifecycle controller computes every node's state before its zone state: the first write already
+   * sees the whole cluster, never the first few nodes' partial counts.
+   */
   reset(): void {
+    const { cache, metrics } = this.deps;
     this.memory = new Map();
+    this.contributions.clear();
+    this.breaker.reset();
+    metrics.nodes.reset();
+    metrics.extensionNodes.reset();
+    metrics.breakerTripped.reset();
+    for (const name of cache.nodeNames()) this.record(name, this.decide(name));
+    this.evaluateBreaker();
   }
 
   private policy(): DecisionPolicy {
@@ -98,7 +118,7 @@ export class Reconciler {
       runtimeTaintKey: config.runtimeTaintKey,
       bootstrapTimeoutSeconds: config.bootstrapTimeoutSeconds,
       missingLeaseGraceSeconds: config.missingLeaseGraceSeconds,
-      trippedExtensions: this.tripped,
+      trippedExtensions: this.breaker.tripped,
     };
   }
 
@@ -255,80 +275,55 @@ export class Reconciler {
     );
   }
 
-  /** Keeps per-extension counts (for the breaker) and the state metrics up to date, one node at a time. */
+  /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */
   private contribute(name: string, decision: NodeDecision | undefined): void {
+    this.record(name, decision);
+    if (this.evaluateBreaker()) this.deps.onBreakerChange();
+  }
+
+  /** Keeps the state metrics and the breaker's counts up to date, one node at a time. */
+  private record(name: string, decision: NodeDecision | undefined): void {
     const { metrics } = this.deps;
     const old = this.contributions.get(name);
-    const next: Contribution | undefined = decision && {
-      state: decision.state,
-      extensions: decision.extensions.map((e) => ({
-        name: e.name,
-        state: e.state,
-        failing: isFailing(e.state),
-      })),
-    };
-    const touched = new Set<string>();
     const apply = (c: Contribution, sign: 1 | -1): void => {
       metrics.nodes.inc({ state: c.state }, sign);
-      const counted = c.state === NodeState.Ready || c.state === NodeState.Degraded;
-      for (const e of c.extensions) {
-        metrics.extensionNodes.inc({ extension: e.name, state: e.state }, sign);
-        if (!counted) continue;
-        const count = this.counts.get(e.name) ?? { requiring: 0, failing: 0 };
-        count.requiring += sign;
-        if (e.failing) count.failing += sign;
-        if (count.requiring === 0) this.counts.delete(e.name);
-        else this.counts.set(e.name, count);
-        touched.add(e.name);
-      }
+      for (const e of c.extensions) metrics.extensionNodes.inc({ extension: e.name, state: e.state }, sign);
     };
     if (old) apply(old, -1);
-    if (next) {
+    if (decision) {
+      const next: Contribution = {
+        state: decision.state,
+        extensions: decision.extensions.map((e) => ({ name: e.name, state: e.state })),
+      };
       apply(next, 1);
       this.contributions.set(name, next);
     } else this.contributions.delete(name);
-    if (touched.size > 0) this.evaluateBreaker(touched);
+    this.breaker.apply(name, decision);
   }
 
-  private evaluateBreaker(touched: ReadonlySet<string>): void {
-    const { config, metrics, log, events, cache } = this.deps;
-    const relevant = new Map(
-      [...touched].flatMap((name) =>
-        this.counts.has(name) ? [[name, this.counts.get(name) as ExtensionFailureCount]] : [],
-      ),
-    );
-    const nowTripped = evaluateBreaker(relevant, config.maxUnhealthyFraction);
-    const next = new Set(this.tripped);
-    let changed = false;
-    for (const name of touched) {
-      const was = this.tripped.has(name);
-      const is = nowTripped.has(name);
-      if (was === is) continue;
-      changed = true;
-      const count = this.counts.get(name) ?? { requiring: 0, failing: 0 };
-      metrics.breakerTripped.set({ extension: name }, is ? 1 : 0);
-      if (is) {
-        next.add(name);
-        const message = `Extension ${name} fails on ${count.failing} of ${count.requiring} nodes at once: treating it as a faulty rollout, not faulty nodes; holding back runtime taints for it.`;
-        log.warn({ extension: name, ...count }, 'Correlated failure: breaker tripped');
-        const someNode = [...this.contributions].find(([, c]) =>
-          c.extensions.some((e) => e.name === name && e.failing),
-        )?.[0];
-        const node = someNode ? cache.node(someNode) : undefined;
-        if (node) {
-          metrics.events.inc({ reason: EventReason.CorrelatedFailure });
-          events
-            .nodeEvent(node, { type: 'Warning', reason: EventReason.CorrelatedFailure, message })
-            .catch((err: unknown) => log.warn({ err }, 'Failed to record event'));
-        }
-      } else {
-        next.delete(name);
-        log.info({ extension: name, ...count }, 'Correlated failure over: breaker reset');
+  /** Judges the breaker on the current counts and reports its transitions; true when the set changed. */
+  private evaluateBreaker(): boolean {
+    const { metrics, log, events, cache } = this.deps;
+    const { transitions } = this.breaker.evaluate();
+    for (const { extension, tripped, count } of transitions) {
+      metrics.breakerTripped.set({ extension }, tripped ? 1 : 0);
+      if (!tripped) {
+        log.info({ extension, ...count }, 'Correlated failure over: breaker reset');
+        continue;
+      }
+      const message = `Extension ${extension} fails on ${count.failing} of ${count.requiring} nodes at once: treating it as a faulty rollout, not faulty nodes; holding back runtime taints for it.`;
+      log.warn({ extension, ...count }, 'Correlated failure: breaker tripped');
+      const someNode = [...this.contributions].find(([, c]) =>
+        c.extensions.some((e) => e.name === extension && isFailing(e.state)),
+      )?.[0];
+      const node = someNode ? cache.node(someNode) : undefined;
+      if (node) {
+        metrics.events.inc({ reason: EventReason.CorrelatedFailure });
+        events
+          .nodeEvent(node, { type: 'Warning', reason: EventReason.CorrelatedFailure, message })
+          .catch((err: unknown) => log.warn({ err }, 'Failed to record event'));
       }
     }
-    if (changed) {
-      this.tripped = next;
-      this.deps.onBreakerChange();
-    }
+    return transitions.length > 0;
   }
 }

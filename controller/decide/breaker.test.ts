@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ExtensionState } from '../../api/names.ts';
-import { countFailures, evaluateBreaker } from './breaker.ts';
+import { BREAKER_DEFAULTS, BreakerState, trips, type BreakerInput } from './breaker.ts';
 import { NodeState } from './node-state.ts';
-import type { ExtensionVerdict, NodeDecision } from './types.ts';
+import type { ExtensionVerdict } from './types.ts';
 
-describe('evaluateBreaker', () => {
+describe('trips', () => {
   it.each([
     { name: '3 of 4 failing → tripped', requiring: 4, failing: 3, tripped: true },
     { name: '3 of 5 failing → tripped', requiring: 5, failing: 3, tripped: true },
@@ -25,69 +25,142 @@ describe('evaluateBreaker', () => {
     { name: '501 of 1000 failing → tripped', requiring: 1000, failing: 501, tripped: true },
     { name: 'nothing failing → not tripped', requiring: 10, failing: 0, tripped: false },
   ])('$name', ({ requiring, failing, tripped }) => {
-    expect(evaluateBreaker(new Map([['gpu', { requiring, failing }]]))).toEqual(
-      new Set(tripped ? ['gpu'] : []),
-    );
+    expect(trips({ requiring, failing }, BREAKER_DEFAULTS)).toBe(tripped);
   });
 
-  it('judges each extension by its own counts, with the thresholds given', () => {
-    const counts = new Map([
-      ['gpu', { requiring: 10, failing: 4 }],
-      ['csi', { requiring: 10, failing: 8 }],
-      ['cni', { requiring: 10, failing: 2 }],
-    ]);
-    expect(evaluateBreaker(counts)).toEqual(new Set(['csi']));
-    expect(evaluateBreaker(counts, 0.3, 3)).toEqual(new Set(['gpu', 'csi']));
-    expect(evaluateBreaker(counts, 0.1, 1)).toEqual(new Set(['gpu', 'csi', 'cni']));
+  it('uses the thresholds given', () => {
+    const count = { requiring: 10, failing: 4 };
+    expect(trips(count, BREAKER_DEFAULTS)).toBe(false);
+    expect(trips(count, { maxUnhealthyFraction: 0.3, minFailing: 3 })).toBe(true);
+    expect(trips(count, { maxUnhealthyFraction: 0.3, minFailing: 5 })).toBe(false);
   });
 });
 
-describe('countFailures', () => {
-  const verdict = (name: string, state: ExtensionState): ExtensionVerdict => ({
-    name,
-    state,
-    reason: '',
-    message: '',
-    critical: true,
-    blocking: true,
-    conditionType: 'EveryNodeReady',
-  });
-  const decision = (
-    state: NodeState,
-    ...extensions: ExtensionVerdict[]
-  ): Pick<NodeDecision, 'state' | 'extensions'> => ({
-    state,
-    extensions,
-  });
+const verdict = (name: string, state: ExtensionState): ExtensionVerdict => ({
+  name,
+  state,
+  reason: '',
+  message: '',
+  critical: true,
+  blocking: true,
+  conditionType: 'EveryNodeReady',
+});
+const decision = (state: NodeState, ...extensions: ExtensionVerdict[]): BreakerInput => ({
+  state,
+  extensions,
+});
+const ready = (gpu: ExtensionState): BreakerInput => decision(NodeState.Ready, verdict('gpu', gpu));
 
+describe('BreakerState counts', () => {
   it('counts post-bootstrap nodes only; Unhealthy and Unknown fail, Progressing does not', () => {
-    const counts = countFailures([
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    breaker.apply(
+      'a',
       decision(
         NodeState.Ready,
         verdict('gpu', ExtensionState.Healthy),
         verdict('csi', ExtensionState.Progressing),
       ),
+    );
+    breaker.apply(
+      'b',
       decision(
         NodeState.Degraded,
         verdict('gpu', ExtensionState.Unhealthy),
         verdict('csi', ExtensionState.Unknown),
       ),
-      decision(NodeState.Ready, verdict('gpu', ExtensionState.Unknown)),
-      decision(NodeState.Bootstrapping, verdict('gpu', ExtensionState.Unhealthy)),
-      decision(NodeState.BootstrapTimeout, verdict('gpu', ExtensionState.Unknown)),
-    ]);
-    expect(counts).toEqual(
-      new Map([
-        ['gpu', { requiring: 3, failing: 2 }],
-        ['csi', { requiring: 2, failing: 1 }],
-      ]),
     );
+    breaker.apply('c', decision(NodeState.Ready, verdict('gpu', ExtensionState.Unknown)));
+    breaker.apply('d', decision(NodeState.Bootstrapping, verdict('gpu', ExtensionState.Unhealthy)));
+    breaker.apply('e', decision(NodeState.BootstrapTimeout, verdict('gpu', ExtensionState.Unknown)));
+    expect(breaker.count('gpu')).toEqual({ requiring: 3, failing: 2 });
+    expect(breaker.count('csi')).toEqual({ requiring: 2, failing: 1 });
+    expect(breaker.count('dns')).toEqual({ requiring: 0, failing: 0 });
+  });
+
+  it("a node's new decision replaces its old one; a gone node counts no more", () => {
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    breaker.apply('a', ready(ExtensionState.Unhealthy));
+    breaker.apply('b', ready(ExtensionState.Healthy));
+    breaker.apply('a', ready(ExtensionState.Unhealthy));
+    expect(breaker.count('gpu')).toEqual({ requiring: 2, failing: 1 });
+    breaker.apply('a', ready(ExtensionState.Healthy));
+    expect(breaker.count('gpu')).toEqual({ requiring: 2, failing: 0 });
+    breaker.apply('a', decision(NodeState.Bootstrapping, verdict('gpu', ExtensionState.Unhealthy)));
+    expect(breaker.count('gpu')).toEqual({ requiring: 1, failing: 0 });
+    breaker.apply('b', undefined);
+    expect(breaker.count('gpu')).toEqual({ requiring: 0, failing: 0 });
+  });
+});
+
+describe('BreakerState.evaluate', () => {
+  it('reports each change of the tripped set once, with the counts that made it', () => {
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    for (const node of ['a', 'b', 'c']) breaker.apply(node, ready(ExtensionState.Unhealthy));
+    breaker.apply('d', ready(ExtensionState.Healthy));
+    expect(breaker.evaluate()).toEqual({
+      tripped: new Set(['gpu']),
+      transitions: [{ extension: 'gpu', tripped: true, count: { requiring: 4, failing: 3 } }],
+    });
+    breaker.apply('e', ready(ExtensionState.Healthy));
+    expect(breaker.evaluate()).toEqual({ tripped: new Set(['gpu']), transitions: [] });
+    breaker.apply('f', ready(ExtensionState.Healthy));
+    expect(breaker.evaluate()).toEqual({
+      tripped: new Set(),
+      transitions: [{ extension: 'gpu', tripped: false, count: { requiring: 6, failing: 3 } }],
+    });
+    expect(breaker.evaluate().transitions).toEqual([]);
+  });
+
+  it('judges each extension by its own counts', () => {
+    const breaker = new BreakerState({ maxUnhealthyFraction: 0.3, minFailing: 3 });
+    for (let i = 0; i < 10; i++) {
+      breaker.apply(
+        `n${i}`,
+        decision(
+          NodeState.Ready,
+          verdict('gpu', i < 4 ? ExtensionState.Unhealthy : ExtensionState.Healthy),
+          verdict('csi', i < 8 ? ExtensionState.Unknown : ExtensionState.Healthy),
+          verdict('cni', i < 2 ? ExtensionState.Unhealthy : ExtensionState.Healthy),
+        ),
+      );
+    }
+    expect(breaker.evaluate().tripped).toEqual(new Set(['csi', 'gpu']));
   });
 
   it('a tripped extension keeps being counted (its verdicts do not depend on the breaker)', () => {
-    const nodes = [1, 2, 3, 4].map(() =>
-      decision(NodeState.Ready, { ...verdict('gpu', ExtensionState.Unhealthy), blocking: false }),
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    for (const node of ['a', 'b', 'c', 'd']) {
+      breaker.apply(
+        node,
+        decision(NodeState.Ready, { ...verdict('gpu', ExtensionState.Unhealthy), blocking: false }),
+      );
+    }
+    expect(breaker.evaluate().tripped).toEqual(new Set(['gpu']));
+  });
+
+  it('the answer does not depend on the order nodes are applied in, only on when it is evaluated', () => {
+    const nodes = Array.from(
+      { length: 10 },
+      (_, i) => [`n${i}`, ready(i < 3 ? ExtensionState.Unhealthy : ExtensionState.Healthy)] as const,
     );
-    expect(evaluateBreaker(countFailures(nodes))).toEqual(new Set(['gpu']));
+    for (const order of [nodes, [...nodes].reverse()]) {
+      const breaker = new BreakerState(BREAKER_DEFAULTS);
+      for (const [node, d] of order) breaker.apply(node, d);
+      expect(breaker.evaluate()).toEqual({ tripped: new Set(), transitions: [] });
+    }
+  });
+
+  it('reset forgets every node, count and tripped extension', () => {
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    for (const node of ['a', 'b', 'c']) breaker.apply(node, ready(ExtensionState.Unhealthy));
+    expect(breaker.evaluate().tripped).toEqual(new Set(['gpu']));
+    breaker.reset();
+    expect(breaker.tripped).toEqual(new Set());
+    expect(breaker.count('gpu')).toEqual({ requiring: 0, failing: 0 });
+    breaker.apply('d', ready(ExtensionState.Healthy));
+    breaker.apply('a', ready(ExtensionState.Healthy));
+    expect(breaker.evaluate()).toEqual({ tripped: new Set(), transitions: [] });
+    expect(breaker.count('gpu')).toEqual({ requiring: 2, failing: 0 });
   });
 });

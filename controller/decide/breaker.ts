@@ -8,48 +8,132 @@
 // SystemExtension or a broken agent rollout is exactly the correlated failure the breaker exists for.
 // Progressing is not failing. The counts do not depend on the breaker's own output (a tripped extension
 // is still judged, only not enforced), so tripping cannot feed back into the next count.
+//
+// Like the node lifecycle controller's zone state, the breaker is judged over every node at once: the
+// reconciler applies each node's decision as it changes and evaluates afterwards, and at the start of a
+// leadership term it resets, applies a decision for every node, and evaluates once before the first write
+// (docs/controller.md). Pure state: no I/O, no clock.
 
-import { NodeState } from './node-state.ts';
 import { isFailing } from './condition.ts';
+import { NodeState } from './node-state.ts';
 import type { NodeDecision } from './types.ts';
 
 export interface ExtensionFailureCount {
   /** Post-bootstrap nodes that require the extension. */
   requiring: number;
-  /** Of those, the nodes where it is Unhealthy or Unknown. */
+  /** Of those, the nodes where it is failing. */
   failing: number;
 }
 
-export const BREAKER_DEFAULTS = { maxUnhealthyFraction: 0.5, minFailing: 3 } as const;
-
-/** Extensions failing on at least `minFailing` nodes and on more than `maxUnhealthyFraction` of them. */
-export function evaluateBreaker(
-  counts: ReadonlyMap<string, ExtensionFailureCount>,
-  maxUnhealthyFraction: number = BREAKER_DEFAULTS.maxUnhealthyFraction,
-  minFailing: number = BREAKER_DEFAULTS.minFailing,
-): Set<string> {
-  const tripped = new Set<string>();
-  for (const [extension, { requiring, failing }] of counts) {
-    if (failing >= minFailing && failing / requiring > maxUnhealthyFraction) {
-      tripped.add(extension);
-    }
-  }
-  return tripped;
+export interface BreakerThresholds {
+  /** Trip when more than this fraction of the nodes requiring an extension fail it… */
+  maxUnhealthyFraction: number;
+  /** …and at least this many do. */
+  minFailing: number;
 }
 
-/** Per-extension counts over the latest decision of every node. */
-export function countFailures(
-  decisions: Iterable<Pick<NodeDecision, 'state' | 'extensions'>>,
-): Map<string, ExtensionFailureCount> {
-  const counts = new Map<string, ExtensionFailureCount>();
-  for (const decision of decisions) {
-    if (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded) continue;
-    for (const extension of decision.extensions) {
-      const count = counts.get(extension.name) ?? { requiring: 0, failing: 0 };
-      count.requiring += 1;
-      if (isFailing(extension.state)) count.failing += 1;
-      counts.set(extension.name, count);
-    }
+export const BREAKER_DEFAULTS = {
+  maxUnhealthyFraction: 0.5,
+  minFailing: 3,
+} as const satisfies BreakerThresholds;
+
+/** Whether these counts trip the breaker. */
+export function trips(count: ExtensionFailureCount, thresholds: BreakerThresholds): boolean {
+  return (
+    count.failing >= thresholds.minFailing &&
+    count.failing / count.requiring > thresholds.maxUnhealthyFraction
+  );
+}
+
+/** The part of a node's decision the breaker reads. */
+export type BreakerInput = Pick<NodeDecision, 'state' | 'extensions'>;
+
+export interface BreakerTransition {
+  extension: string;
+  tripped: boolean;
+  /** The counts that made the change. */
+  count: ExtensionFailureCount;
+}
+
+export interface BreakerEvaluation {
+  tripped: ReadonlySet<string>;
+  /** Extensions whose tripped state changed since the last evaluation, sorted by name. */
+  transitions: BreakerTransition[];
+}
+
+const NONE: ExtensionFailureCount = { requiring: 0, failing: 0 };
+
+/** Per node: each counted extension and whether it is failing there. */
+type Contribution = ReadonlyMap<string, boolean>;
+
+function contributionOf(decision: BreakerInput | undefined): Contribution {
+  if (!decision || (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded)) {
+    return new Map();
   }
-  return counts;
+  return new Map(decision.extensions.map((e) => [e.name, isFailing(e.state)]));
+}
+
+/** Per-extension failure counts over the latest decision of every node, and the breaker judged on them. */
+export class BreakerState {
+  private readonly thresholds: BreakerThresholds;
+  private readonly byNode = new Map<string, Contribution>();
+  private readonly counts = new Map<string, ExtensionFailureCount>();
+  /** Extensions whose counts changed since the last evaluation. */
+  private readonly touched = new Set<string>();
+  private trippedSet = new Set<string>();
+
+  constructor(thresholds: BreakerThresholds) {
+    this.thresholds = thresholds;
+  }
+
+  get tripped(): ReadonlySet<string> {
+    return this.trippedSet;
+  }
+
+  count(extension: string): ExtensionFailureCount {
+    return { ...(this.counts.get(extension) ?? NONE) };
+  }
+
+  /** Replaces what `node` contributes with its latest decision; undefined when the node is gone. */
+  apply(node: string, decision: BreakerInput | undefined): void {
+    const before = this.byNode.get(node) ?? new Map<string, boolean>();
+    const after = contributionOf(decision);
+    for (const [extension, failing] of before) this.add(extension, -1, failing);
+    for (const [extension, failing] of after) this.add(extension, 1, failing);
+    if (after.size > 0) this.byNode.set(node, after);
+    else this.byNode.delete(node);
+  }
+
+  private add(extension: string, sign: 1 | -1, failing: boolean): void {
+    const { requiring, failing: failed } = this.counts.get(extension) ?? NONE;
+    const next = { requiring: requiring + sign, failing: failed + (failing ? sign : 0) };
+    if (next.requiring === 0) this.counts.delete(extension);
+    else this.counts.set(extension, next);
+    this.touched.add(extension);
+  }
+
+  /** Judges every extension whose counts changed since the last evaluation. */
+  evaluate(): BreakerEvaluation {
+    const transitions: BreakerTransition[] = [];
+    const next = new Set(this.trippedSet);
+    for (const extension of [...this.touched].sort()) {
+      const count = this.count(extension);
+      const tripped = trips(count, this.thresholds);
+      if (tripped === this.trippedSet.has(extension)) continue;
+      if (tripped) next.add(extension);
+      else next.delete(extension);
+      transitions.push({ extension, tripped, count });
+    }
+    this.touched.clear();
+    if (transitions.length > 0) this.trippedSet = next;
+    return { tripped: this.trippedSet, transitions };
+  }
+
+  /** Forgets every node, count and tripped extension (a new leadership term starts from nothing). */
+  reset(): void {
+    this.byNode.clear();
+    this.counts.clear();
+    this.touched.clear();
+    this.trippedSet = new Set();
+  }
 }

@@ -1,7 +1,16 @@
 // The controller's pure decision core: the reconciler's one entry point into it.
 
 export { decideNode } from './decide.ts';
-export { countFailures, evaluateBreaker, BREAKER_DEFAULTS, type ExtensionFailureCount } from './breaker.ts';
+export {
+  BREAKER_DEFAULTS,
+  BreakerState,
+  trips,
+  type BreakerEvaluation,
+  type BreakerInput,
+  type BreakerThresholds,
+  type BreakerTransition,
+  type ExtensionFailureCount,
+} from './breaker.ts';
 export { NodeState, NODE_STATES } from './node-state.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {

@@ -1,0 +1,176 @@
+// The correlated-failure breaker at the start of a leadership term (issue 7 item 9): the reconciler decides
+// every node before the first write, so the breaker never sees partial counts, and nothing counted in an
+// earlier term survives into the next. Over the fakes of the reconciler's ports (controller/testing.ts).
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { buildLease } from '../api/lease.ts';
+import { ExtensionState, NodeAnnotation } from '../api/names.ts';
+import { ProbeReason } from '../api/reasons.ts';
+import { parseSystemExtension } from '../api/registration.ts';
+import { FakeClock } from '../lib/clock.ts';
+import { createLogger } from '../lib/log.ts';
+import { toCachedLease } from './cache.ts';
+import { loadControllerConfig, type ControllerConfig } from './config.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { Reconciler } from './reconciler.ts';
+import { FakeCache, FakeNodeApi } from './testing.ts';
+import { eventRecorder } from './writes.ts';
+
+const BOOT = 'boot-1';
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function config(): ControllerConfig {
+  const loaded = loadControllerConfig([], {});
+  if (!('config' in loaded)) throw new Error('expected a config');
+  return loaded.config;
+}
+
+/** A fake cluster: nodes that bootstrapped long ago, one critical SystemExtension `gpu`, live leases. */
+class Cluster {
+  readonly clock = new FakeClock();
+  readonly api = new FakeNodeApi();
+  readonly cache = new FakeCache(this.clock);
+  readonly breakerChanges: string[][] = [];
+  readonly reconciler: Reconciler;
+  private writes = 0;
+
+  constructor() {
+    this.cache.systemExtensions.push(
+      parseSystemExtension({ metadata: { name: 'gpu' }, spec: { probe: { tcp: { port: 9400 } } } }),
+    );
+    const fence = (): void => undefined;
+    this.reconciler = new Reconciler({
+      cache: this.cache,
+      api: this.api,
+      fence,
+      clock: this.clock,
+      log: createLogger({ level: 'silent', name: 'test' }),
+      metrics: new ControllerMetrics(new Registry()),
+      events: eventRecorder(this.api, 'test', this.clock, fence),
+      config: config(),
+      onBreakerChange: () => this.breakerChanges.push([...this.reconciler.trippedExtensions]),
+    });
+  }
+
+  /** Adds (or replaces) a bootstrapped node whose agent reports gpu with `state`. */
+  node(name: string, state: ExtensionState): void {
+    const uid = `uid-${name}`;
+    this.cache.nodes.set(
+      name,
+      this.api.putNode({
+        metadata: {
+          name,
+          uid,
+          creationTimestamp: new Date(this.clock.now() - DAY_MS).toISOString(),
+          annotations: { [NodeAnnotation.bootstrappedBootId]: BOOT },
+        },
+        status: { nodeInfo: { bootID: BOOT } },
+      }),
+    );
+    for (const extension of [undefined, 'gpu']) {
+      const lease = toCachedLease(
+        buildLease({
+          node: { name, uid },
+          extension,
+          holderIdentity: `nodecare-agent-${name}`,
+          leaseDurationSeconds: 40,
+          // Each write of a lease gets a new renewTime, as the agent's would.
+          renewTime: new Date(this.clock.now() + this.writes++),
+          bootId: BOOT,
+          record: extension
+            ? {
+                state,
+                reason:
+                  state === ExtensionState.Healthy
+                    ? ProbeReason.ProbeSucceeded
+                    : ProbeReason.ConnectionRefused,
+                message: '',
+                since: '',
+              }
+            : undefined,
+        }),
+      );
+      if (!lease) throw new Error('expected a nodecare lease');
+      this.cache.observeLive(lease);
+    }
+  }
+
+  deleteNode(name: string): void {
+    this.cache.nodes.delete(name);
+    this.api.nodes.delete(name);
+  }
+
+  /** What the controller does on becoming leader, then one reconcile per node in `order`. */
+  async lead(order: readonly string[]): Promise<Array<readonly string[]>> {
+    this.cache.leases.refreshObservations();
+    this.reconciler.reset();
+    const trippedAfterEach: Array<readonly string[]> = [[...this.reconciler.trippedExtensions]];
+    for (const name of order) {
+      await this.reconciler.reconcile(name);
+      trippedAfterEach.push([...this.reconciler.trippedExtensions]);
+    }
+    return trippedAfterEach;
+  }
+}
+
+const NODES = Array.from({ length: 10 }, (_, i) => `node-${i}`);
+const FAILING = new Set(['node-0', 'node-4', 'node-9']);
+
+function tenNodesThreeFailing(): Cluster {
+  const cluster = new Cluster();
+  for (const name of NODES) {
+    cluster.node(name, FAILING.has(name) ? ExtensionState.Unhealthy : ExtensionState.Healthy);
+  }
+  return cluster;
+}
+
+describe('breaker at the start of leadership (regression: tripped on partial counts)', () => {
+  const failingFirst = [...NODES.filter((n) => FAILING.has(n)), ...NODES.filter((n) => !FAILING.has(n))];
+  it.each([
+    { name: 'failing nodes reconciled first', order: failingFirst },
+    { name: 'failing nodes reconciled last', order: [...failingFirst].reverse() },
+    { name: 'name order', order: NODES },
+    { name: 'reverse name order', order: [...NODES].reverse() },
+  ])('10 nodes, 3 failing gpu (30% < 50%): never tripped, $name', async ({ order }) => {
+    const cluster = tenNodesThreeFailing();
+    const trippedAfterEach = await cluster.lead(order);
+    expect(trippedAfterEach).toEqual(Array.from({ length: order.length + 1 }, () => []));
+    expect(cluster.breakerChanges).toEqual([]);
+  });
+
+  it('a real correlated failure (6 of 10) is tripped before the first reconcile', async () => {
+    const cluster = new Cluster();
+    NODES.forEach((name, i) => cluster.node(name, i < 6 ? ExtensionState.Unhealthy : ExtensionState.Healthy));
+    const trippedAfterEach = await cluster.lead(NODES);
+    expect(trippedAfterEach).toEqual(Array.from({ length: NODES.length + 1 }, () => ['gpu']));
+  });
+});
+
+describe('breaker across leadership terms (regression: counts of an earlier term leaked)', () => {
+  it('nodes deleted while another replica led are not counted in the next term', async () => {
+    const cluster = new Cluster();
+    for (const name of ['a', 'b', 'c']) cluster.node(name, ExtensionState.Healthy);
+    for (const name of ['d', 'e', 'f']) cluster.node(name, ExtensionState.Unhealthy);
+    expect((await cluster.lead(['a', 'b', 'c', 'd', 'e', 'f'])).flat()).toEqual([]);
+
+    // Standby: d, e, f are deleted and g, h, i (also failing) join; still 3 of 6 failing.
+    for (const name of ['d', 'e', 'f']) cluster.deleteNode(name);
+    for (const name of ['g', 'h', 'i']) cluster.node(name, ExtensionState.Unhealthy);
+    const trippedAfterEach = await cluster.lead(['g', 'h', 'i', 'a', 'b', 'c']);
+    expect(trippedAfterEach.flat()).toEqual([]);
+    expect([...cluster.reconciler.nodeStates().keys()].sort()).toEqual(['a', 'b', 'c', 'g', 'h', 'i']);
+  });
+
+  it('a breaker tripped in an earlier term is not inherited when the failure ended meanwhile', async () => {
+    const cluster = new Cluster();
+    for (const name of NODES) cluster.node(name, ExtensionState.Unhealthy);
+    const first = await cluster.lead(NODES);
+    expect(first.at(-1)).toEqual(['gpu']);
+
+    // Standby: every node recovered.
+    for (const name of NODES) cluster.node(name, ExtensionState.Healthy);
+    const second = await cluster.lead(NODES);
+    expect(second.flat()).toEqual([]);
+  });
+});
