@@ -42,6 +42,8 @@ export const ConditionReason = {
   ExtensionsProgressing: 'ExtensionsProgressing',
   BootstrapTimeout: 'BootstrapTimeout',
   AgentNotReporting: 'AgentNotReporting',
+  /** An extension could not be determined (agent's Unknown, invalid registration); no fault set or cleared. */
+  ExtensionsUnknown: 'ExtensionsUnknown',
 } as const;
 export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExtensionState } from '../../api/names.ts';
+import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
 import { BREAKER_DEFAULTS, BreakerState, trips, type BreakerInput } from './breaker.ts';
 import { NodeState } from './node-state.ts';
 import type { ExtensionVerdict } from './types.ts';
@@ -36,10 +37,11 @@ describe('trips', () => {
   });
 });
 
-const verdict = (name: string, state: ExtensionState): ExtensionVerdict => ({
+/** Unknown means "the lease expired" (a confirmed fault) unless a reason says otherwise. */
+const verdict = (name: string, state: ExtensionState, reason = ''): ExtensionVerdict => ({
   name,
   state,
-  reason: '',
+  reason: reason || (state === ExtensionState.Unknown ? ControllerReason.LeaseExpired : ''),
   message: '',
   critical: true,
   blocking: true,
@@ -52,7 +54,7 @@ const decision = (state: NodeState, ...extensions: ExtensionVerdict[]): BreakerI
 const ready = (gpu: ExtensionState): BreakerInput => decision(NodeState.Ready, verdict('gpu', gpu));
 
 describe('BreakerState counts', () => {
-  it('counts post-bootstrap nodes only; Unhealthy and Unknown fail, Progressing does not', () => {
+  it('counts post-bootstrap nodes only; Unhealthy and an expired lease fail, Progressing does not', () => {
     const breaker = new BreakerState(BREAKER_DEFAULTS);
     breaker.apply(
       'a',
@@ -77,6 +79,53 @@ describe('BreakerState counts', () => {
     expect(breaker.count('csi')).toEqual({ requiring: 2, failing: 1 });
     expect(breaker.count('dns')).toEqual({ requiring: 0, failing: 0 });
   });
+
+  it.each([
+    { name: 'Unhealthy', state: ExtensionState.Unhealthy, reason: ProbeReason.ConnectionRefused, failing: 1 },
+    {
+      name: 'lease expired',
+      state: ExtensionState.Unknown,
+      reason: ControllerReason.LeaseExpired,
+      failing: 1,
+    },
+    {
+      name: 'agent not reporting',
+      state: ExtensionState.Unknown,
+      reason: ControllerReason.AgentNotReporting,
+      failing: 1,
+    },
+    {
+      name: "the agent's ProbeError",
+      state: ExtensionState.Unknown,
+      reason: ProbeReason.ProbeError,
+      failing: 0,
+    },
+    {
+      name: "the agent's PermissionDenied",
+      state: ExtensionState.Unknown,
+      reason: ProbeReason.PermissionDenied,
+      failing: 0,
+    },
+    {
+      name: 'an invalid registration',
+      state: ExtensionState.Unknown,
+      reason: ControllerReason.InvalidRegistration,
+      failing: 0,
+    },
+    {
+      name: 'a missing lease',
+      state: ExtensionState.Unknown,
+      reason: ControllerReason.LeaseMissing,
+      failing: 0,
+    },
+  ])(
+    '$name counts as failing: $failing (only confirmed faults, as for the taint)',
+    ({ state, reason, failing }) => {
+      const breaker = new BreakerState(BREAKER_DEFAULTS);
+      breaker.apply('a', decision(NodeState.Ready, verdict('gpu', state, reason)));
+      expect(breaker.count('gpu')).toEqual({ requiring: 1, failing });
+    },
+  );
 
   it("a node's new decision replaces its old one; a gone node counts no more", () => {
     const breaker = new BreakerState(BREAKER_DEFAULTS);

@@ -3,9 +3,11 @@
 // putting runtime taints on for it. Bootstrap taints are unaffected.
 //
 // What counts: only post-bootstrap nodes (Ready or Degraded), because only they can get a runtime taint;
-// a node pool that is still coming up neither trips nor dilutes the breaker. "Failing" is Unhealthy or
-// Unknown for any reason, including an invalid registration and an agent that stopped reporting: a bad
-// SystemExtension or a broken agent rollout is exactly the correlated failure the breaker exists for.
+// a node pool that is still coming up neither trips nor dilutes the breaker. "Failing" is a confirmed
+// fault, the same one that puts the runtime taint on (docs/adr/0004): Unhealthy, or Unknown because the
+// lease or the agent's heartbeat expired, so a broken agent rollout still trips it. An Unknown the agent
+// reports, or an invalid registration, sets no taint, so there is nothing for the breaker to hold back,
+// and counting it would let a mass of could-not-determine nodes lift the taints of nodes confirmed broken.
 // Progressing is not failing. The counts do not depend on the breaker's own output (a tripped extension
 // is still judged, only not enforced), so tripping cannot feed back into the next count.
 //
@@ -14,7 +16,7 @@
 // leadership term it resets, applies a decision for every node, and evaluates once before the first write
 // (docs/controller.md). Pure state: no I/O, no clock.
 
-import { isFailing } from './condition.ts';
+import { isFault } from './condition.ts';
 import { NodeState } from './node-state.ts';
 import type { NodeDecision } from './types.ts';
 
@@ -70,7 +72,7 @@ function contributionOf(decision: BreakerInput | undefined): Contribution {
   if (!decision || (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded)) {
     return new Map();
   }
-  return new Map(decision.extensions.map((e) => [e.name, isFailing(e.state)]));
+  return new Map(decision.extensions.map((e) => [e.name, isFault(e)]));
 }
 
 /** Per-extension failure counts over the latest decision of every node, and the breaker judged on them. */

@@ -4,7 +4,7 @@
 
 import { truncateMessage } from '../../api/lease.ts';
 import { ExtensionState, NODE_CONDITION_TYPE, NodeStatusLabelValue } from '../../api/names.ts';
-import { ConditionReason } from '../../api/reasons.ts';
+import { ConditionReason, ControllerReason } from '../../api/reasons.ts';
 import { AGENT_MESSAGES, type AgentStatus } from './extension-state.ts';
 import { NodeState } from './node-state.ts';
 import type { ConditionStatus, DesiredCondition, EffectiveState, ObservedCondition } from './types.ts';
@@ -14,6 +14,25 @@ export const MAX_CONDITION_MESSAGE = 1024;
 
 export function isFailing(state: ExtensionState): boolean {
   return state === ExtensionState.Unhealthy || state === ExtensionState.Unknown;
+}
+
+/**
+ * A confirmed fault (docs/adr/0004): the agent says Unhealthy, or the agent is gone (its heartbeat or the
+ * extension's lease expired). Only a fault sets the runtime taint or counts for the breaker. Any other
+ * Unknown (the agent could not determine, an invalid registration, no or a malformed lease from a live
+ * agent) is a loss of visibility: it neither sets nor clears a fault.
+ */
+export function isFault(s: Pick<EffectiveState, 'state' | 'reason'>): boolean {
+  return (
+    s.state === ExtensionState.Unhealthy ||
+    (s.state === ExtensionState.Unknown &&
+      (s.reason === ControllerReason.LeaseExpired || s.reason === ControllerReason.AgentNotReporting))
+  );
+}
+
+/** Unknown without being a fault: could not be determined. */
+export function isIndeterminate(s: Pick<EffectiveState, 'state' | 'reason'>): boolean {
+  return s.state === ExtensionState.Unknown && !isFault(s);
 }
 
 /** `gpu-plugin Unhealthy (ProbeTimeout): connect timed out` */
@@ -58,8 +77,8 @@ function condition(status: ConditionStatus, reason: ConditionReason, message: st
 
 /**
  * In order: BootstrapTimeout (the most actionable), the agent not reporting (nothing else can be known),
- * all Healthy, any Unhealthy or Unknown, else Progressing. With no required extension the condition
- * follows the agent alone.
+ * all Healthy, any fault (False), any other Unknown (Unknown: could not be determined), else Progressing.
+ * With no required extension the condition follows the agent alone.
  */
 export function buildCondition(input: {
   state: NodeState;
@@ -88,8 +107,11 @@ export function buildCondition(input: {
   if (!notHealthy) {
     return condition('True', ConditionReason.AllExtensionsHealthy, 'All required extensions are Healthy.');
   }
-  if (extensions.some((e) => isFailing(e.state))) {
+  if (extensions.some(isFault)) {
     return condition('False', ConditionReason.ExtensionsUnhealthy, notHealthy);
+  }
+  if (extensions.some(isIndeterminate)) {
+    return condition('Unknown', ConditionReason.ExtensionsUnknown, notHealthy);
   }
   return condition('False', ConditionReason.ExtensionsProgressing, notHealthy);
 }
@@ -98,7 +120,7 @@ function agentMessage(agent: Exclude<AgentStatus, { kind: 'reporting' }>): strin
   return agent.kind === 'awaiting' ? AGENT_MESSAGES.awaiting : AGENT_MESSAGES[agent.cause];
 }
 
-/** The status label follows the condition; BootstrapTimeout reads as unhealthy. */
+/** The status label follows the condition; BootstrapTimeout reads as unhealthy, ExtensionsUnknown as unknown. */
 export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
   switch (reason) {
     case ConditionReason.AllExtensionsHealthy:
@@ -109,6 +131,7 @@ export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
     case ConditionReason.BootstrapTimeout:
       return NodeStatusLabelValue.unhealthy;
     case ConditionReason.AgentNotReporting:
+    case ConditionReason.ExtensionsUnknown:
       return NodeStatusLabelValue.unknown;
     default: {
       const unreachable: never = reason;

@@ -128,8 +128,8 @@ const bootstrapCases: Case[] = [
     expected: {
       state: NodeState.Bootstrapping,
       taints: { bootstrap: true, runtime: false },
-      condition: ['False', ConditionReason.ExtensionsUnhealthy],
-      label: 'unhealthy',
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
       events: [EventReason.ExtensionUnhealthy],
       extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseMissing] },
     },
@@ -723,7 +723,7 @@ const runtimeCases: Case[] = [
     },
   },
   {
-    name: 'invalid critical registration → Unknown (InvalidRegistration), runtime taint, InvalidRegistration event',
+    name: 'invalid critical registration on a Ready node → Unknown (InvalidRegistration), no taint, InvalidRegistration event',
     input: input({
       now: NOW,
       node: ready,
@@ -732,17 +732,18 @@ const runtimeCases: Case[] = [
       previous: memory({ gpu: ExtensionState.Healthy }),
     }),
     expected: {
-      state: NodeState.Degraded,
-      taints: { bootstrap: false, runtime: true },
-      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
       message:
         'gpu Unknown (InvalidRegistration): probe: required; periodSeconds: expected an integer from 1 to 3600',
-      events: [EventReason.RuntimeTaintAdded, EventReason.InvalidRegistration],
+      events: [EventReason.InvalidRegistration],
       annotation: BOOT,
     },
   },
   {
-    name: 'agent reports InvalidRegistration on the lease → InvalidRegistration event',
+    name: 'agent reports InvalidRegistration on the lease → InvalidRegistration event, no taint',
     input: input({
       now: NOW,
       node: ready,
@@ -758,10 +759,10 @@ const runtimeCases: Case[] = [
       previous: memory({ gpu: ExtensionState.Healthy }),
     }),
     expected: {
-      state: NodeState.Degraded,
-      taints: { bootstrap: false, runtime: true },
-      condition: ['False', ConditionReason.ExtensionsUnhealthy],
-      events: [EventReason.RuntimeTaintAdded, EventReason.InvalidRegistration],
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.InvalidRegistration],
       annotation: BOOT,
     },
   },
@@ -785,7 +786,7 @@ const runtimeCases: Case[] = [
     },
   },
   {
-    name: 'extension registered, lease still missing after the grace → Unknown (LeaseMissing), runtime taint',
+    name: 'extension registered, lease still missing after the grace → Unknown (LeaseMissing), no taint (the agent is alive)',
     input: input({
       now: NOW,
       node: ready,
@@ -797,16 +798,16 @@ const runtimeCases: Case[] = [
       ),
     }),
     expected: {
-      state: NodeState.Degraded,
-      taints: { bootstrap: false, runtime: true },
-      condition: ['False', ConditionReason.ExtensionsUnhealthy],
-      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.ExtensionUnhealthy],
       annotation: BOOT,
       extensions: { csi: [ExtensionState.Unknown, ControllerReason.LeaseMissing] },
     },
   },
   {
-    name: 'lease without a valid state → Unknown (LeaseStateInvalid)',
+    name: 'lease without a valid state → Unknown (LeaseStateInvalid), no taint',
     input: input({
       now: NOW,
       node: ready,
@@ -816,10 +817,10 @@ const runtimeCases: Case[] = [
       previous: memory({ gpu: ExtensionState.Healthy }),
     }),
     expected: {
-      state: NodeState.Degraded,
-      taints: { bootstrap: false, runtime: true },
-      condition: ['False', ConditionReason.ExtensionsUnhealthy],
-      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.ExtensionUnhealthy],
       annotation: BOOT,
       extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseStateInvalid] },
     },
@@ -866,7 +867,199 @@ const runtimeCases: Case[] = [
   },
 ];
 
-const allCases = [...bootstrapCases, ...rebootCases, ...adoptionCases, ...runtimeCases];
+const probeError = {
+  state: ExtensionState.Unknown,
+  reason: ProbeReason.ProbeError,
+  message: 'open /dev/nvidia0: permission denied',
+};
+/** What Unknown means (docs/adr/0004): losing visibility neither sets nor clears a fault. */
+const unknownCases: Case[] = [
+  {
+    name: 'Ready node, ProbeError Unknown → no taint, Warning event, message names it',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError, csi: {} }),
+      previous: memory({ gpu: ExtensionState.Healthy, csi: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
+      message: 'gpu Unknown (ProbeError): open /dev/nvidia0: permission denied',
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Ready node, PermissionDenied Unknown → no taint',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: { state: ExtensionState.Unknown, reason: ProbeReason.PermissionDenied } }),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Degraded node (Unhealthy), then Unknown → stays tainted',
+    input: input({
+      now: NOW,
+      node: degraded,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError }),
+      previous: memory({ gpu: unhealthyGpu }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Degraded node after a controller restart (no memory), Unknown → stays tainted',
+    input: input({
+      now: NOW,
+      node: degraded,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Ready node, invalid registration → no taint',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu', {}, ['probe.tcp.port: expected an integer from 1 to 65535'])],
+      agent: agent(FRESH),
+      previous: memory({ gpu: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      label: 'unknown',
+      events: [EventReason.InvalidRegistration],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'Ready node, Unknown on one extension and Unhealthy on another → Degraded by the confirmed fault',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu'), ext('csi')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError, csi: unhealthyGpu }),
+      previous: memory({ gpu: ExtensionState.Healthy, csi: ExtensionState.Healthy }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      label: 'unhealthy',
+      message: /^csi Unhealthy .*; gpu Unknown \(ProbeError\)/,
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'expired lease → Degraded',
+    input: input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: new Map([['gpu', seen(lease('gpu', probeError), NOW - 40 * SECOND)]]),
+      previous: memory({ gpu: probeError }),
+    }),
+    expected: {
+      state: NodeState.Degraded,
+      taints: { bootstrap: false, runtime: true },
+      condition: ['False', ConditionReason.ExtensionsUnhealthy],
+      label: 'unhealthy',
+      events: [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+      staleLeases: [GPU_LEASE],
+      extensions: { gpu: [ExtensionState.Unknown, ControllerReason.LeaseExpired] },
+    },
+  },
+  {
+    name: 'adopted old node with an Unknown critical extension → Ready, no taint',
+    input: input({
+      now: NOW,
+      node: oldNode,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError }),
+    }),
+    expected: {
+      state: NodeState.Ready,
+      taints: { bootstrap: false, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.ExtensionUnhealthy],
+      annotation: BOOT,
+    },
+  },
+  {
+    name: 'bootstrapping, Unknown → held',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT] }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: probeError }),
+    }),
+    expected: {
+      state: NodeState.Bootstrapping,
+      taints: { bootstrap: true, runtime: false },
+      condition: ['Unknown', ConditionReason.ExtensionsUnknown],
+      events: [EventReason.ExtensionUnhealthy],
+    },
+  },
+];
+
+const allCases = [...bootstrapCases, ...rebootCases, ...adoptionCases, ...runtimeCases, ...unknownCases];
+
+describe('decideNode: what Unknown means', () => {
+  it.each(unknownCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+
+  it('the event for an Unknown that sets no taint says so', () => {
+    const d = decideNode(unknownCases[0]?.input as DecisionInput);
+    expect(d.events).toEqual([
+      {
+        type: 'Warning',
+        reason: EventReason.ExtensionUnhealthy,
+        message:
+          'Extension gpu Unknown (ProbeError): open /dev/nvidia0: permission denied Could not be determined: the node keeps its last confirmed state (no taint is set or cleared for it).',
+      },
+    ]);
+  });
+});
 
 describe('decideNode: bootstrap', () => {
   it.each(bootstrapCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));

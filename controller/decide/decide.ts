@@ -8,7 +8,8 @@ import {
   buildCondition,
   describeExtension,
   describeNotHealthy,
-  isFailing,
+  isFault,
+  isIndeterminate,
   joinCapped,
   labelFor,
   sameCondition,
@@ -110,7 +111,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     bootstrapComplete:
       agent.kind === 'reporting' && holding.every((j) => j.verdict.state === ExtensionState.Healthy),
     bootstrapTimedOut,
-    blockingFailing: blocking.some((v) => isFailing(v.state)),
+    blockingFailing: blocking.some(isFault),
     blockingAllHealthy: blocking.every((v) => v.state === ExtensionState.Healthy),
   });
   const bootstrapping = isBootstrapState(state);
@@ -214,7 +215,7 @@ function taintEvents(d: {
     });
   }
   if (!d.runtimeTainted && d.desiredTaints.runtime) {
-    const failing = d.judged.map((j) => j.verdict).filter((v) => v.blocking && isFailing(v.state));
+    const failing = d.judged.map((j) => j.verdict).filter((v) => v.blocking && isFault(v));
     events.push({
       type: 'Warning',
       reason: EventReason.RuntimeTaintAdded,
@@ -223,7 +224,7 @@ function taintEvents(d: {
   }
   if (d.runtimeTainted && !d.desiredTaints.runtime) {
     const heldBack = d.judged
-      .filter((j) => j.holdsBootstrap && trippedExtensions.has(j.verdict.name) && isFailing(j.verdict.state))
+      .filter((j) => j.holdsBootstrap && trippedExtensions.has(j.verdict.name) && isFault(j.verdict))
       .map((j) => j.verdict.name);
     const why = d.desiredTaints.bootstrap
       ? 'the node is bootstrapping again; the bootstrap taint holds it.'
@@ -243,6 +244,9 @@ function taintEvents(d: {
 
 /** Why a failing extension puts no runtime taint on, if it does not. */
 function noTaintNote(j: Judged, tripped: ReadonlySet<string>): string {
+  if (isIndeterminate(j.verdict)) {
+    return ' Could not be determined: the node keeps its last confirmed state (no taint is set or cleared for it).';
+  }
   if (!j.extension.policy.critical) return ' Not critical: no taint.';
   if (j.extension.policy.enforcement === Enforcement.DryRun) return ' Enforcement DryRun: no taint.';
   if (tripped.has(j.verdict.name)) return ' The correlated-failure breaker holds back its taint.';
@@ -253,14 +257,21 @@ function isInvalidRegistration(s: EffectiveState): boolean {
   return s.state === ExtensionState.Unknown && s.reason === ControllerReason.InvalidRegistration;
 }
 
-/** A failure worth an ExtensionUnhealthy event (an invalid registration has its own event). */
-function isReportedFailure(s: EffectiveState | undefined): boolean {
-  return s !== undefined && isFailing(s.state) && !isInvalidRegistration(s);
+/**
+ * The kind of failure worth an ExtensionUnhealthy event, if any (an invalid registration has its own
+ * event): a change between a fault and a loss of visibility is announced too, since it changes what the
+ * failure does to the node's taint.
+ */
+function reportedFailure(s: EffectiveState | undefined): 'fault' | 'indeterminate' | undefined {
+  if (s === undefined || isInvalidRegistration(s)) return undefined;
+  if (isFault(s)) return 'fault';
+  return isIndeterminate(s) ? 'indeterminate' : undefined;
 }
 
 /**
  * Once per transition: InvalidRegistration when an extension's registration becomes invalid (on the
- * controller's side, or reported so by the agent), ExtensionUnhealthy when it starts failing. Extensions
+ * controller's side, or reported so by the agent), ExtensionUnhealthy when it starts failing or its
+ * failure changes between a fault and could-not-determine. Extensions
  * that fail because the agent stopped reporting share one event.
  */
 function extensionEvents(
@@ -282,7 +293,7 @@ function extensionEvents(
           message: `Extension ${v.name} has an invalid registration: ${v.message}`,
         });
       }
-    } else if (isReportedFailure(v) && !isReportedFailure(was)) {
+    } else if (reportedFailure(v) !== undefined && reportedFailure(v) !== reportedFailure(was)) {
       if (v.reason === ControllerReason.AgentNotReporting) agentGone.push(v.name);
       else {
         events.push({

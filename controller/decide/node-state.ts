@@ -17,7 +17,11 @@ export interface NodeObservation {
   bootstrapComplete: boolean;
   /** bootstrapTimeoutSeconds have passed since the bootstrap started. */
   bootstrapTimedOut: boolean;
-  /** A blocking extension is Unhealthy or Unknown. */
+  /**
+   * A blocking extension has a confirmed fault: Unhealthy, or Unknown because its lease or the agent's
+   * heartbeat expired. Any other Unknown neither degrades a Ready node nor lets a Degraded one recover
+   * (docs/adr/0004).
+   */
   blockingFailing: boolean;
   /** Every blocking extension is Healthy (vacuously true when there is none). */
   blockingAllHealthy: boolean;
