@@ -125,7 +125,7 @@ export class Reconciler {
   private decide(name: string, node = this.deps.cache.node(name)): NodeDecision | undefined {
     const { cache, clock } = this.deps;
     if (!node) return undefined;
-    const { byName } = resolveRegistrations(node, cache.systemExtensionList());
+    const { byName, conflicts } = resolveRegistrations(node, cache.systemExtensionList());
     const required: RequiredExtension[] = [...byName.values()].map((r) => ({
       name: r.name,
       policy: r.policy,
@@ -138,6 +138,7 @@ export class Reconciler {
       required,
       leases: extensions,
       agent,
+      conflicts,
       previous: this.memory.get(name),
       policy: this.policy(),
       now: clock.now(),

@@ -25,7 +25,7 @@ import {
   T0,
   taint,
 } from './testing.ts';
-import type { ConditionStatus, DecisionInput, NodeDecision } from './types.ts';
+import type { ConditionStatus, DecisionInput, NodeDecision, NodeMemory } from './types.ts';
 
 const NOW = T0 + 30 * SECOND;
 /** Observed 10 s ago: live for another 30 s. */
@@ -1493,5 +1493,64 @@ describe('decideNode: extension events fire once per transition', () => {
   it('the annotation the decision writes is the controller-owned bootstrapped-boot-id', () => {
     const d = decideNode(adoptionCases[0]?.input as DecisionInput);
     expect(applied(oldNode, d).annotations).toEqual({ [NodeAnnotation.bootstrappedBootId]: BOOT });
+  });
+});
+
+describe('decideNode: registration conflicts (annotation ignored, SystemExtension in force)', () => {
+  const conflict = {
+    name: 'gpu',
+    message:
+      'Annotation extensions.nodecare.io/gpu is ignored: SystemExtension gpu is in force and does not allow annotation overrides.',
+  };
+  const decide = (conflicts: (typeof conflict)[], previous: NodeMemory | undefined): NodeDecision =>
+    decideNode(
+      input({
+        now: NOW,
+        node: ready,
+        required: [ext('gpu')],
+        agent: agent(FRESH),
+        leases: leases(FRESH, { gpu: {} }),
+        conflicts,
+        previous,
+      }),
+    );
+
+  it('a new conflict → one Warning RegistrationConflict event with its message', () => {
+    const d = decide([conflict], memory({ gpu: ExtensionState.Healthy }));
+    expect(d.events).toEqual([
+      { type: 'Warning', reason: EventReason.RegistrationConflict, message: conflict.message },
+    ]);
+  });
+
+  it('the same conflict on the next reconcile → no event; gone and back → one event again', () => {
+    const first = decide([conflict], memory({ gpu: ExtensionState.Healthy }));
+    const again = decide([conflict], first.memory);
+    const gone = decide([], again.memory);
+    const back = decide([conflict], gone.memory);
+    expect([first, again, gone, back].map((d) => d.events.map((e) => e.reason))).toEqual([
+      [EventReason.RegistrationConflict],
+      [],
+      [],
+      [EventReason.RegistrationConflict],
+    ]);
+  });
+
+  it('one event per conflicting extension', () => {
+    const csi = { name: 'csi', message: 'Annotation extensions.nodecare.io/csi is ignored.' };
+    const d = decide([conflict, csi], memory({ gpu: ExtensionState.Healthy }));
+    expect(d.events.map((e) => [e.reason, e.message])).toEqual([
+      [EventReason.RegistrationConflict, csi.message],
+      [EventReason.RegistrationConflict, conflict.message],
+    ]);
+  });
+
+  it('a conflict changes neither taints nor condition (the SystemExtension stays in force)', () => {
+    const withConflict = decide([conflict], memory({ gpu: ExtensionState.Healthy }));
+    const without = decide([], memory({ gpu: ExtensionState.Healthy }));
+    expect({ ...withConflict, events: [], memory: undefined }).toEqual({
+      ...without,
+      events: [],
+      memory: undefined,
+    });
   });
 });

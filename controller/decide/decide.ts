@@ -152,6 +152,12 @@ export function decideNode(input: DecisionInput): NodeDecision {
     previous?.extensionStates ??
     (sameCondition(node.extensionsReadyCondition, condition) ? extensionStates : new Map());
   events.push(...extensionEvents(judged, before, agent, policy.trippedExtensions));
+  // Once per conflict: a new leader (no memory) reports a standing conflict once more.
+  const conflicts = [...input.conflicts].sort(byName);
+  for (const c of conflicts) {
+    if (previous?.conflicts.has(c.name)) continue;
+    events.push({ type: 'Warning', reason: EventReason.RegistrationConflict, message: c.message });
+  }
 
   const deadlines = judged.map((j) => j.deadlineMs);
   if (agent.kind === 'reporting') deadlines.push(agent.expiresAtMs);
@@ -168,6 +174,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     timeoutReported: state === NodeState.BootstrapTimeout,
     requiredSinceMs,
     extensionStates,
+    conflicts: new Set(conflicts.map((c) => c.name)),
   };
   return {
     state,

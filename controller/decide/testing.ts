@@ -107,6 +107,7 @@ export function input(overrides: Partial<DecisionInput> & Pick<DecisionInput, 'n
     required: [],
     leases: new Map(),
     agent: undefined,
+    conflicts: [],
     previous: undefined,
     policy: POLICY,
     ...overrides,
@@ -134,6 +135,7 @@ export function memory(
         typeof s === 'string' ? { state: s, reason: '', message: '' } : s,
       ]),
     ),
+    conflicts: new Set(),
     ...overrides,
   };
 }

@@ -3,6 +3,7 @@
 
 import type { ExtensionPolicy } from '../../api/extension.ts';
 import type { ObservedLease } from '../../api/lease.ts';
+import type { RegistrationConflict } from '../../api/registration.ts';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY,
   DEFAULT_RUNTIME_TAINT_KEY,
@@ -100,6 +101,8 @@ export interface NodeMemory {
   requiredSinceMs: ReadonlyMap<string, number>;
   /** The last decided state of each required extension (events fire on transitions only). */
   extensionStates: ReadonlyMap<string, EffectiveState>;
+  /** Extensions whose registration conflict was reported (one event per conflict, not per decision). */
+  conflicts: ReadonlySet<string>;
 }
 
 export interface DecisionInput {
@@ -109,6 +112,8 @@ export interface DecisionInput {
   leases: ReadonlyMap<string, SeenLease>;
   /** The agent's heartbeat lease (role agent). */
   agent: SeenLease | undefined;
+  /** Annotations ignored because a SystemExtension of the same name is in force (api/registration.ts). */
+  conflicts: readonly RegistrationConflict[];
   /** The memory returned by the last decision for this node; undefined on first sight. */
   previous: NodeMemory | undefined;
   policy: DecisionPolicy;
