@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
 import { ExtensionState, NodeAnnotation } from '../api/names.ts';
-import { ProbeReason } from '../api/reasons.ts';
+import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
 import { FakeClock } from '../lib/clock.ts';
 import { createLogger } from '../lib/log.ts';
@@ -144,6 +144,26 @@ describe('breaker at the start of leadership (regression: tripped on partial cou
     NODES.forEach((name, i) => cluster.node(name, i < 6 ? ExtensionState.Unhealthy : ExtensionState.Healthy));
     const trippedAfterEach = await cluster.lead(NODES);
     expect(trippedAfterEach).toEqual(Array.from({ length: NODES.length + 1 }, () => ['gpu']));
+  });
+
+  it('a trip is recorded once as a CorrelatedFailure event regarding ClusterHealth cluster, not a node', async () => {
+    const cluster = new Cluster();
+    NODES.forEach((name, i) => cluster.node(name, i < 6 ? ExtensionState.Unhealthy : ExtensionState.Healthy));
+    await cluster.lead(NODES);
+    await new Promise((resolve) => setImmediate(resolve)); // events are recorded without awaiting
+    const correlated = cluster.api.events.filter(
+      (e) => (e.event as { reason: string }).reason === EventReason.CorrelatedFailure,
+    );
+    expect(correlated).toEqual([
+      {
+        namespace: 'default',
+        event: expect.objectContaining({
+          type: 'Warning',
+          regarding: { apiVersion: 'nodecare.io/v1alpha1', kind: 'ClusterHealth', name: 'cluster' },
+          note: 'Extension gpu fails on 6 of 10 nodes at once: treating it as a faulty rollout, not faulty nodes; holding back runtime taints for it.',
+        }),
+      },
+    ]);
   });
 });
 

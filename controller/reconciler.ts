@@ -10,6 +10,7 @@ import type { Clock } from '../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { toCachedLease, toCachedNode, type CachedNode, type ClusterCache, type NodeObject } from './cache.ts';
+import { clusterEventRecorder, type ClusterEventRecorder } from './cluster-events.ts';
 import type { ControllerConfig } from './config.ts';
 import {
   BREAKER_DEFAULTS,
@@ -22,7 +23,7 @@ import {
   type NodeMemory,
   type RequiredExtension,
 } from './decide/index.ts';
-import { isFailing, sameCondition } from './decide/condition.ts';
+import { sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import {
@@ -72,6 +73,7 @@ export class Reconciler {
   private memory = new Map<string, NodeMemory>();
   private readonly contributions = new Map<string, Contribution>();
   private readonly breaker: BreakerState;
+  private readonly clusterEvents: ClusterEventRecorder;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -80,6 +82,8 @@ export class Reconciler {
       maxUnhealthyFraction: deps.config.maxUnhealthyFraction,
       minFailing: BREAKER_DEFAULTS.minFailing,
     });
+    // A correlated failure is the cluster's, not one node's: it is recorded regarding ClusterHealth.
+    this.clusterEvents = clusterEventRecorder(deps.api, deps.config.identity, deps.clock, deps.fence);
   }
 
   get trippedExtensions(): ReadonlySet<string> {
@@ -304,7 +308,7 @@ export class Reconciler {
 
   /** Judges the breaker on the current counts and reports its transitions; true when the set changed. */
   private evaluateBreaker(): boolean {
-    const { metrics, log, events, cache } = this.deps;
+    const { metrics, log } = this.deps;
     const { transitions } = this.breaker.evaluate();
     for (const { extension, tripped, count } of transitions) {
       metrics.breakerTripped.set({ extension }, tripped ? 1 : 0);
@@ -314,16 +318,12 @@ export class Reconciler {
       }
       const message = `Extension ${extension} fails on ${count.failing} of ${count.requiring} nodes at once: treating it as a faulty rollout, not faulty nodes; holding back runtime taints for it.`;
       log.warn({ extension, ...count }, 'Correlated failure: breaker tripped');
-      const someNode = [...this.contributions].find(([, c]) =>
-        c.extensions.some((e) => e.name === extension && isFailing(e.state)),
-      )?.[0];
-      const node = someNode ? cache.node(someNode) : undefined;
-      if (node) {
-        metrics.events.inc({ reason: EventReason.CorrelatedFailure });
-        events
-          .nodeEvent(node, { type: 'Warning', reason: EventReason.CorrelatedFailure, message })
-          .catch((err: unknown) => log.warn({ err }, 'Failed to record event'));
-      }
+      metrics.events.inc({ reason: EventReason.CorrelatedFailure });
+      this.clusterEvents
+        .clusterEvent({ type: 'Warning', reason: EventReason.CorrelatedFailure, message })
+        .catch((err: unknown) =>
+          log.warn({ err, reason: EventReason.CorrelatedFailure }, 'Failed to record event'),
+        );
     }
     return transitions.length > 0;
   }

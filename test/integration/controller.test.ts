@@ -379,7 +379,24 @@ describe('nodecare-controller', () => {
         30_000,
       );
     }
-    await expectEvents(nodes, ['CorrelatedFailure']);
+    // The correlated failure is the cluster's, not a node's: one event regarding ClusterHealth `cluster`
+    // (which need not exist), none on the nodes.
+    const correlated = await eventually(
+      async () => {
+        const list = await eventsApi.listNamespacedEvent({
+          namespace: 'default',
+          fieldSelector: 'regarding.name=cluster,reason=CorrelatedFailure',
+        });
+        const ours = list.items.filter((e) => e.note?.startsWith(`Extension ${ext} `));
+        return ours.length > 0 ? ours : undefined;
+      },
+      { what: `a CorrelatedFailure event for ${ext} regarding ClusterHealth cluster`, timeoutMs: 10_000 },
+    );
+    expect(correlated.map((e) => [e.type, e.regarding?.apiVersion, e.regarding?.kind])).toEqual([
+      ['Warning', 'nodecare.io/v1alpha1', 'ClusterHealth'],
+    ]);
+    const onNodes = (await Promise.all(nodes.map((n) => eventReasons(n)))).flat();
+    expect(onNodes).not.toContain('CorrelatedFailure');
   });
 
   it('preserves taints and labels other writers own, including a change made between its read and its write (409 path)', async () => {

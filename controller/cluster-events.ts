@@ -1,0 +1,47 @@
+// Events about the cluster as a whole (a correlated failure is the extension's rollout, not any one node's
+// fault), recorded regarding the cluster roll-up object: the cluster-scoped ClusterHealth `cluster`
+// (SPEC section 6). An event may regard an object that does not exist yet, so this works before the roll-up
+// is first written. Like node events they go to namespace `default`, where the API server accepts events
+// about cluster-scoped objects.
+
+import { CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../api/index.ts';
+import type { NodeEvent } from './decide/index.ts';
+import { eventName, type Fence, type NodeApi } from './writes.ts';
+
+export const CLUSTER_EVENT_REGARDING = {
+  apiVersion: GROUP_VERSION,
+  kind: CLUSTER_HEALTH.kind,
+  name: CLUSTER_HEALTH.name,
+} as const;
+
+export interface ClusterEventRecorder {
+  clusterEvent(event: NodeEvent): Promise<void>;
+}
+
+export function clusterEventRecorder(
+  api: Pick<NodeApi, 'createEvent'>,
+  reportingInstance: string,
+  clock: { now(): number },
+  fence: Fence,
+): ClusterEventRecorder {
+  let sequence = 0;
+  return {
+    async clusterEvent(event) {
+      const name = eventName(CLUSTER_HEALTH.name, clock.now() * 1000 + (sequence++ % 1000));
+      fence();
+      await api.createEvent('default', {
+        apiVersion: 'events.k8s.io/v1',
+        kind: 'Event',
+        metadata: { name, namespace: 'default' },
+        eventTime: microTime(new Date(clock.now())),
+        reportingController: 'nodecare.io/controller',
+        reportingInstance,
+        action: event.reason,
+        reason: event.reason,
+        note: event.message.slice(0, 1024),
+        type: event.type,
+        regarding: CLUSTER_EVENT_REGARDING,
+      });
+    },
+  };
+}
