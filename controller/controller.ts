@@ -165,6 +165,7 @@ export async function runController(
     if (!leading || term || stopped || !cache.synced) return;
     term = new AbortController();
     cache.refreshObservations();
+    // Decides every node and judges the breaker over all of them before the queue's first write.
     reconciler.reset();
     queue.start();
     enqueueAll();

@@ -4,10 +4,6 @@ export { decideNode } from './decide.ts';
 export {
   BREAKER_DEFAULTS,
   BreakerState,
-  trips,
-  type BreakerEvaluation,
-  type BreakerInput,
-  type BreakerThresholds,
   type BreakerTransition,
   type ExtensionFailureCount,
 } from './breaker.ts';
