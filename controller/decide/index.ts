@@ -1,12 +1,7 @@
 // The controller's pure decision core: the reconciler's one entry point into it.
 
 export { decideNode } from './decide.ts';
-export {
-  BREAKER_DEFAULTS,
-  BreakerState,
-  type BreakerTransition,
-  type ExtensionFailureCount,
-} from './breaker.ts';
+export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
 export { NodeState, NODE_STATES } from './node-state.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
