@@ -4,6 +4,7 @@ import {
   DEFAULT_POLICY,
   EXTENSION_DEFAULTS,
   PROBE_KINDS,
+  MAX_ANNOTATION_VALUE_BYTES,
   parseAnnotationValue,
   parseExtensionSpec,
   validateExtensionName,
@@ -727,5 +728,58 @@ describe('validateExtensionName', () => {
     expect(validateExtensionName('nodecare-agent')).toBe(
       'name "nodecare-agent": reserved for the agent\'s own heartbeat',
     );
+  });
+});
+
+// Regressions, issue 7 items 3 and 5: one annotation could stall the controller (a backtracking quantity
+// regex, re-parsed on every reconcile) and was repeated whole in messages, logs and events.
+describe('parseAnnotationValue on hostile input', () => {
+  const problemsOf = (value: string): string[] => {
+    const { result } = parseAnnotationValue(value);
+    if (result.ok) throw new Error('expected problems');
+    return result.problems;
+  };
+
+  it('rejects a 256 KiB annotation by its size before parsing, without repeating it', () => {
+    const value = `{"probe":{"nodeResource":{"resource":"x","min":"${'1'.repeat(256 * 1024)}x"}}}`;
+    expect(problemsOf(value)).toEqual([
+      `value: too long to parse (${value.length} characters; an extension annotation is at most 4096 bytes)`,
+    ]);
+  });
+
+  it('counts bytes, not characters', () => {
+    const value = `tcp://127.0.0.1:1#${'é'.repeat(2100)}`;
+    expect(value.length).toBeLessThanOrEqual(MAX_ANNOTATION_VALUE_BYTES);
+    expect(problemsOf(value)).toEqual([
+      `value: too long to parse (${Buffer.byteLength(value)} bytes; an extension annotation is at most 4096 bytes)`,
+    ]);
+  });
+
+  it('rejects a quantity of thousands of digits by its length, and caps what the message repeats', () => {
+    const value = `{"probe":{"nodeResource":{"resource":"x","min":"${'1'.repeat(4000)}x"}}}`;
+    const [problem, ...rest] = problemsOf(value);
+    expect(rest).toEqual([]);
+    expect(problem).toMatch(/^probe\.nodeResource\.min: expected a non-negative number or quantity/);
+    expect(problem!.length).toBeLessThan(400);
+  });
+
+  it.each([
+    ['a URL', `{"probe":{"http":{"url":"ftp://${'a'.repeat(4000)}"}}}`],
+    ['a shorthand', `gopher://${'a'.repeat(4000)}`],
+    ['an unknown field', `{"probe":{"tcp":{"port":1}},"${'k'.repeat(4000)}":1}`],
+    ['a probe kind', `{"probe":{"${'k'.repeat(4000)}":{}}}`],
+    ['broken JSON', `{"probe":${'['.repeat(3000)}`],
+    ['a path', `{"probe":{"file":{"path":"${'p/'.repeat(2000)}"}}}`],
+  ])('caps %s repeated in a problem', (_name, value) => {
+    expect(value.length).toBeLessThanOrEqual(MAX_ANNOTATION_VALUE_BYTES);
+    expect(problemsOf(value).join('; ').length).toBeLessThan(1024);
+  });
+
+  it('returns the identical (frozen) result for a value it parsed before', () => {
+    const value = '{"probe":{"nodeResource":{"resource":"nvidia.com/gpu","min":"8"}}}';
+    const first = parseAnnotationValue(value);
+    expect(parseAnnotationValue(value)).toBe(first);
+    expect(Object.isFrozen(first.result)).toBe(true);
+    expect(parseAnnotationValue(`${value} `)).not.toBe(first);
   });
 });

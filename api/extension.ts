@@ -4,6 +4,7 @@
 
 import { parseQuantity } from './quantity.ts';
 import { validateSelector, type LabelSelector } from './selector.ts';
+import { capInput, quoteInput } from './text.ts';
 
 export const PROBE_KINDS = [
   'http',
@@ -37,17 +38,26 @@ export interface TcpProbe {
   host: string;
   port: number;
 }
+/**
+ * Probes that reach a path carry the directories it must stay in once resolved, when their registration came
+ * from a node annotation (set by resolveRegistrations, never read from input). The agent resolves the path when
+ * it probes (symlinks can change after registration) and refuses one that leads elsewhere.
+ */
+interface PathConfinement {
+  confineTo?: readonly string[];
+}
+
 /** `address` is `host:port` or `unix:///absolute/path`. */
-export interface GrpcProbe {
+export interface GrpcProbe extends PathConfinement {
   kind: 'grpc';
   address: string;
   service: string;
 }
-export interface CsiProbe {
+export interface CsiProbe extends PathConfinement {
   kind: 'csi';
   socket: string;
 }
-export interface DevicePluginProbe {
+export interface DevicePluginProbe extends PathConfinement {
   kind: 'devicePlugin';
   socket: string;
   minHealthy: number;
@@ -72,7 +82,7 @@ export interface ExecProbe {
   kind: 'exec';
   command: readonly string[];
 }
-export interface FileProbe {
+export interface FileProbe extends PathConfinement {
   kind: 'file';
   path: string;
   maxAgeSeconds?: number;
@@ -161,10 +171,16 @@ const MAX_REGEX_LENGTH = 512;
 
 export function validateExtensionName(name: string): string | undefined {
   if (name.length === 0 || name.length > 63 || !DNS_LABEL.test(name)) {
-    return `name "${name}": expected a DNS label (lowercase letters, digits and '-', at most 63 characters)`;
+    return `name ${quoteInput(name)}: expected a DNS label (lowercase letters, digits and '-', at most 63 characters)`;
   }
-  if (name === RESERVED_EXTENSION_NAME) return `name "${name}": reserved for the agent's own heartbeat`;
+  if (name === RESERVED_EXTENSION_NAME)
+    return `name ${quoteInput(name)}: reserved for the agent's own heartbeat`;
   return undefined;
+}
+
+/** A value of any type as a message repeats it: JSON, capped. */
+function echo(value: unknown): string {
+  return capInput(JSON.stringify(value) ?? String(value));
 }
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; problems: string[] };
@@ -186,7 +202,8 @@ class FieldReader {
   /** The path of `field`; '' names the object this reader reads. */
   at(field: string): string {
     if (field === '') return this.path;
-    return this.path ? `${this.path}.${field}` : field;
+    // Field names can be input (an unknown key), so they are capped like any other echoed value.
+    return this.path ? `${this.path}.${capInput(field)}` : capInput(field);
   }
 
   problem(field: string, expected: string): undefined {
@@ -212,7 +229,7 @@ class FieldReader {
     const value = this.raw[field];
     if (value === undefined) return undefined;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      return this.problem(field, `expected an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+      return this.problem(field, `expected an integer from ${min} to ${max}, got ${echo(value)}`);
     }
     return value;
   }
@@ -220,8 +237,7 @@ class FieldReader {
   bool(field: string): boolean | undefined {
     const value = this.raw[field];
     if (value === undefined) return undefined;
-    if (typeof value !== 'boolean')
-      return this.problem(field, `expected true or false, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'boolean') return this.problem(field, `expected true or false, got ${echo(value)}`);
     return value;
   }
 
@@ -233,7 +249,8 @@ class FieldReader {
     try {
       new RegExp(source);
     } catch (err) {
-      return this.problem(field, `invalid regular expression (${(err as Error).message})`);
+      // V8's message repeats the whole pattern.
+      return this.problem(field, `invalid regular expression (${capInput((err as Error).message)})`);
     }
     return source;
   }
@@ -242,8 +259,10 @@ class FieldReader {
     const value = this.string(field, options);
     if (value === undefined) return undefined;
     const path = value.startsWith('unix://') ? value.slice('unix://'.length) : value;
-    if (!path.startsWith('/')) return this.problem(field, `expected an absolute path, got "${value}"`);
-    if (path.split('/').includes('..')) return this.problem(field, `".." is not allowed in "${value}"`);
+    if (!path.startsWith('/'))
+      return this.problem(field, `expected an absolute path, got ${quoteInput(value)}`);
+    if (path.split('/').includes('..'))
+      return this.problem(field, `".." is not allowed in ${quoteInput(value)}`);
     return path;
   }
 
@@ -262,7 +281,7 @@ class FieldReader {
     if (parsed === undefined || parsed < 0) {
       return this.problem(
         field,
-        `expected a non-negative number or quantity such as "2" or "8Gi", got ${JSON.stringify(value)}`,
+        `expected a non-negative number or quantity such as "2" or "8Gi", got ${echo(value)}`,
       );
     }
     return parsed;
@@ -285,7 +304,7 @@ function parseStatusRanges(reader: FieldReader): StatusRange[] | undefined {
     if (!match || low < 100 || high > 599 || low > high) {
       return reader.problem(
         'expectStatus',
-        `expected status codes or ranges such as "200-399" or "200,204", got ${JSON.stringify(raw)}`,
+        `expected status codes or ranges such as "200-399" or "200,204", got ${echo(raw)}`,
       );
     }
     ranges.push([low, high]);
@@ -317,7 +336,7 @@ const PROBE_PARSERS = {
         parsed = undefined;
       }
       if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-        r.problem('url', `expected an http:// or https:// URL, got "${url}"`);
+        r.problem('url', `expected an http:// or https:// URL, got ${quoteInput(url)}`);
       } else if (parsed.username || parsed.password) {
         r.problem('url', 'credentials in the URL are not allowed');
       }
@@ -346,7 +365,7 @@ const PROBE_PARSERS = {
       return path === undefined ? undefined : { kind: 'grpc', address: `unix://${path}`, service };
     }
     if (!parseHostPort(address))
-      return r.problem('address', `expected "host:port" or "unix:///path", got "${address}"`);
+      return r.problem('address', `expected "host:port" or "unix:///path", got ${quoteInput(address)}`);
     return { kind: 'grpc', address, service };
   },
   csi: (r) => {
@@ -371,7 +390,7 @@ const PROBE_PARSERS = {
     const type = r.string('type', { required: true });
     const status = r.string('status') ?? 'True';
     if (status !== 'True' && status !== 'False' && status !== 'Unknown') {
-      return r.problem('status', `expected True, False or Unknown, got "${status}"`);
+      return r.problem('status', `expected True, False or Unknown, got ${quoteInput(status)}`);
     }
     return type === undefined ? undefined : { kind: 'nodeCondition', type, status };
   },
@@ -398,7 +417,10 @@ const PROBE_PARSERS = {
       return r.problem('command', 'expected a non-empty list of strings (argv; no shell is used)');
     }
     if (!(command[0] as string).startsWith('/')) {
-      return r.problem('command', `command[0] must be an absolute path, got "${command[0] as string}"`);
+      return r.problem(
+        'command',
+        `command[0] must be an absolute path, got ${quoteInput(command[0] as string)}`,
+      );
     }
     return { kind: 'exec', command: command as string[] };
   },
@@ -459,7 +481,7 @@ function parseProbe(r: FieldReader): ProbeSpec | undefined {
   if (kinds.length !== 1) {
     return r.problem(
       '',
-      `expected exactly one probe kind (one of ${PROBE_KINDS.join(', ')}), got ${kinds.length === 0 ? 'none' : kinds.join(', ')}`,
+      `expected exactly one probe kind (one of ${PROBE_KINDS.join(', ')}), got ${kinds.length === 0 ? 'none' : capInput(kinds.join(', '))}`,
     );
   }
   const kind = kinds[0] as string;
@@ -485,10 +507,10 @@ const SPEC_FIELDS = [
 function readPolicy(r: FieldReader): ExtensionPolicy {
   const conditionType = r.string('conditionType') ?? EXTENSION_DEFAULTS.conditionType;
   if (!PASCAL_CASE.test(conditionType))
-    r.problem('conditionType', `expected a PascalCase condition type, got "${conditionType}"`);
+    r.problem('conditionType', `expected a PascalCase condition type, got ${quoteInput(conditionType)}`);
   const enforcement = r.string('enforcement') ?? EXTENSION_DEFAULTS.enforcement;
   if (enforcement !== Enforcement.Enforce && enforcement !== Enforcement.DryRun) {
-    r.problem('enforcement', `expected Enforce or DryRun, got "${enforcement}"`);
+    r.problem('enforcement', `expected Enforce or DryRun, got ${quoteInput(enforcement)}`);
   }
   return {
     critical: r.bool('critical') ?? EXTENSION_DEFAULTS.critical,
@@ -538,11 +560,53 @@ export function parseExtensionSpec(raw: unknown, extraFields: readonly string[] 
   };
 }
 
+/** The largest annotation value parsed at all (bytes of UTF-8); larger ones are rejected unread. */
+export const MAX_ANNOTATION_VALUE_BYTES = 4096;
+/** How many distinct annotation values keep their parse result (at most 4 MiB of keys). */
+const ANNOTATION_CACHE_ENTRIES = 1024;
+const annotationCache = new Map<string, SpecParse>();
+
 /**
  * Parses a node annotation value: JSON (a spec) or a one-line shorthand URL (`http://…`, `https://…`,
  * `tcp://host:port`, `grpc://host:port`, `unix:///path`), which means that probe with all defaults.
+ *
+ * An annotation is attacker-controlled, and the controller resolves every node's registrations on every
+ * reconcile: the size is capped before anything is parsed, and results are cached by value (an unchanged
+ * annotation is never parsed twice while it stays among the most recently used). Results are frozen,
+ * because the agent and the controller share them.
  */
 export function parseAnnotationValue(value: string): SpecParse {
+  const cached = annotationCache.get(value);
+  if (cached) {
+    // Map order is insertion order: re-inserting marks the entry most recently used.
+    annotationCache.delete(value);
+    annotationCache.set(value, cached);
+    return cached;
+  }
+  // UTF-8 never takes fewer bytes than UTF-16 code units, so the length alone rejects most oversized values.
+  const bytes = value.length > MAX_ANNOTATION_VALUE_BYTES ? undefined : Buffer.byteLength(value, 'utf8');
+  if (bytes === undefined || bytes > MAX_ANNOTATION_VALUE_BYTES) {
+    const size = bytes === undefined ? `${value.length} characters` : `${bytes} bytes`;
+    const tooLong = `value: too long to parse (${size}; an extension annotation is at most ${MAX_ANNOTATION_VALUE_BYTES} bytes)`;
+    return { policy: DEFAULT_POLICY, result: { ok: false, problems: [tooLong] } };
+  }
+  const parsed = deepFreeze(parseAnnotationText(value));
+  annotationCache.set(value, parsed);
+  if (annotationCache.size > ANNOTATION_CACHE_ENTRIES) {
+    annotationCache.delete(annotationCache.keys().next().value as string);
+  }
+  return parsed;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+function parseAnnotationText(value: string): SpecParse {
   const text = value.trim();
   if (text.startsWith('{')) {
     let raw: unknown;
@@ -551,18 +615,75 @@ export function parseAnnotationValue(value: string): SpecParse {
     } catch (err) {
       return {
         policy: DEFAULT_POLICY,
-        result: { ok: false, problems: [`value is not valid JSON (${(err as Error).message})`] },
+        // V8's message quotes part of the input.
+        result: { ok: false, problems: [`value is not valid JSON (${capInput((err as Error).message)})`] },
       };
     }
     const parsed = parseExtensionSpec(raw);
-    if (!parsed.result.ok && typeof raw === 'object' && raw !== null && 'nodeSelector' in raw) {
-      parsed.result.problems.push('nodeSelector: only valid on a SystemExtension, not in a node annotation');
+    if (!parsed.result.ok && typeof raw === 'object' && raw !== null) {
+      for (const field of SYSTEM_EXTENSION_FIELDS) {
+        if (field in raw)
+          parsed.result.problems.push(`${field}: only valid on a SystemExtension, not in a node annotation`);
+      }
     }
-    return parsed;
+    return withAnnotationRules(parsed);
   }
   const shorthand = shorthandProbe(text);
   if (!shorthand.ok) return { policy: DEFAULT_POLICY, result: shorthand };
-  return parseExtensionSpec({ probe: shorthand.value });
+  return withAnnotationRules(parseExtensionSpec({ probe: shorthand.value }));
+}
+
+/** Fields of a SystemExtension's spec that are not part of the extension spec (and never of an annotation). */
+export const SYSTEM_EXTENSION_FIELDS = ['nodeSelector', 'allowAnnotationOverride'] as const;
+
+/**
+ * The rules for what an annotation may ask for, whatever node it is on (SPEC section 3): no `exec`, and
+ * nothing whose answer on the Lease is an oracle on content the annotation's author could not read
+ * otherwise — a file's content (`contentRegex`), a loopback service's body (`bodyRegex`), or a CA file
+ * (`caFile`; a TLS failure or success tells whether a file is a CA that verifies the server). A SystemExtension
+ * or the agent's config file (cluster-admin territory) may use all of them. Pure and text-only: the agent and
+ * the controller agree on it without looking at the node.
+ */
+export function annotationFieldProblems(probe: ProbeSpec): string[] {
+  const oracle = (field: string, what: string): string =>
+    `${field}: not allowed from a node annotation (a match / no-match answer on the Lease would reveal ${what}); use a SystemExtension or the agent config file`;
+  switch (probe.kind) {
+    case 'exec':
+      return [
+        'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
+      ];
+    case 'http':
+      return [
+        ...(probe.bodyRegex !== undefined
+          ? [oracle('probe.http.bodyRegex', "the service's response body")]
+          : []),
+        ...(probe.caFile !== undefined ? [oracle('probe.http.caFile', "a file's content")] : []),
+      ];
+    case 'file':
+      return probe.contentRegex !== undefined
+        ? [oracle('probe.file.contentRegex', "the file's content")]
+        : [];
+    case 'tcp':
+    case 'grpc':
+    case 'csi':
+    case 'devicePlugin':
+    case 'nodeResource':
+    case 'nodeCondition':
+    case 'podReady':
+    case 'process':
+    case 'host':
+      return [];
+    default: {
+      const unreachable: never = probe;
+      return [`probe: unknown kind ${capInput(JSON.stringify(unreachable))}`];
+    }
+  }
+}
+
+function withAnnotationRules(parsed: SpecParse): SpecParse {
+  if (!parsed.result.ok) return parsed;
+  const problems = annotationFieldProblems(parsed.result.value.probe);
+  return problems.length === 0 ? parsed : { policy: parsed.policy, result: { ok: false, problems } };
 }
 
 function shorthandProbe(text: string): ParseResult<Record<string, unknown>> {
@@ -581,7 +702,9 @@ function shorthandProbe(text: string): ParseResult<Record<string, unknown>> {
       return probe({ http: { url: text } });
     case 'tcp': {
       const target = parseHostPort(text.slice('tcp://'.length));
-      return target ? probe({ tcp: target }) : problem(`shorthand: expected tcp://host:port, got "${text}"`);
+      return target
+        ? probe({ tcp: target })
+        : problem(`shorthand: expected tcp://host:port, got ${quoteInput(text)}`);
     }
     case 'grpc':
       return probe({ grpc: { address: text.slice('grpc://'.length) } });
@@ -589,7 +712,7 @@ function shorthandProbe(text: string): ParseResult<Record<string, unknown>> {
       return probe({ grpc: { address: text } });
     default:
       return problem(
-        `value: expected JSON (starting with "{") or a shorthand URL (http://, https://, tcp://host:port, grpc://host:port, unix:///path), got "${text.slice(0, 80)}"`,
+        `value: expected JSON (starting with "{") or a shorthand URL (http://, https://, tcp://host:port, grpc://host:port, unix:///path), got ${quoteInput(text)}`,
       );
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseQuantity } from './quantity.ts';
+import { MAX_QUANTITY_LENGTH, parseQuantity } from './quantity.ts';
 
 describe('parseQuantity', () => {
   it.each<[string | number, number]>([
@@ -51,4 +51,28 @@ describe('parseQuantity', () => {
   ])('%j → not a quantity', (text) => {
     expect(parseQuantity(text)).toBeUndefined();
   });
+});
+
+describe('parseQuantity on hostile input (issue 7 item 3)', () => {
+  it('rejects a 40,000-digit value with a bad suffix by its length, before any scan', () => {
+    expect(parseQuantity(`${'1'.repeat(40_000)}x`)).toBeUndefined();
+    expect(parseQuantity('1'.repeat(MAX_QUANTITY_LENGTH + 1))).toBeUndefined();
+  });
+
+  it('still parses the longest accepted quantity', () => {
+    expect(parseQuantity('1'.repeat(MAX_QUANTITY_LENGTH - 2) + 'Ki')).toBeCloseTo(
+      Number('1'.repeat(MAX_QUANTITY_LENGTH - 2)) * 1024,
+    );
+  });
+
+  it.each(['1.', '1.Gi', '+.5', '-.5m'])('%j still parses', (text) => {
+    expect(parseQuantity(text)).toBeDefined();
+  });
+
+  it.each(['.', '+', '1e+', '1e-', 'toString', '1toString', '1__proto__', '1.2.3'])(
+    '%j → not a quantity',
+    (text) => {
+      expect(parseQuantity(text)).toBeUndefined();
+    },
+  );
 });

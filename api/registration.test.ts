@@ -143,11 +143,15 @@ describe('resolveRegistrations', () => {
     });
   });
 
-  it('lets an annotation override a SystemExtension of the same name on that node', () => {
-    const { byName } = resolveRegistrations(
+  it('lets an annotation override a SystemExtension of the same name that allows it', () => {
+    const { byName, conflicts } = resolveRegistrations(
       node({}, { 'extensions.nodecare.io/gpu': '{"probe":{"tcp":{"port":9400}},"critical":false}' }),
-      [sx('gpu', TCP), sx('csi', { probe: { csi: { socket: '/var/lib/kubelet/plugins/x/csi.sock' } } })],
+      [
+        sx('gpu', { ...TCP, allowAnnotationOverride: true }),
+        sx('csi', { probe: { csi: { socket: '/var/lib/kubelet/plugins/x/csi.sock' } } }),
+      ],
     );
+    expect(conflicts).toEqual([]);
     expect([...byName.keys()].sort()).toEqual(['csi', 'gpu']);
     expect(byName.get('gpu')).toMatchObject({
       source: 'annotation',
@@ -158,12 +162,71 @@ describe('resolveRegistrations', () => {
     expect(byName.get('csi')).toMatchObject({ source: 'systemExtension' });
   });
 
-  it('lets an invalid annotation override a valid SystemExtension (the node owner asked for it)', () => {
+  it('lets an invalid annotation override a valid SystemExtension that allows overrides', () => {
     const { byName } = resolveRegistrations(node({}, { 'extensions.nodecare.io/gpu': 'nonsense' }), [
-      sx('gpu', TCP),
+      sx('gpu', { ...TCP, allowAnnotationOverride: true }),
     ]);
     expect(byName.get('gpu')).toMatchObject({ source: 'annotation', valid: false });
   });
+
+  // Regression, issue 7 item 2: whoever could annotate a node swapped a cluster-wide check for a trivially
+  // healthy one.
+  it.each([
+    ['absent', {}],
+    ['false', { allowAnnotationOverride: false }],
+    ['invalid (not a boolean)', { allowAnnotationOverride: 'yes' }],
+  ])(
+    'keeps a SystemExtension whose allowAnnotationOverride is %s in force and reports the annotation as a conflict',
+    (_name, override) => {
+      const annotations = {
+        'extensions.nodecare.io/gpu': 'tcp://127.0.0.1:1',
+        'extensions.nodecare.io/own': 'tcp://127.0.0.1:2',
+      };
+      const gpu = sx('gpu', {
+        probe: { devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia.sock' } },
+        ...override,
+      });
+      for (const safety of [SAFETY, undefined]) {
+        const { byName, conflicts } = resolveRegistrations(node({}, annotations), [gpu], safety);
+        expect(byName.get('gpu')).toMatchObject({ name: 'gpu', source: 'systemExtension' });
+        expect(byName.get('own')).toMatchObject({ source: 'annotation', valid: true });
+        expect(conflicts).toEqual([
+          {
+            name: 'gpu',
+            message:
+              'annotation "extensions.nodecare.io/gpu" ignored: SystemExtension "gpu" is in force on this node and does not set spec.allowAnnotationOverride',
+          },
+        ]);
+      }
+    },
+  );
+
+  it('reports an invalid allowAnnotationOverride as a problem of the SystemExtension', () => {
+    expect(sx('gpu', { ...TCP, allowAnnotationOverride: 'yes' }).parse.result).toEqual({
+      ok: false,
+      problems: ['allowAnnotationOverride: expected true or false, got "yes"'],
+    });
+  });
+
+  it('reports no conflict for a SystemExtension that does not select the node', () => {
+    const { byName, conflicts } = resolveRegistrations(
+      node({}, { 'extensions.nodecare.io/gpu': 'tcp://127.0.0.1:1' }),
+      [sx('gpu', { ...TCP, nodeSelector: { matchLabels: { gpu: 'true' } } })],
+    );
+    expect(conflicts).toEqual([]);
+    expect(byName.get('gpu')).toMatchObject({ source: 'annotation' });
+  });
+
+  it.each(['nodeSelector', 'allowAnnotationOverride'])(
+    'rejects %s in an annotation: it belongs to a SystemExtension',
+    (field) => {
+      const value = JSON.stringify({ ...TCP, [field]: field === 'nodeSelector' ? {} : true });
+      const reg = resolveRegistrations(node({}, { 'extensions.nodecare.io/x': value }), []).byName.get('x');
+      expect(reg).toMatchObject({ valid: false });
+      if (reg && !reg.valid)
+        expect(reg.problems).toContain(`${field}: only valid on a SystemExtension, not in a node annotation`);
+    },
+  );
 
   it('ignores annotations outside the prefix', () => {
     const annotations = {
@@ -174,6 +237,7 @@ describe('resolveRegistrations', () => {
     expect(resolveRegistrations(node({}, annotations), [])).toEqual({
       byName: new Map(),
       badAnnotationKeys: [],
+      conflicts: [],
     });
   });
 
@@ -216,20 +280,100 @@ describe('resolveRegistrations', () => {
     },
   );
 
-  it('applies the annotation safety rules only to annotations, and only when given', () => {
+  it('applies the rules on what an annotation may ask for in agent and controller alike, only to annotations', () => {
     const exec = { probe: { exec: { command: ['/usr/bin/nvidia-smi'] } } };
     const annotations = { 'extensions.nodecare.io/smi': JSON.stringify(exec) };
     const sxs = [sx('smi-cluster', exec)];
-    const agentView = resolveRegistrations(node({}, annotations), sxs, SAFETY).byName;
-    expect(agentView.get('smi-cluster')).toMatchObject({ valid: true });
-    expect(agentView.get('smi')).toMatchObject({
+    for (const safety of [SAFETY, undefined]) {
+      const { byName } = resolveRegistrations(node({}, annotations), sxs, safety);
+      expect(byName.get('smi-cluster')).toMatchObject({ valid: true });
+      expect(byName.get('smi')).toMatchObject({
+        valid: false,
+        problems: [
+          'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
+        ],
+      });
+    }
+  });
+
+  it('applies the rules on where an annotation may point only when given (the agent)', () => {
+    const annotations = { 'extensions.nodecare.io/x': 'tcp://10.9.9.9:1' };
+    expect(resolveRegistrations(node({}, annotations), [], SAFETY).byName.get('x')).toMatchObject({
       valid: false,
-      problems: [
-        'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
-      ],
     });
-    const controllerView = resolveRegistrations(node({}, annotations), sxs).byName;
-    expect(controllerView.get('smi')).toMatchObject({ valid: true });
+    expect(resolveRegistrations(node({}, annotations), []).byName.get('x')).toMatchObject({ valid: true });
+  });
+
+  // Regression, issue 7 item 1: the agent's token was readable one bit at a time through a file probe.
+  it.each([
+    [
+      'the token oracle from the issue (file contentRegex)',
+      {
+        probe: {
+          file: { path: '/var/run/secrets/kubernetes.io/serviceaccount/token', contentRegex: '^eyJ[A-M]' },
+        },
+      },
+      "probe.file.contentRegex: not allowed from a node annotation (a match / no-match answer on the Lease would reveal the file's content); use a SystemExtension or the agent config file",
+    ],
+    [
+      'a body regex on a loopback service',
+      { probe: { http: { url: 'http://127.0.0.1:10255/pods', bodyRegex: 'password' } } },
+      "probe.http.bodyRegex: not allowed from a node annotation (a match / no-match answer on the Lease would reveal the service's response body); use a SystemExtension or the agent config file",
+    ],
+    [
+      'a CA file',
+      { probe: { http: { url: 'https://127.0.0.1/', caFile: '/var/lib/kubelet/plugins/ca.pem' } } },
+      "probe.http.caFile: not allowed from a node annotation (a match / no-match answer on the Lease would reveal a file's content); use a SystemExtension or the agent config file",
+    ],
+    [
+      // Issue 7 item 17: no regex at all is accepted from an annotation, so none with a backreference or a
+      // lookaround (which V8's linear engine cannot run) can reach a probe from there.
+      'a regex with a backreference',
+      { probe: { http: { url: 'http://127.0.0.1/', bodyRegex: '^(a+)\\1$' } } },
+      "probe.http.bodyRegex: not allowed from a node annotation (a match / no-match answer on the Lease would reveal the service's response body); use a SystemExtension or the agent config file",
+    ],
+  ])('rejects %s from an annotation as an invalid registration naming the field', (_name, spec, problem) => {
+    for (const safety of [SAFETY, undefined]) {
+      const reg = resolveRegistrations(
+        node({}, { 'extensions.nodecare.io/leak': JSON.stringify(spec) }),
+        [],
+        safety,
+      ).byName.get('leak');
+      expect(reg).toMatchObject({ source: 'annotation', valid: false, problems: [problem] });
+    }
+  });
+
+  it('keeps content regexes and CA files for SystemExtensions', () => {
+    const spec = {
+      probe: { http: { url: 'https://10.0.0.9/', bodyRegex: '(?<=x)(a)\\1', caFile: '/etc/ca.pem' } },
+    };
+    expect(resolveRegistrations(node(), [sx('web', spec)], SAFETY).byName.get('web')).toMatchObject({
+      valid: true,
+    });
+  });
+
+  it('marks path probes from annotations with the directories the agent must resolve them into', () => {
+    const annotations = {
+      'extensions.nodecare.io/csi': '{"probe":{"csi":{"socket":"/var/lib/kubelet/plugins/x/csi.sock"}}}',
+      'extensions.nodecare.io/sock': 'unix:///run/nodecare/x.sock',
+      'extensions.nodecare.io/beat': '{"probe":{"file":{"path":"/run/nodecare/beat"}}}',
+      'extensions.nodecare.io/net': 'grpc://127.0.0.1:9000',
+    };
+    const sxs = [sx('dp', { probe: { devicePlugin: { socket: '/opt/dp.sock' } } })];
+    const { byName } = resolveRegistrations(node({}, annotations), sxs, SAFETY);
+    const confineTo = (name: string): unknown => {
+      const reg = byName.get(name);
+      return reg?.valid ? (reg.spec.probe as { confineTo?: unknown }).confineTo : 'invalid';
+    };
+    expect(['csi', 'sock', 'beat'].map(confineTo)).toEqual([
+      SAFETY.allowedPathPrefixes,
+      SAFETY.allowedPathPrefixes,
+      SAFETY.allowedPathPrefixes,
+    ]);
+    expect(confineTo('net')).toBeUndefined();
+    expect(confineTo('dp')).toBeUndefined();
+    const controllerView = resolveRegistrations(node({}, annotations), sxs).byName.get('csi');
+    expect(controllerView?.valid && 'confineTo' in controllerView.spec.probe).toBe(false);
   });
 
   it('reports a path escape in an annotation as an invalid registration', () => {
@@ -297,11 +441,6 @@ describe('annotationSafetyProblems', () => {
 
   it.each([
     [
-      'exec',
-      { exec: { command: ['/bin/true'] } },
-      'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
-    ],
-    [
       'http to another node',
       { http: { url: 'http://10.0.0.6:8080/' } },
       notAllowedHost('probe.http.url', '10.0.0.6'),
@@ -320,11 +459,6 @@ describe('annotationSafetyProblems', () => {
       'http to an IPv6 address of another host',
       { http: { url: 'http://[fd00::6]/' } },
       notAllowedHost('probe.http.url', '[fd00::6]'),
-    ],
-    [
-      'http with a CA file outside the allowed directories',
-      { http: { url: 'https://127.0.0.1/', caFile: '/etc/shadow' } },
-      notAllowedPath('probe.http.caFile', '/etc/shadow'),
     ],
     [
       'tcp to a remote host',
@@ -382,15 +516,7 @@ describe('annotationSafetyProblems', () => {
     ]);
   });
 
-  it('reports both the host and the CA file of one http probe', () => {
-    expect(
-      annotationSafetyProblems(
-        probe({ http: { url: 'https://example.com/', caFile: '/etc/ca.pem' } }),
-        SAFETY,
-      ),
-    ).toEqual([
-      notAllowedHost('probe.http.url', 'example.com'),
-      notAllowedPath('probe.http.caFile', '/etc/ca.pem'),
-    ]);
+  it('leaves exec to the rules on what an annotation may ask for', () => {
+    expect(annotationSafetyProblems(probe({ exec: { command: ['/bin/true'] } }), SAFETY)).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
 import {
+  SYSTEM_EXTENSION_FIELDS,
   parseAnnotationValue,
   parseExtensionSpec,
   parseHostPort,
@@ -15,6 +16,7 @@ import {
   type SpecParse,
 } from './extension.ts';
 import { matchesSelector, validateSelector, type LabelSelector } from './selector.ts';
+import { capInput, quoteInput } from './text.ts';
 
 export type RegistrationSource = 'annotation' | 'systemExtension' | 'config';
 
@@ -47,6 +49,8 @@ export interface ParsedSystemExtension {
   selector: LabelSelector | undefined;
   selectorProblems: string[];
   parse: SpecParse;
+  /** `spec.allowAnnotationOverride`: whether a node annotation of the same name may replace it on that node. */
+  allowAnnotationOverride: boolean;
 }
 
 /** Where an annotation-registered probe may point: loopback, these addresses, and paths under these prefixes. */
@@ -61,11 +65,19 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   const selectorProblems = validateSelector(spec.nodeSelector, 'nodeSelector');
   const nameProblem = validateExtensionName(name);
   if (nameProblem) selectorProblems.push(nameProblem);
+  const parse = parseExtensionSpec(obj.spec, SYSTEM_EXTENSION_FIELDS);
+  const override = spec.allowAnnotationOverride ?? false;
+  if (typeof override !== 'boolean') {
+    const problem = `allowAnnotationOverride: expected true or false, got ${capInput(JSON.stringify(override) ?? '')}`;
+    parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
+  }
   return {
     name,
     selector: selectorProblems.length === 0 ? ((spec.nodeSelector ?? {}) as LabelSelector) : undefined,
     selectorProblems,
-    parse: parseExtensionSpec(obj.spec, ['nodeSelector']),
+    parse,
+    // An invalid value never opens the door: only `true` allows an override.
+    allowAnnotationOverride: override === true,
   };
 }
 
@@ -82,7 +94,10 @@ function toRegistration(
 }
 
 export interface ResolvedRegistrations {
-  /** Keyed by extension name; annotation wins over a SystemExtension of the same name. */
+  /**
+   * Keyed by extension name; an annotation replaces a SystemExtension of the same name only when that
+   * SystemExtension sets `spec.allowAnnotationOverride`.
+   */
   byName: Map<string, Registration>;
   /** Annotations whose key does not carry a valid extension name (no Lease can exist for them). */
   badAnnotationKeys: string[];
@@ -101,9 +116,12 @@ export interface RegistrationConflict {
 }
 
 /**
- * The extensions a node requires: every SystemExtension whose nodeSelector matches, overridden per name by
- * the node's `extensions.nodecare.io/<name>` annotations. `safety` applies the annotation security rules;
- * the controller, which does not probe, passes undefined and learns about unsafe targets from the Lease.
+ * The extensions a node requires: every SystemExtension whose nodeSelector matches, and the node's
+ * `extensions.nodecare.io/<name>` annotations; an annotation replaces a SystemExtension of the same name only
+ * where the SystemExtension allows it, and is otherwise reported in `conflicts`. The rules on what an
+ * annotation may ask for (no exec, no content oracles) apply always; `safety` adds the rules on where it may
+ * point (hosts and directories), which depend on the agent's configuration: the controller, which does not
+ * probe, passes undefined and learns about unsafe targets from the Lease.
  */
 export function resolveRegistrations(
   node: NodeView,
@@ -112,9 +130,12 @@ export function resolveRegistrations(
 ): ResolvedRegistrations {
   const byName = new Map<string, Registration>();
   const badAnnotationKeys: string[] = [];
+  const conflicts: RegistrationConflict[] = [];
+  const locked = new Set<string>();
   for (const sx of systemExtensions) {
     if (!sx.selector || !matchesSelector(sx.selector, node.labels)) continue;
     byName.set(sx.name, toRegistration(sx.name, 'systemExtension', sx.parse, []));
+    if (!sx.allowAnnotationOverride) locked.add(sx.name);
   }
   for (const [key, value] of Object.entries(node.annotations)) {
     if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
@@ -123,12 +144,35 @@ export function resolveRegistrations(
       badAnnotationKeys.push(key);
       continue;
     }
+    if (locked.has(name)) {
+      conflicts.push({
+        name,
+        message: `annotation ${quoteInput(key)} ignored: SystemExtension ${quoteInput(name)} is in force on this node and does not set spec.allowAnnotationOverride`,
+      });
+      continue;
+    }
     const parse = parseAnnotationValue(value);
     const unsafe =
       safety && parse.result.ok ? annotationSafetyProblems(parse.result.value.probe, safety) : [];
-    byName.set(name, toRegistration(name, 'annotation', parse, unsafe));
+    const registration = toRegistration(name, 'annotation', parse, unsafe);
+    byName.set(name, safety && registration.valid ? confined(registration, safety) : registration);
   }
-  return { byName, badAnnotationKeys, conflicts: [] };
+  return { byName, badAnnotationKeys, conflicts };
+}
+
+/** Marks the probe's path with the directories the agent must find it in when it probes. */
+function confined(registration: Registration & { valid: true }, safety: AnnotationSafety): Registration {
+  const { probe } = registration.spec;
+  const reachesPath =
+    probe.kind === 'csi' ||
+    probe.kind === 'devicePlugin' ||
+    probe.kind === 'file' ||
+    (probe.kind === 'grpc' && probe.address.startsWith('unix://'));
+  if (!reachesPath) return registration;
+  return {
+    ...registration,
+    spec: { ...registration.spec, probe: { ...probe, confineTo: safety.allowedPathPrefixes } },
+  };
 }
 
 function isLoopback(host: string): boolean {
@@ -142,36 +186,41 @@ function hostProblem(field: string, host: string, safety: AnnotationSafety): str
   const bare = host.replace(/^\[(.*)\]$/, '$1');
   if (isLoopback(bare) || safety.nodeAddresses.includes(bare)) return [];
   return [
-    `${field}: target "${host}" is not allowed from a node annotation (only loopback, the node's own addresses or a SystemExtension may name other hosts)`,
+    `${field}: target ${quoteInput(host)} is not allowed from a node annotation (only loopback, the node's own addresses or a SystemExtension may name other hosts)`,
   ];
 }
 
-function pathProblem(field: string, path: string, safety: AnnotationSafety): string[] {
+/**
+ * Whether `path` lies in one of `directories`, as text (normalized; no file system access). Also used by the
+ * agent on paths it has resolved.
+ */
+export function isPathWithin(path: string, directories: readonly string[]): boolean {
   const normal = posix.normalize(path);
-  const allowed = safety.allowedPathPrefixes.some((prefix) => {
-    const p = posix.normalize(prefix).replace(/\/+$/, '');
-    return normal === p || normal.startsWith(`${p}/`);
+  return directories.some((directory) => {
+    const d = posix.normalize(`${directory}/`);
+    return normal === d.slice(0, -1) || normal.startsWith(d);
   });
-  if (allowed) return [];
+}
+
+/**
+ * The text check at registration: the path as written must lie in an allowed directory. It cannot see
+ * symlinks; the agent resolves the path again each time it probes (agent/probes/confine.ts).
+ */
+function pathProblem(field: string, path: string, safety: AnnotationSafety): string[] {
+  if (isPathWithin(path, safety.allowedPathPrefixes)) return [];
   return [
-    `${field}: path "${path}" is not under an allowed directory (${safety.allowedPathPrefixes.join(', ') || 'none configured'}) for a node annotation`,
+    `${field}: path ${quoteInput(path)} is not under an allowed directory (${safety.allowedPathPrefixes.join(', ') || 'none configured'}) for a node annotation`,
   ];
 }
 
-/** The SPEC section 3 rules for annotation-registered probes; empty when the probe is acceptable. */
+/**
+ * The SPEC section 3 rules on where an annotation-registered probe may point (the agent's configuration
+ * decides); empty when the probe is acceptable. What it may ask for is annotationFieldProblems' job.
+ */
 export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSafety): string[] {
   switch (probe.kind) {
-    case 'exec':
-      return [
-        'probe.exec: exec probes are accepted only from SystemExtension objects or the agent config file, never from node annotations',
-      ];
-    case 'http': {
-      const url = new URL(probe.url);
-      return [
-        ...hostProblem('probe.http.url', url.hostname, safety),
-        ...(probe.caFile ? pathProblem('probe.http.caFile', probe.caFile, safety) : []),
-      ];
-    }
+    case 'http':
+      return hostProblem('probe.http.url', new URL(probe.url).hostname, safety);
     case 'tcp':
       return hostProblem('probe.tcp.host', probe.host, safety);
     case 'grpc': {
@@ -186,6 +235,7 @@ export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSaf
       return pathProblem('probe.devicePlugin.socket', probe.socket, safety);
     case 'file':
       return pathProblem('probe.file.path', probe.path, safety);
+    case 'exec':
     case 'nodeResource':
     case 'nodeCondition':
     case 'podReady':
@@ -194,7 +244,7 @@ export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSaf
       return [];
     default: {
       const unreachable: never = probe;
-      return [`probe: unknown kind ${JSON.stringify(unreachable)}`];
+      return [`probe: unknown kind ${capInput(JSON.stringify(unreachable))}`];
     }
   }
 }

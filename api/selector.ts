@@ -1,5 +1,7 @@
 // Kubernetes LabelSelector (matchLabels + matchExpressions) validation and matching, as apimachinery does it.
 
+import { capInput } from './text.ts';
+
 export interface LabelSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
@@ -54,13 +56,14 @@ export function validateSelector(raw: unknown, path: string): string[] {
     return [`${path}: expected an object with matchLabels/matchExpressions`];
   const problems: string[] = [];
   const { matchLabels, matchExpressions, ...rest } = raw as Record<string, unknown>;
-  for (const key of Object.keys(rest)) problems.push(`${path}.${key}: unknown field`);
+  for (const key of Object.keys(rest)) problems.push(`${path}.${capInput(key)}: unknown field`);
   if (matchLabels !== undefined) {
     if (typeof matchLabels !== 'object' || matchLabels === null || Array.isArray(matchLabels)) {
       problems.push(`${path}.matchLabels: expected a map of strings`);
     } else {
       for (const [key, value] of Object.entries(matchLabels)) {
-        if (typeof value !== 'string') problems.push(`${path}.matchLabels.${key}: expected a string`);
+        if (typeof value !== 'string')
+          problems.push(`${path}.matchLabels.${capInput(key)}: expected a string`);
       }
     }
   }
@@ -81,9 +84,9 @@ export function validateSelector(raw: unknown, path: string): string[] {
         if (values !== undefined && (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))) {
           problems.push(`${at}.values: expected a list of strings`);
         } else if (needsValues && (!Array.isArray(values) || values.length === 0)) {
-          problems.push(`${at}.values: required and non-empty for operator ${String(operator)}`);
+          problems.push(`${at}.values: required and non-empty for operator ${capInput(String(operator))}`);
         } else if (isExistence && Array.isArray(values) && values.length > 0) {
-          problems.push(`${at}.values: must be empty for operator ${String(operator)}`);
+          problems.push(`${at}.values: must be empty for operator ${capInput(String(operator))}`);
         }
         return undefined;
       });

@@ -10,6 +10,7 @@ import {
   EXTENSION_DEFAULTS,
   Enforcement,
   PROBE_KINDS,
+  SYSTEM_EXTENSION_FIELDS,
   parseExtensionSpec,
   type ProbeKind,
 } from '../../api/extension.ts';
@@ -150,7 +151,7 @@ function problemsOf(parse: ReturnType<typeof parseExtensionSpec>): string[] {
 }
 
 /** The field list of the parser's "unknown field (expected one of …)" problem at `path`. */
-function parserFields(raw: unknown, path: string, extraFields: string[] = []): string[] {
+function parserFields(raw: unknown, path: string, extraFields: readonly string[] = []): string[] {
   const problems = problemsOf(parseExtensionSpec(raw, extraFields));
   const prefix = `${path ? `${path}.` : ''}zzUnknown: unknown field (expected one of `;
   const problem = problems.find((p) => p.startsWith(prefix));
@@ -219,9 +220,17 @@ describe('SystemExtension schema agrees with api/extension.ts', () => {
     expect(conditionType).toMatch(new RegExp(child(SPEC, 'conditionType').pattern ?? ''));
   });
 
-  it('spec fields are the ones the parser knows (plus nodeSelector)', () => {
-    const fields = parserFields({ probe: { tcp: { port: 1 } }, zzUnknown: 1 }, '', ['nodeSelector']);
+  it('spec fields are the ones the parser knows (plus the SystemExtension-only fields)', () => {
+    const fields = parserFields({ probe: { tcp: { port: 1 } }, zzUnknown: 1 }, '', SYSTEM_EXTENSION_FIELDS);
     expect(Object.keys(SPEC.properties ?? {}).sort()).toEqual(fields);
+  });
+
+  it('allowAnnotationOverride is a boolean, false unless set, in the schema as in the parser', () => {
+    expect(child(SPEC, 'allowAnnotationOverride')).toMatchObject({ type: 'boolean', default: false });
+    const parse = (spec: Record<string, unknown>): boolean =>
+      parseSystemExtension({ metadata: { name: 'x' }, spec: { probe: { tcp: { port: 1 } }, ...spec } })
+        .allowAnnotationOverride;
+    expect([parse({}), parse({ allowAnnotationOverride: true })]).toEqual([false, true]);
   });
 
   it.each(fieldNodes(SPEC).filter(([path, field]) => path.length === 1 && field.type === 'integer'))(
