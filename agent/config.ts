@@ -39,13 +39,20 @@ export const AGENT_OPTIONS = {
   'log-format': COMMON_OPTIONS['log-format'],
   'allowed-path': {
     type: 'list',
-    description: 'Directories under which probes registered by node annotations may reach sockets and files.',
+    description:
+      'Directories under which probes registered by node annotations may reach sockets and files (judged after resolving symlinks).',
+    // Named socket directories, not /run or /var/run as a whole (which hold the container runtime's socket,
+    // secrets and every daemon's state): the kubelet's CSI plugin, plugin registration and device plugin
+    // directories, the runtime directories of the most common CNI agents, and /run/nodecare for heartbeat files
+    // and sockets put there for nodecare. docs/agent.md, "Security rules".
     default: [
       '/var/lib/kubelet/plugins',
       '/var/lib/kubelet/plugins_registry',
       '/var/lib/kubelet/device-plugins',
-      '/run',
-      '/var/run',
+      '/run/cilium',
+      '/run/calico',
+      '/run/flannel',
+      '/run/nodecare',
     ],
   },
   'heartbeat-duration-seconds': {

@@ -14,7 +14,12 @@ interface ProbeResponse {
 
 export const csiProbe: Probe<'csi'> = async (spec, ctx) => {
   const probe = method(PROTO_FILES.csi, 'csi.v1.Identity', 'Probe');
-  const answer = await callUnary(`unix://${spec.socket}`, probe, {}, ctx);
+  const answer = await callUnary(
+    { address: `unix://${spec.socket}`, confineTo: spec.confineTo },
+    probe,
+    {},
+    ctx,
+  );
   if (!answer.ok) return answer.result;
   const { ready } = answer.value as ProbeResponse;
   if (ready == null) return healthy('CSI driver ready (ready field absent)');

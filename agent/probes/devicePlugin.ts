@@ -13,7 +13,12 @@ interface ListAndWatchResponse {
 
 export const devicePluginProbe: Probe<'devicePlugin'> = async (spec, ctx) => {
   const listAndWatch = method(PROTO_FILES.devicePlugin, 'v1beta1.DevicePlugin', 'ListAndWatch');
-  const answer = await firstStreamMessage(`unix://${spec.socket}`, listAndWatch, {}, ctx);
+  const answer = await firstStreamMessage(
+    { address: `unix://${spec.socket}`, confineTo: spec.confineTo },
+    listAndWatch,
+    {},
+    ctx,
+  );
   if (!answer.ok) return answer.result;
   if (answer.value === undefined) {
     return unhealthy(ProbeReason.TooFewDevices, 'ListAndWatch ended without listing devices');

@@ -1,12 +1,15 @@
 // The gRPC plumbing shared by the grpc, csi and devicePlugin probes: one client per probe (its own
 // subchannel pool, so closing it closes the connection), cancellation on the deadline, capped message size,
-// and one classification of failures into results.
+// and one classification of failures into results. A unix socket from a node annotation is resolved and
+// confined to the allowed directories before each call (confine.ts); the call then dials the resolved path.
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { ProbeReason } from '../../api/reasons.ts';
+import { capInput } from '../../api/text.ts';
+import { confinePath } from './confine.ts';
 import { describeError, errorCode, fileError, timedOut, unhealthy, unknown } from './result.ts';
 import type { ProbeContext, ProbeResult } from './types.ts';
 
@@ -19,14 +22,23 @@ const CLIENT_OPTIONS = {
 
 export type CallOutcome = { ok: true; value: unknown } | { ok: false; result: ProbeResult };
 
-/** Calls a unary method; `address` is a gRPC target (`host:port` or `unix:///path`). */
+/**
+ * Where a call goes: a gRPC target (`host:port` or `unix:///path`), and for a unix socket registered by a node
+ * annotation the directories it must resolve into.
+ */
+export interface CallTarget {
+  address: string;
+  confineTo?: readonly string[] | undefined;
+}
+
+/** Calls a unary method. */
 export function callUnary(
-  address: string,
+  target: CallTarget,
   method: MethodDefinition<object, object>,
   request: object,
   ctx: ProbeContext,
 ): Promise<CallOutcome> {
-  return withClient(address, ctx, (client, done) => {
+  return withClient(target, ctx, (client, done) => {
     return new Promise((resolve, reject) => {
       const call = client.makeUnaryRequest(
         method.path,
@@ -44,12 +56,12 @@ export function callUnary(
 
 /** Opens a server stream, resolves with its first message (undefined if it ends first) and cancels it. */
 export function firstStreamMessage(
-  address: string,
+  target: CallTarget,
   method: MethodDefinition<object, object>,
   request: object,
   ctx: ProbeContext,
 ): Promise<CallOutcome> {
-  return withClient(address, ctx, (client, done) => {
+  return withClient(target, ctx, (client, done) => {
     return new Promise((resolve, reject) => {
       const call = client.makeServerStreamRequest(
         method.path,
@@ -70,16 +82,19 @@ export function firstStreamMessage(
 }
 
 async function withClient(
-  address: string,
+  target: CallTarget,
   ctx: ProbeContext,
   call: (client: Client, done: AbortSignal) => Promise<unknown>,
 ): Promise<CallOutcome> {
   if (ctx.signal.aborted) return { ok: false, result: timedOut(ctx) };
-  if (address.startsWith('unix://')) {
-    const problem = await checkSocket(address.slice('unix://'.length));
-    if (problem) return { ok: false, result: problem };
+  let dial = target.address;
+  const address = capInput(target.address);
+  if (dial.startsWith('unix://')) {
+    const socket = await openableSocket(dial.slice('unix://'.length), target.confineTo);
+    if (!socket.ok) return socket;
+    dial = `unix://${socket.path}`;
   }
-  const client = new Client(address, credentials.createInsecure(), CLIENT_OPTIONS);
+  const client = new Client(dial, credentials.createInsecure(), CLIENT_OPTIONS);
   const done = new AbortController();
   try {
     return { ok: true, value: await call(client, done.signal) };
@@ -91,16 +106,25 @@ async function withClient(
   }
 }
 
-/** A missing socket is the extension being down; one we may not open is "could not determine". */
-async function checkSocket(path: string): Promise<ProbeResult | undefined> {
+/**
+ * The path to dial: confined when registered by an annotation. A missing socket is the extension being down;
+ * one we may not open is "could not determine".
+ */
+export async function openableSocket(
+  path: string,
+  confineTo: readonly string[] | undefined,
+): Promise<{ ok: true; path: string } | { ok: false; result: ProbeResult }> {
+  const confined = await confinePath(path, confineTo);
+  if (!confined.ok) return confined;
   try {
-    await access(path, constants.R_OK | constants.W_OK);
-    return undefined;
+    await access(confined.path, constants.R_OK | constants.W_OK);
+    return confined;
   } catch (err) {
+    const shown = capInput(path);
     if (errorCode(err) === 'ENOENT') {
-      return unhealthy(ProbeReason.ConnectionFailed, `socket ${path} does not exist`);
+      return { ok: false, result: unhealthy(ProbeReason.ConnectionFailed, `socket ${shown} does not exist`) };
     }
-    return fileError(`socket ${path}`, err);
+    return { ok: false, result: fileError(`socket ${shown}`, err) };
   }
 }
 
@@ -111,7 +135,7 @@ function classify(err: unknown, address: string, ctx: ProbeContext): ProbeResult
   switch (code) {
     case status.UNAVAILABLE: {
       // The transport's own words (not the server's), e.g. "connect ECONNREFUSED 127.0.0.1:50051".
-      const errno = /\bE[A-Z]{3,}\b/.exec(details ?? '')?.[0];
+      const errno = /\bE[A-Z]{3,}\b/.exec((details ?? '').slice(0, 1024))?.[0];
       if (errno === 'EACCES' || errno === 'EPERM') {
         return unknown(ProbeReason.PermissionDenied, `${address}: ${errno}`);
       }

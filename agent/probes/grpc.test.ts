@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm, symlink } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -55,6 +55,8 @@ describe('grpc probe', () => {
     servers.push(overTcp.server);
     tcpPort = overTcp.port;
     servers.push((await serveGrpc(socket('no-health.sock'), () => {})).server);
+    await mkdir(join(dir, 'allowed'));
+    servers.push((await serveGrpc(socket('allowed/real.sock'), addHealth)).server);
     silent = await silentSocket(join(dir, 'silent.sock'));
     await staleSocket(join(dir, 'stale.sock'));
     const closed = createServer().listen(0, '127.0.0.1');
@@ -170,6 +172,32 @@ describe('grpc probe', () => {
   it('server error details never reach the message', async () => {
     const result = await grpcProbe(spec(socket('health.sock'), 'example.Nope'), testContext());
     expect(result.message).toBe('gRPC NOT_FOUND');
+  });
+
+  // Regression, issue 7 item 1: unix socket targets from node annotations get the same resolution as paths.
+  it.each([
+    {
+      name: 'a socket link leading outside the allowed directory → refused',
+      link: 'out.sock',
+      target: 'health.sock',
+      outcome: 'Unknown',
+      reason: 'InvalidRegistration',
+    },
+    {
+      name: 'a socket link that stays inside → Healthy',
+      link: 'in.sock',
+      target: 'allowed/real.sock',
+      outcome: 'Healthy',
+      reason: 'ProbeSucceeded',
+    },
+  ])('confined: $name', async ({ link, target, outcome, reason }) => {
+    const allowed = join(dir, 'allowed');
+    await symlink(join(dir, target), join(allowed, link));
+    const result = await grpcProbe(
+      { ...spec(`unix://${join(allowed, link)}`), confineTo: [allowed] },
+      testContext(),
+    );
+    expect(result).toMatchObject({ outcome, reason });
   });
 
   it('socket we may not open → Unknown/PermissionDenied', async () => {

@@ -10,6 +10,7 @@ import type { HostProbe } from '../../api/extension.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { errorCode, healthy, unhealthy } from './result.ts';
 import type { Probe } from './types.ts';
+import { capInput, quoteInput } from '../../api/text.ts';
 
 interface Fact {
   holds: boolean;
@@ -37,10 +38,10 @@ function checks(spec: HostProbe): Array<() => Promise<Fact>> {
 /** Free space as available to unprivileged users (df's "Avail"), as a percentage of the size. */
 async function diskFree(mount: string, min: number): Promise<Fact> {
   const fs = (await si.fsSize()).find((entry) => entry.mount === mount);
-  if (!fs || !(fs.size > 0)) return { holds: false, text: `mount ${mount} not found` };
+  if (!fs || !(fs.size > 0)) return { holds: false, text: `mount ${capInput(mount)} not found` };
   const percent = Math.floor((fs.available / fs.size) * 1000) / 10;
   const holds = percent >= min;
-  return { holds, text: `${mount} ${percent}% free${holds ? '' : `, want at least ${min}%`}` };
+  return { holds, text: `${capInput(mount)} ${percent}% free${holds ? '' : `, want at least ${min}%`}` };
 }
 
 async function memoryAvailable(min: number): Promise<Fact> {
@@ -55,7 +56,7 @@ async function gpuCount(vendor: string | undefined, min: number): Promise<Fact> 
     (c) => wanted === undefined || (c.vendor ?? '').toLowerCase().includes(wanted),
   ).length;
   const holds = count >= min;
-  const what = `${count} GPU${count === 1 ? '' : 's'}${vendor ? ` from vendor "${vendor}"` : ''}`;
+  const what = `${count} GPU${count === 1 ? '' : 's'}${vendor ? ` from vendor ${quoteInput(vendor)}` : ''}`;
   return { holds, text: `${what}${holds ? '' : `, want at least ${min}`}` };
 }
 
@@ -66,7 +67,7 @@ async function gpuCount(vendor: string | undefined, min: number): Promise<Fact> 
  */
 async function interfaceState(name: string): Promise<Fact> {
   if (!/^[^/\s]{1,15}$/.test(name) || name === '.' || name === '..') {
-    return { holds: false, text: `"${name}" is not an interface name` };
+    return { holds: false, text: `${quoteInput(name)} is not an interface name` };
   }
   let state: string;
   try {

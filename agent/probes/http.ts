@@ -10,6 +10,7 @@ import type { StatusRange } from '../../api/extension.ts';
 import { readHead } from './read-head.ts';
 import { describeError, errorCode, fileError, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';
+import { capInput } from '../../api/text.ts';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CA_FILE_BYTES = 1024 * 1024;
@@ -21,7 +22,7 @@ export const httpProbe: Probe<'http'> = async (spec, ctx) => {
     try {
       ca = await readHead(spec.caFile, MAX_CA_FILE_BYTES);
     } catch (err) {
-      return fileError(`reading caFile ${spec.caFile}`, err);
+      return fileError(`reading caFile ${capInput(spec.caFile)}`, err);
     }
   }
   const dispatcher = new Agent({
@@ -46,7 +47,7 @@ export const httpProbe: Probe<'http'> = async (spec, ctx) => {
       : unhealthy(ProbeReason.BodyMismatch, `${status}, body did not match`);
   } catch (err) {
     if (ctx.signal.aborted) return timedOut(ctx);
-    return transportError(err, url.host);
+    return transportError(err, capInput(url.host));
   } finally {
     await dispatcher.destroy();
   }

@@ -11,6 +11,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { readHead } from './read-head.ts';
 import { fileError, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe } from './types.ts';
+import { capInput } from '../../api/text.ts';
 
 const MAX_CMDLINE_BYTES = 4096;
 const COMM_CHARS = 15;
@@ -25,7 +26,7 @@ export const processProbe: Probe<'process'> = async (spec, ctx) => {
   const matches = await Promise.all(pids.map((pid) => isLiveProcessNamed(pid, spec.name)));
   if (ctx.signal.aborted) return timedOut(ctx);
   const count = matches.filter(Boolean).length;
-  const summary = `${count} process${count === 1 ? '' : 'es'} named ${spec.name}`;
+  const summary = `${count} process${count === 1 ? '' : 'es'} named ${capInput(spec.name)}`;
   return count >= spec.min
     ? healthy(summary)
     : unhealthy(ProbeReason.ProcessMissing, `${summary}, want at least ${spec.min}`);

@@ -4,10 +4,12 @@ import { connect } from 'node:net';
 import { ProbeReason } from '../../api/reasons.ts';
 import { describeError, errorCode, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';
+import { capInput } from '../../api/text.ts';
 
 export const tcpProbe: Probe<'tcp'> = (spec, ctx) =>
   new Promise<ProbeResult>((resolve) => {
-    const target = spec.host.includes(':') ? `[${spec.host}]:${spec.port}` : `${spec.host}:${spec.port}`;
+    const host = capInput(spec.host);
+    const target = spec.host.includes(':') ? `[${host}]:${spec.port}` : `${host}:${spec.port}`;
     if (ctx.signal.aborted) return resolve(timedOut(ctx));
     const socket = connect({ host: spec.host, port: spec.port });
     const finish = (result: ProbeResult): void => {
