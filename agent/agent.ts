@@ -5,6 +5,7 @@
 import { uptime } from 'node:os';
 import type { Registry } from 'prom-client';
 import {
+  CONFLICT_LEASE_NOTE,
   DEFAULT_POLICY,
   extensionLeaseName,
   resolveRegistrations,
@@ -187,6 +188,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
         runner.republish();
       }
     }
+    // An annotation ignored in favour of a SystemExtension is reported on that extension's Lease.
+    const conflicted = new Set(resolved.conflicts.map((c) => c.name));
+    for (const [name, runner] of runners)
+      runner.setNote(conflicted.has(name) ? CONFLICT_LEASE_NOTE : undefined);
     watches.setPodWatch([...wanted.values()].some((r) => r.valid && r.spec.probe.kind === 'podReady'));
     metrics.extensions.set(wanted.size);
     metrics.invalidRegistrations.set([...wanted.values()].filter((r) => !r.valid).length);

@@ -389,3 +389,32 @@ describe('ExtensionRunner', () => {
     expect(h.store.writes.at(-1)?.state).toBe('Unhealthy');
   });
 });
+
+// Regression, issue 7 item 2 (agent side): an annotation ignored in favour of a SystemExtension is reported on
+// that extension's Lease, without restarting its state machine.
+describe('ExtensionRunner notes', () => {
+  it('appends a note to the Lease message at once, keeps the state, and drops it at once', async () => {
+    const h = harness(async () => OK);
+    const runner = h.runner('web', WEB);
+    await h.clock.advance(1_000);
+    runner.setNote('annotation ignored');
+    await h.clock.advance(1_000);
+    runner.setNote('annotation ignored'); // unchanged: no write
+    runner.setNote(undefined);
+    await h.clock.advance(1_000);
+    expect(h.store.writes.map((w) => [w.state, w.message])).toEqual([
+      ['Healthy', 'HTTP 200'],
+      ['Healthy', 'HTTP 200 [annotation ignored]'],
+      ['Healthy', 'HTTP 200'],
+    ]);
+    expect(runner.record.state).toBe('Healthy');
+  });
+
+  it('a note set before the first probe waits for it (no AwaitingFirstProbe write)', async () => {
+    const h = harness(async () => OK);
+    const runner = h.runner('web', WEB);
+    runner.setNote('annotation ignored');
+    await h.clock.advance(1_000);
+    expect(h.store.writes.map((w) => w.message)).toEqual(['HTTP 200 [annotation ignored]']);
+  });
+});

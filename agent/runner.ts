@@ -11,6 +11,7 @@ import type {
   ProbeStateRecord,
   Registration,
 } from '../api/index.ts';
+import { withNote } from '../api/lease.ts';
 import { ProbeReason } from '../api/reasons.ts';
 import type { Clock, Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
@@ -53,6 +54,7 @@ export class ExtensionRunner {
   private readonly stopping = new AbortController();
   private lastWrittenMs = -Infinity;
   private lastWrittenRecord: ProbeStateRecord | undefined;
+  private note: string | undefined;
   private lastWrittenTarget: LeaseTarget | undefined;
   private probing = false;
   /** A tick of a newer registration found a probe of the previous one running. */
@@ -89,6 +91,20 @@ export class ExtensionRunner {
   /** Writes at once if the lease's target (node uid, boot ID) changed since the last write. */
   republish(): void {
     this.publish();
+  }
+
+  /**
+   * A note the Lease message carries after the probe's own (a registration conflict, issue 7 item 2). It is
+   * not part of the registration (a note must not restart the state machine or its grace); a changed note is
+   * written at once once the lease exists.
+   */
+  setNote(note: string | undefined): void {
+    if (note === this.note) return;
+    this.note = note;
+    if (this.lastWrittenRecord) {
+      this.lastWrittenRecord = undefined;
+      this.publish();
+    }
   }
 
   stop(): void {
@@ -220,7 +236,7 @@ export class ExtensionRunner {
       leaseDurationSeconds: Math.ceil((this.deps.renewIntervalMs * 3) / 1000),
       renewTime: new Date(now),
       bootId: target.bootId,
-      record,
+      record: this.note === undefined ? record : withNote(record, this.note),
     };
     void this.deps.writer.write(desired);
   }

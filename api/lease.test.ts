@@ -7,6 +7,7 @@ import {
   extensionLeaseName,
   microTime,
   truncateMessage,
+  withNote,
   type DesiredLease,
   type LeaseObject,
   type ProbeStateRecord,
@@ -258,5 +259,30 @@ describe('buildLease / decodeLease', () => {
       leaseDurationSeconds: 0,
       renewTime: '',
     });
+  });
+});
+
+describe('withNote', () => {
+  const record = { state: 'Healthy', reason: 'ProbeSucceeded', message: 'HTTP 200', since: '' } as const;
+
+  it('appends the note in brackets', () => {
+    expect(withNote(record, 'conflict').message).toBe('HTTP 200 [conflict]');
+  });
+
+  it('cuts the message, not the note, to fit the Lease message cap', () => {
+    const long = withNote({ ...record, message: 'x'.repeat(300) }, 'conflict');
+    expect(long.message).toHaveLength(MAX_LEASE_MESSAGE);
+    expect(long.message.endsWith('… [conflict]')).toBe(true);
+    expect(
+      buildLease({
+        node: { name: 'n', uid: 'u' },
+        extension: 'gpu',
+        holderIdentity: 'h',
+        leaseDurationSeconds: 40,
+        renewTime: new Date(0),
+        bootId: 'b',
+        record: long,
+      }).metadata.annotations?.['nodecare.io/message'],
+    ).toBe(long.message);
   });
 });

@@ -94,6 +94,17 @@ export function truncateMessage(message: string): string {
   return oneLine.length <= MAX_LEASE_MESSAGE ? oneLine : `${oneLine.slice(0, MAX_LEASE_MESSAGE - 1)}…`;
 }
 
+/**
+ * `record` with `note` appended to its message in brackets, the message cut so the note survives the Lease's
+ * message cap (a note says something the operator must see, e.g. a registration conflict).
+ */
+export function withNote(record: ProbeStateRecord, note: string): ProbeStateRecord {
+  const tail = ` [${truncateMessage(note).slice(0, MAX_LEASE_MESSAGE / 2)}]`;
+  const head = truncateMessage(record.message);
+  const room = MAX_LEASE_MESSAGE - tail.length;
+  return { ...record, message: `${head.length <= room ? head : `${head.slice(0, room - 1)}…`}${tail}` };
+}
+
 /** Builds the whole desired Lease (STYLE.md 9): the writer only adds the resourceVersion it last saw. */
 export function buildLease(desired: DesiredLease): LeaseObject {
   const { node, extension, record } = desired;

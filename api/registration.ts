@@ -108,6 +108,10 @@ export interface ResolvedRegistrations {
   conflicts: RegistrationConflict[];
 }
 
+/** What the agent appends to the message of an extension's Lease while an annotation conflicts with it. */
+export const CONFLICT_LEASE_NOTE =
+  'a node annotation of the same name is ignored: this SystemExtension does not set allowAnnotationOverride';
+
 export interface RegistrationConflict {
   /** The extension name both define. */
   name: string;
