@@ -3,7 +3,7 @@ import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execProbe } from './exec.ts';
-import { tempDir, testContext } from './testing.ts';
+import { execDir, testContext } from './testing.ts';
 
 /** Real scripts, written to a temp dir and made executable. */
 const SCRIPTS: Record<string, string> = {
@@ -24,7 +24,7 @@ describe('exec probe', () => {
   const script = (name: string): string => join(dir, name);
 
   beforeAll(async () => {
-    dir = await tempDir();
+    dir = await execDir(); // not the system temp dir, which may be mounted noexec
     for (const [name, body] of Object.entries(SCRIPTS)) {
       await writeFile(script(name), `#!/bin/sh\n${body}\n`);
       await chmod(script(name), 0o755);

@@ -3,14 +3,12 @@
 // and one classification of failures into results. A unix socket from a node annotation is resolved and
 // confined to the allowed directories before each call (confine.ts); the call then dials the resolved path.
 
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { ProbeReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
-import { confinePath } from './confine.ts';
-import { describeError, errorCode, fileError, timedOut, unhealthy, unknown } from './result.ts';
+import { describeError, timedOut, unhealthy, unknown } from './result.ts';
+import { openableSocket } from './socket.ts';
 import type { ProbeContext, ProbeResult } from './types.ts';
 
 const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -103,28 +101,6 @@ async function withClient(
   } finally {
     done.abort();
     client.close();
-  }
-}
-
-/**
- * The path to dial: confined when registered by an annotation. A missing socket is the extension being down;
- * one we may not open is "could not determine".
- */
-export async function openableSocket(
-  path: string,
-  confineTo: readonly string[] | undefined,
-): Promise<{ ok: true; path: string } | { ok: false; result: ProbeResult }> {
-  const confined = await confinePath(path, confineTo);
-  if (!confined.ok) return confined;
-  try {
-    await access(confined.path, constants.R_OK | constants.W_OK);
-    return confined;
-  } catch (err) {
-    const shown = capInput(path);
-    if (errorCode(err) === 'ENOENT') {
-      return { ok: false, result: unhealthy(ProbeReason.ConnectionFailed, `socket ${shown} does not exist`) };
-    }
-    return { ok: false, result: fileError(`socket ${shown}`, err) };
   }
 }
 

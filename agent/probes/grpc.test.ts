@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GrpcProbe } from '../../api/extension.ts';
 import { grpcProbe } from './grpc.ts';
 import { PROTO_FILES, service } from './proto.ts';
-import { serveGrpc, silentSocket, staleSocket, tempDir, testContext } from './testing.ts';
+import { serveGrpc, shareModules, silentSocket, staleSocket, tempDir, testContext } from './testing.ts';
 import type { ProbeResult } from './types.ts';
 
 /** Deadline for the cases that must time out; every other case gets testContext's generous default. */
@@ -200,11 +200,19 @@ describe('grpc probe', () => {
     expect(result).toMatchObject({ outcome, reason });
   });
 
+  // Issue 7 item 14: as root the check runs as nobody in a child process, which must not need the checkout (it
+  // may live in a mode-700 directory): the child runs a world-readable copy of the socket check, the very code
+  // grpcProbe calls before it dials (the confined cases above show grpcProbe returning its answer). As any
+  // other user the whole probe runs in-process.
   it('socket we may not open → Unknown/PermissionDenied', async () => {
     await chmod(dir, 0o755);
     await chmod(join(dir, 'health.sock'), 0o000);
     try {
-      const result = await probeWithoutPrivileges(spec(socket('health.sock')));
+      const address = socket('health.sock');
+      const result =
+        process.getuid?.() === 0
+          ? await socketCheckAsNobody(address.slice('unix://'.length))
+          : await grpcProbe(spec(address), testContext());
       expect(result).toMatchObject({ outcome: 'Unknown', reason: 'PermissionDenied' });
     } finally {
       await chmod(join(dir, 'health.sock'), 0o755);
@@ -212,20 +220,38 @@ describe('grpc probe', () => {
   });
 });
 
-/** Root passes every permission check, so as root the probe runs in a child process as nobody. */
-async function probeWithoutPrivileges(probeSpec: GrpcProbe): Promise<ProbeResult> {
-  if (process.getuid?.() !== 0) return grpcProbe(probeSpec, testContext());
-  const script = `
-    const { grpcProbe } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, 'grpc.ts')).href)});
-    const { testContext } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, 'testing.ts')).href)});
-    process.stdout.write(JSON.stringify(await grpcProbe(JSON.parse(process.argv[1]), testContext())));`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(probeSpec)], {
-    uid: 65534,
-    gid: 65534,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await once(child, 'close');
-  return JSON.parse(output) as ProbeResult;
+/** The files the socket check imports at run time (type-only imports are erased). */
+const SOCKET_CHECK_MODULES = [
+  'agent/probes/socket.ts',
+  'agent/probes/confine.ts',
+  'agent/probes/result.ts',
+  'api/reasons.ts',
+  'api/text.ts',
+];
+
+/** Runs openableSocket as uid/gid 65534 from a copy any user can read; its answer, or the child's stderr. */
+async function socketCheckAsNobody(path: string): Promise<ProbeResult | string> {
+  const shared = await tempDir();
+  try {
+    const node = await shareModules(shared, SOCKET_CHECK_MODULES);
+    const module = pathToFileURL(join(shared, 'agent/probes/socket.ts')).href;
+    const script = `
+      const { openableSocket } = await import(${JSON.stringify(module)});
+      const checked = await openableSocket(process.argv[1], undefined);
+      process.stdout.write(JSON.stringify(checked.ok ? { outcome: 'Accessible' } : checked.result));`;
+    const child = spawn(node, ['--input-type=module', '-e', script, path], {
+      uid: 65534,
+      gid: 65534,
+      cwd: shared,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    let errors = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    await once(child, 'close');
+    return output ? (JSON.parse(output) as ProbeResult) : `no answer; stderr: ${errors}`;
+  } finally {
+    await rm(shared, { recursive: true, force: true });
+  }
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBE_KINDS, type ProbeSpec } from '../../api/extension.ts';
 import { PROBES, runProbe } from './index.ts';
-import { tempDir, testContext } from './testing.ts';
+import { execDir, testContext } from './testing.ts';
 import type { ProbeResult } from './types.ts';
 
 const never = (): Promise<never> => new Promise(() => {});
@@ -24,7 +24,7 @@ describe('probe table', () => {
 describe('runProbe', () => {
   let dir = '';
   beforeAll(async () => {
-    dir = await tempDir();
+    dir = await execDir(); // not the system temp dir, which may be mounted noexec
     await writeFile(join(dir, 'slow.sh'), '#!/bin/sh\nexec sleep 30\n');
     await chmod(join(dir, 'slow.sh'), 0o755);
   });

@@ -3,7 +3,7 @@ import { chmod, copyFile, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { processProbe } from './process.ts';
-import { tempDir, testContext } from './testing.ts';
+import { execDir, testContext } from './testing.ts';
 
 // Copies of sleep under distinctive names: one longer than the kernel's 15-character comm, one shorter,
 // and one that exits at once under a parent that never reaps it (a zombie).
@@ -19,7 +19,7 @@ describe('process probe', () => {
   };
 
   beforeAll(async () => {
-    dir = await tempDir();
+    dir = await execDir(); // not the system temp dir, which may be mounted noexec
     for (const name of [LONG_NAME, SHORT_NAME, ZOMBIE_NAME]) {
       await copyFile('/bin/sleep', join(dir, name));
       await chmod(join(dir, name), 0o755);

@@ -4,10 +4,10 @@
 
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { systemClock } from '../../lib/clock.ts';
 import type { NodeFacts, PodFacts, ProbeContext, ProbeEnvironment } from './types.ts';
@@ -37,6 +37,37 @@ export function testContext(options: TestContextOptions = {}): ProbeContext {
 /** A fresh directory under the system temp dir, short enough for unix socket paths. */
 export function tempDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'nodecare-probe-'));
+}
+
+/**
+ * A fresh directory for executables the tests write or copy. Not the system temp dir, which may be mounted
+ * noexec: a cache directory under the checkout's node_modules, where exec is allowed as surely as for
+ * node_modules/.bin (and which git ignores).
+ */
+export async function execDir(): Promise<string> {
+  const parent = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'nodecare-tests');
+  await mkdir(parent, { recursive: true });
+  return mkdtemp(join(parent, 'exec-'));
+}
+
+/**
+ * Copies `modules` (paths relative to the repository root, with what they import) and the running node binary
+ * into `dir`, readable and executable by every user, so a child process of another user can run them wherever
+ * the checkout lives (a mode-700 directory is out of reach of anyone but its owner). The binary is
+ * hard-linked when the file system allows it (it is large), copied otherwise. Returns the copied binary.
+ */
+export async function shareModules(dir: string, modules: readonly string[]): Promise<string> {
+  const root = join(import.meta.dirname, '..', '..');
+  await chmod(dir, 0o755);
+  await writeFile(join(dir, 'package.json'), '{ "type": "module" }\n');
+  for (const module of modules) {
+    await mkdir(dirname(join(dir, module)), { recursive: true, mode: 0o755 });
+    await copyFile(join(root, module), join(dir, module));
+    await chmod(join(dir, module), 0o644);
+  }
+  const node = join(dir, 'node');
+  await link(process.execPath, node).catch(() => copyFile(process.execPath, node));
+  return node;
 }
 
 /** Starts a real gRPC server on `address` (`unix:///path` or `127.0.0.1:0`); resolves with its bound port. */
