@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdir, rm, symlink } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
@@ -9,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GrpcProbe } from '../../api/extension.ts';
 import { grpcProbe } from './grpc.ts';
 import { PROTO_FILES, service } from './proto.ts';
-import { serveGrpc, shareModules, silentSocket, staleSocket, tempDir, testContext } from './testing.ts';
+import {
+  serveGrpc,
+  shareModules,
+  silentSocket,
+  spawnNodeAs,
+  staleSocket,
+  tempDir,
+  testContext,
+} from './testing.ts';
 import type { ProbeResult } from './types.ts';
 
 /** Deadline for the cases that must time out; every other case gets testContext's generous default. */
@@ -233,22 +240,17 @@ const SOCKET_CHECK_MODULES = [
 async function socketCheckAsNobody(path: string): Promise<ProbeResult | string> {
   const shared = await tempDir();
   try {
-    const node = await shareModules(shared, SOCKET_CHECK_MODULES);
+    await shareModules(shared, SOCKET_CHECK_MODULES);
     const module = pathToFileURL(join(shared, 'agent/probes/socket.ts')).href;
     const script = `
       const { openableSocket } = await import(${JSON.stringify(module)});
       const checked = await openableSocket(process.argv[1], undefined);
       process.stdout.write(JSON.stringify(checked.ok ? { outcome: 'Accessible' } : checked.result));`;
-    const child = spawn(node, ['--input-type=module', '-e', script, path], {
-      uid: 65534,
-      gid: 65534,
-      cwd: shared,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnNodeAs(65534, ['--input-type=module', '-e', script, path], { cwd: shared });
     let output = '';
     let errors = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     await once(child, 'close');
     return output ? (JSON.parse(output) as ProbeResult) : `no answer; stderr: ${errors}`;
   } finally {

@@ -2,9 +2,10 @@
 // whose node and pods a test sets. The probed things themselves (servers, sockets, scripts, files,
 // processes) are always real.
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, copyFile, link, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { chmod, copyFile, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -51,12 +52,11 @@ export async function execDir(): Promise<string> {
 }
 
 /**
- * Copies `modules` (paths relative to the repository root, with what they import) and the running node binary
- * into `dir`, readable and executable by every user, so a child process of another user can run them wherever
- * the checkout lives (a mode-700 directory is out of reach of anyone but its owner). The binary is
- * hard-linked when the file system allows it (it is large), copied otherwise. Returns the copied binary.
+ * Copies `modules` (paths relative to the repository root) into `dir`, readable by every user, so a child
+ * process of another user can import them wherever the checkout lives (a mode-700 directory is out of reach of
+ * anyone but its owner). Reading needs no exec permission, so `dir` may be on a noexec file system.
  */
-export async function shareModules(dir: string, modules: readonly string[]): Promise<string> {
+export async function shareModules(dir: string, modules: readonly string[]): Promise<void> {
   const root = join(import.meta.dirname, '..', '..');
   await chmod(dir, 0o755);
   await writeFile(join(dir, 'package.json'), '{ "type": "module" }\n');
@@ -65,9 +65,26 @@ export async function shareModules(dir: string, modules: readonly string[]): Pro
     await copyFile(join(root, module), join(dir, module));
     await chmod(join(dir, module), 0o644);
   }
-  const node = join(dir, 'node');
-  await link(process.execPath, node).catch(() => copyFile(process.execPath, node));
-  return node;
+}
+
+/**
+ * Spawns the running node binary as another user. The binary may live in the checkout, out of that user's
+ * reach, so the child executes it through an open file descriptor (`/proc/self/fd/3`, which the kernel
+ * resolves without walking the directories above the binary) instead of by its path; no copy is needed, and
+ * the file system holding it allows exec (it is running). Linux, like the /proc the probes read.
+ */
+export function spawnNodeAs(uid: number, args: readonly string[], options: { cwd: string }): ChildProcess {
+  const binary = openSync(process.execPath, 'r');
+  try {
+    return spawn('/proc/self/fd/3', args, {
+      uid,
+      gid: uid,
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe', binary],
+    });
+  } finally {
+    closeSync(binary);
+  }
 }
 
 /** Starts a real gRPC server on `address` (`unix:///path` or `127.0.0.1:0`); resolves with its bound port. */
