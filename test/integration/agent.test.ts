@@ -17,6 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  CONFLICT_LEASE_NOTE,
   EXTENSION_ANNOTATION_PREFIX,
   LEASE_NAMESPACE,
   LeaseAnnotation,
@@ -346,6 +347,51 @@ describe('nodecare-agent', () => {
     expect(lintMetrics(text, 'nodecare_agent_')).toEqual([]);
     expect(text).toMatch(/nodecare_agent_invalid_registrations 1/);
     expect(text).toMatch(/nodecare_agent_lease_writes_total\{operation="create",result="ok"\} \d+/);
+  });
+
+  // Regression, issue 7 item 2: an annotation silently replaced a SystemExtension of the same name, so whoever
+  // could annotate a node could swap a cluster-wide check for a trivially healthy one.
+  it('keeps a SystemExtension in force over a same-named annotation unless it allows overrides, and says so on the Lease', async () => {
+    const closed = createTcpServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const refusedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const web = await httpServer();
+    const group = uniqueName('grp');
+    const sxName = uniqueName('sx-locked');
+    await createSystemExtension(custom, sxName, {
+      nodeSelector: { matchLabels: { 'test-group': group } },
+      probe: { tcp: { port: refusedPort } },
+      ...fast,
+    });
+    const nodeName = uniqueName('conflict');
+    await createNode(nodeName, annotation(sxName, { probe: { tcp: { port: web.port } }, ...fast }), {
+      'test-group': group,
+    });
+    await spawnAgent(nodeName);
+
+    await waitForState(nodeName, sxName, 'Unhealthy');
+    const message = async () =>
+      (await lease(nodeName, sxName))?.metadata?.annotations?.[LeaseAnnotation.message] ?? '';
+    await eventually(async () => ((await message()).includes(CONFLICT_LEASE_NOTE) ? true : undefined), {
+      what: 'the conflict note on the lease message',
+    });
+
+    await custom.patchClusterCustomObject(
+      {
+        group: 'nodecare.io',
+        version: 'v1alpha1',
+        plural: 'systemextensions',
+        name: sxName,
+        body: { spec: { allowAnnotationOverride: true } },
+      },
+      mergePatch,
+    );
+    await waitForState(nodeName, sxName, 'Healthy');
+    await eventually(async () => (!(await message()).includes(CONFLICT_LEASE_NOTE) ? true : undefined), {
+      what: 'the conflict note to be gone',
+    });
+    web.server.close();
   });
 
   it('never repeats a key in a log line (every agent this file started)', () => {
