@@ -91,6 +91,7 @@ describe('evaluateRollup: precedence per condition type', () => {
       nowMs: T0 + MINUTE,
     });
     expect(byType(first.conditions, 'EveryNodeReady')?.status).toBe('Progressing');
+    expect(first.nextDeadlineMs, 're-evaluate when the threshold runs out').toBe(T0 + 6 * MINUTE + 1_000);
     const within = run(failing, {
       previous: first.conditions,
       ownedBefore: first.owned,

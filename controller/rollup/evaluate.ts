@@ -136,6 +136,8 @@ export interface RollupResult {
   owned: string[];
   /** True when a condition differs from `previous` (write only then). */
   changed: boolean;
+  /** When a condition in its threshold (Progressing on a failure) turns False if nothing changes. */
+  nextDeadlineMs: number | undefined;
   extensions: ExtensionCounts[];
   label: RollupLabel;
 }
@@ -221,10 +223,19 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     conditions.push(built);
     changed = true;
   }
+  const deadlines = conditions
+    .filter(
+      (c) =>
+        owned.includes(c.type) &&
+        c.status === RollupStatus.Progressing &&
+        c.reason === RollupReason.HealthCheckUnsuccessful,
+    )
+    .map((c) => Date.parse(c.lastTransitionTime) + (thresholds[c.type] ?? DEFAULT_THRESHOLD_MS) + 1_000);
   return {
     conditions,
     owned,
     changed,
+    nextDeadlineMs: deadlines.length > 0 ? Math.min(...deadlines) : undefined,
     extensions: [...counts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     label: statusLabel(conditions),
   };
