@@ -17,7 +17,7 @@ export default tseslint.config(
     },
   },
   {
-    // Time is a dependency (STYLE.md 2): only the composition roots read the wall clock.
+    // Time is a dependency (docs/conventions.md 2): only the composition roots read the wall clock.
     files: ['api/**/*.ts', 'agent/**/*.ts', 'controller/**/*.ts'],
     ignores: ['**/main.ts', '**/*.test.ts'],
     rules: {

@@ -1,5 +1,5 @@
 // nodecare-agent configuration: flags, environment and an optional config file, validated together before
-// any I/O (STYLE.md 10). Every problem is reported at once.
+// any I/O (docs/conventions.md 10). Every problem is reported at once.
 
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// nodecare-agent entry point: only composition (STYLE.md 14). Config is validated before any I/O.
+// nodecare-agent entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
 import { Registry } from 'prom-client';
 import { systemClock } from '../lib/clock.ts';

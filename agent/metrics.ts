@@ -1,4 +1,4 @@
-// nodecare-agent metrics (STYLE.md 12): nodecare_agent_ prefix, base units, _total only on counters, bounded
+// nodecare-agent metrics (docs/conventions.md 12): nodecare_agent_ prefix, base units, _total only on counters, bounded
 // labels, no node-name label (the scraper adds it), one registry passed in.
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';

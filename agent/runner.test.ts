@@ -308,7 +308,7 @@ describe('ExtensionRunner', () => {
     expect(h.store.writes.map((w) => w.state)).not.toContain('Unhealthy');
   });
 
-  it('keeps the write budget (SPEC P4): 5 healthy extensions plus the heartbeat stay at or under 0.2 writes/s', async () => {
+  it('keeps the write budget (docs/design.md P4): 5 healthy extensions plus the heartbeat stay at or under 0.2 writes/s', async () => {
     // A small deterministic PRNG, so that the jitter differs between extensions and probes.
     let seed = 42;
     const random = (): number => {

@@ -1,6 +1,6 @@
 // One extension on one node: the probe loop (with jitter), the threshold state machine (state.ts) and the
 // Lease that carries the result. A change of state or reason is written at once; everything else (including
-// a message that changed alone) rides on the renewal cadence, which keeps the write budget (SPEC P4) no
+// a message that changed alone) rides on the renewal cadence, which keeps the write budget (docs/design.md P4) no
 // matter how chatty a probe's messages are.
 
 import type {

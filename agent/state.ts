@@ -1,4 +1,4 @@
-// The agent's per-extension threshold state machine (SPEC section 4, STYLE.md 4): a pure function from the
+// The agent's per-extension threshold state machine (docs/design.md section 4, docs/conventions.md 4): a pure function from the
 // previous machine, one probe result, the time and the spec's thresholds to the next machine and the record
 // the extension's Lease publishes. Results are counted as consecutive runs, as the kubelet's prober worker
 // counts them, so a single result of the other kind restarts the count (that is how "a result of the

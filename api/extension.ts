@@ -1,4 +1,4 @@
-// The extension spec (SPEC section 2): one source of truth for its type, defaults, parsing and validation,
+// The extension spec (docs/design.md section 2): one source of truth for its type, defaults, parsing and validation,
 // shared by the agent (which probes) and the controller (which decides). Parsing never throws: a bad
 // registration becomes a list of problems, each naming the field path and the expected form.
 
@@ -637,7 +637,7 @@ function parseAnnotationText(value: string): SpecParse {
 export const SYSTEM_EXTENSION_FIELDS = ['nodeSelector', 'allowAnnotationOverride'] as const;
 
 /**
- * The rules for what an annotation may ask for, whatever node it is on (SPEC section 3): no `exec`, and
+ * The rules for what an annotation may ask for, whatever node it is on (docs/design.md section 3): no `exec`, and
  * nothing whose answer on the Lease is an oracle on content the annotation's author could not read
  * otherwise — a file's content (`contentRegex`), a loopback service's body (`bodyRegex`), or a CA file
  * (`caFile`; a TLS failure or success tells whether a file is a CA that verifies the server). A SystemExtension

@@ -1,4 +1,4 @@
-// The Lease contract between agent and controller (SPEC section 4): deterministic names, the desired
+// The Lease contract between agent and controller (docs/design.md section 4): deterministic names, the desired
 // object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
 
 import { createHash } from 'node:crypto';
@@ -105,7 +105,7 @@ export function withNote(record: ProbeStateRecord, note: string): ProbeStateReco
   return { ...record, message: `${head.length <= room ? head : `${head.slice(0, room - 1)}…`}${tail}` };
 }
 
-/** Builds the whole desired Lease (STYLE.md 9): the writer only adds the resourceVersion it last saw. */
+/** Builds the whole desired Lease (docs/conventions.md 9): the writer only adds the resourceVersion it last saw. */
 export function buildLease(desired: DesiredLease): LeaseObject {
   const { node, extension, record } = desired;
   const labels: Record<string, string> = {

@@ -1,4 +1,4 @@
-// Fixed names of the nodecare contract (SPEC section 1). Users, other tools and our acceptance tests rely on
+// Fixed names of the nodecare contract (docs/design.md section 1). Users, other tools and our acceptance tests rely on
 // these strings; change them only with a migration note.
 
 export const API_GROUP = 'nodecare.io';

@@ -1,4 +1,4 @@
-// Stable vocabularies (STYLE.md 11): CamelCase reasons for probe results, lease states, node conditions and
+// Stable vocabularies (docs/conventions.md 11): CamelCase reasons for probe results, lease states, node conditions and
 // events. Business code refers to these constants, never to string literals.
 
 /** Reasons a probe or the agent's state machine reports on an extension's Lease. */
@@ -47,7 +47,7 @@ export const ConditionReason = {
 } as const;
 export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
 
-/** Event reasons (SPEC section 5), emitted on transitions only. */
+/** Event reasons (docs/design.md section 5), emitted on transitions only. */
 export const EventReason = {
   BootstrapTaintRemoved: 'BootstrapTaintRemoved',
   BootstrapTaintAdded: 'BootstrapTaintAdded',

@@ -1,5 +1,5 @@
-// Which extensions a node requires (SPEC section 2), and the security rules for registrations that come
-// from node annotations (SPEC section 3). Pure functions of plain data, shared by agent and controller.
+// Which extensions a node requires (docs/design.md section 2), and the security rules for registrations that come
+// from node annotations (docs/design.md section 3). Pure functions of plain data, shared by agent and controller.
 
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
@@ -103,7 +103,7 @@ export interface ResolvedRegistrations {
   badAnnotationKeys: string[];
   /**
    * Annotations ignored because a SystemExtension of the same name is in force on the node and does not set
-   * `spec.allowAnnotationOverride` (SPEC section 2): the SystemExtension stays in `byName`.
+   * `spec.allowAnnotationOverride` (docs/design.md section 2): the SystemExtension stays in `byName`.
    */
   conflicts: RegistrationConflict[];
 }
@@ -218,7 +218,7 @@ function pathProblem(field: string, path: string, safety: AnnotationSafety): str
 }
 
 /**
- * The SPEC section 3 rules on where an annotation-registered probe may point (the agent's configuration
+ * The docs/design.md section 3 rules on where an annotation-registered probe may point (the agent's configuration
  * decides); empty when the probe is acceptable. What it may ask for is annotationFieldProblems' job.
  */
 export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSafety): string[] {

@@ -1,4 +1,4 @@
-// Input repeated in messages, logs and events is capped (SPEC section 3): an annotation is attacker-controlled
+// Input repeated in messages, logs and events is capped (docs/design.md section 3): an annotation is attacker-controlled
 // and may be 256 KiB long; a message that echoes it whole would be logged, written to a Lease and put in an
 // event in full. Every place that repeats input goes through these.
 

@@ -1,7 +1,7 @@
 // The controller's view of the cluster: Nodes, nodecare Leases and SystemExtensions, each stripped on ingest
 // to what the decision reads (a few hundred bytes per object instead of tens of KB; docs/adr/0001).
 // Lease staleness is judged from `observedAtMs`: the controller's own clock when it saw renewTime change,
-// reset to "now" for every lease on start-up and on becoming leader (SPEC section 5).
+// reset to "now" for every lease on start-up and on becoming leader (docs/design.md section 5).
 // A Lease counts only when it is the one the agent would write for its (node, extension): the deterministic
 // name and an owner reference to that Node. Any other Lease claiming a node is ignored and reported.
 

@@ -1,6 +1,6 @@
 // Events about the cluster as a whole (a correlated failure is the extension's rollout, not any one node's
 // fault), recorded regarding the cluster roll-up object: the cluster-scoped ClusterHealth `cluster`
-// (SPEC section 6). An event may regard an object that does not exist yet, so this works before the roll-up
+// (docs/design.md section 6). An event may regard an object that does not exist yet, so this works before the roll-up
 // is first written. Like node events they go to namespace `default`, where the API server accepts events
 // about cluster-scoped objects.
 

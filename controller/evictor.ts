@@ -1,4 +1,4 @@
-// Runs safe eviction (SPEC section 5) beside the reconciler: off unless --evict-after-seconds > 0. Each pass
+// Runs safe eviction (docs/design.md section 5) beside the reconciler: off unless --evict-after-seconds > 0. Each pass
 // plans over every node's current state (controller/eviction/plan.ts: per-zone rate, zone and breaker stops),
 // evicts the chosen nodes' pods through the Eviction API (PDBs respected), records PodEvicted events, and
 // sleeps until the plan's next deadline.

@@ -7,7 +7,7 @@
 //
 // Deviations from client-go, on purpose:
 // - Candidates retry every retryPeriod × [1, 1.2), not × [1, 2.2): with client-go's jitter a graceful
-//   hand-off takes up to 4.4 s, beyond the 3 s SPEC P7 asks for. Jitter only spreads candidates, and we
+//   hand-off takes up to 4.4 s, beyond the 3 s docs/design.md P7 asks for. Jitter only spreads candidates, and we
 //   run two replicas.
 // - A leader that reads the lease and finds another holder steps down at once instead of polling until
 //   its renewDeadline ends.
@@ -76,7 +76,7 @@ export interface StoreCallOptions {
   signal?: AbortSignal;
 }
 
-/** The narrow port leader election needs (STYLE.md 5). */
+/** The narrow port leader election needs (docs/conventions.md 5). */
 export interface LeaderLeaseStore {
   get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease>;
   /** Fails with AlreadyExists when someone created it first. */

@@ -1,4 +1,4 @@
-// nodecare-controller metrics (STYLE.md 12): nodecare_controller_ prefix, base units, bounded labels.
+// nodecare-controller metrics (docs/conventions.md 12): nodecare_controller_ prefix, base units, bounded labels.
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 

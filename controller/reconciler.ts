@@ -1,4 +1,4 @@
-// Reconciles one node (STYLE.md 1 and 3): read the caches, call the pure decision core, re-read any lease
+// Reconciles one node (docs/conventions.md 1 and 3): read the caches, call the pure decision core, re-read any lease
 // whose staleness the decision acts on, write only the differences, record events after the writes
 // succeeded, and return the next deadline. Also keeps the cluster-wide state the per-node decision needs:
 // the correlated-failure breaker, updated incrementally as decisions change.

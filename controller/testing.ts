@@ -1,4 +1,4 @@
-// Hand-written fakes of the controller's ports for unit tests (STYLE.md 5): FakeNodeApi keeps Nodes and
+// Hand-written fakes of the controller's ports for unit tests (docs/conventions.md 5): FakeNodeApi keeps Nodes and
 // Leases with resourceVersion semantics (a stale precondition gets 409, as from the API server) and injects
 // faults with `failNext(op, error)` or runs a test's step just before a call with `beforeNext(op, fn)`;
 // FakeCache is the reconciler's cache port over plain maps and the real LeaseIndex.

@@ -1,4 +1,4 @@
-// A level-triggered work queue keyed by node (STYLE.md 3, controller-runtime's contract): handlers only add
+// A level-triggered work queue keyed by node (docs/conventions.md 3, controller-runtime's contract): handlers only add
 // keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs again
 // once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
 // pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has

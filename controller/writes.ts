@@ -32,7 +32,7 @@ export class NotLeaderError extends Error {
 /** Called just before every write; throws NotLeaderError when this replica no longer leads. */
 export type Fence = () => void;
 
-/** The API calls the controller makes (STYLE.md 5). FakeNodeApi (testing.ts) is the unit-test double. */
+/** The API calls the controller makes (docs/conventions.md 5). FakeNodeApi (testing.ts) is the unit-test double. */
 export interface NodeApi {
   getNode(name: string): Promise<NodeObject>;
   /** JSON merge patch of the Node (metadata and spec). */

@@ -1,4 +1,4 @@
-// Time is a dependency (STYLE.md 2). Code takes a Clock; only main.ts constructs the real one, and tests
+// Time is a dependency (docs/conventions.md 2). Code takes a Clock; only main.ts constructs the real one, and tests
 // step a FakeClock forward.
 
 export interface Timer {

@@ -1,4 +1,4 @@
-// One pino logger per process, passed down as child loggers (STYLE.md 13). JSON by default (what the
+// One pino logger per process, passed down as child loggers (docs/conventions.md 13). JSON by default (what the
 // manifests use and log pipelines parse); `text` renders each line for a person at a terminal.
 //
 // Errors go under `err`. A KubeError is an expected, already classified failure (refused, reset, timeout,

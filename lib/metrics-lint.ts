@@ -1,4 +1,4 @@
-// Lints Prometheus exposition text against our conventions (STYLE.md 12) and Prometheus naming practice:
+// Lints Prometheus exposition text against our conventions (docs/conventions.md 12) and Prometheus naming practice:
 // prefix, snake_case, base units, _total only (and always) on counters, bounded labels, no node-name label.
 
 const FORBIDDEN_UNITS =

@@ -1,4 +1,4 @@
-// Config (STYLE.md 10): one table per program drives the parser, the validation and --help. Defaults, then
+// Config (docs/conventions.md 10): one table per program drives the parser, the validation and --help. Defaults, then
 // validation that reports every problem at once, then a frozen object — all before any I/O.
 
 import { parseArgs } from 'node:util';

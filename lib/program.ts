@@ -1,4 +1,4 @@
-// The lifecycle every nodecare program shares (STYLE.md 14: thin mains): parse and validate config before any
+// The lifecycle every nodecare program shares (docs/conventions.md 14: thin mains): parse and validate config before any
 // I/O (exit 2 listing every problem, or print --help), start, then on SIGTERM/SIGINT stop within a deadline.
 
 import { OptionsError } from './options.ts';

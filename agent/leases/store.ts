@@ -1,4 +1,4 @@
-// The narrow port the agent needs for Leases (STYLE.md 5): the real one over the API, a fake with fault
+// The narrow port the agent needs for Leases (docs/conventions.md 5): the real one over the API, a fake with fault
 // injection for unit tests.
 
 import { LEASE_NAMESPACE, type LeaseObject } from '../../api/index.ts';

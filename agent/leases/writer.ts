@@ -1,4 +1,4 @@
-// Writes Leases the way the kubelet renews its node lease (STYLE.md 9): build the whole desired object in
+// Writes Leases the way the kubelet renews its node lease (docs/conventions.md 9): build the whole desired object in
 // one pure function (api/lease.ts buildLease), update from the last object written (no GET in steady state),
 // re-read on conflict, create when missing, capped backoff on failures, a deadline on every request.
 // Writes to one Lease are serialized and coalesced: while a write is in flight only the newest desired

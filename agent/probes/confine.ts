@@ -1,4 +1,4 @@
-// Paths from node annotations, checked when the probe runs (SPEC section 3). At registration the path was
+// Paths from node annotations, checked when the probe runs (docs/design.md section 3). At registration the path was
 // checked as text (api/registration.ts); a symlink inside an allowed directory can point anywhere, and can be
 // changed after registration, so here the path is resolved (every symlink followed) and the result must still
 // lie in an allowed directory (itself resolved: /var/run is usually a link to /run). The probe then uses the

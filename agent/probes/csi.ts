@@ -1,4 +1,4 @@
-// csi probe (SPEC 3): csi.v1.Identity/Probe over the driver's unix socket says ready. An absent `ready`
+// csi probe (docs/design.md section 3): csi.v1.Identity/Probe over the driver's unix socket says ready. An absent `ready`
 // field means ready, as the CSI spec says; an explicit false is NotReady.
 
 import { ProbeReason } from '../../api/reasons.ts';

@@ -1,4 +1,4 @@
-// devicePlugin probe (SPEC 3): the first ListAndWatch response on the plugin's socket lists at least
+// devicePlugin probe (docs/design.md section 3): the first ListAndWatch response on the plugin's socket lists at least
 // `minHealthy` devices with health "Healthy". The stream is cancelled after that first response.
 
 import { ProbeReason } from '../../api/reasons.ts';

@@ -1,4 +1,4 @@
-// exec probe (SPEC 3): runs argv without a shell. Exit 0 is Healthy, exit 1 Unhealthy (CommandFailed), any
+// exec probe (docs/design.md section 3): runs argv without a shell. Exit 0 is Healthy, exit 1 Unhealthy (CommandFailed), any
 // other code, a signal, a spawn failure or the deadline is Unknown (CommandError). The first line of stdout,
 // capped, is the message. The command runs in its own process group, and on the deadline the whole group is
 // killed, so a script's children do not outlive the probe. stdout beyond 4 KiB is drained and dropped (not

@@ -1,4 +1,4 @@
-// file probe (SPEC 3): the path exists; optionally its mtime is at most `maxAgeSeconds` old (a heartbeat
+// file probe (docs/design.md section 3): the path exists; optionally its mtime is at most `maxAgeSeconds` old (a heartbeat
 // file, measured against the agent's clock) and its first 64 KiB match `contentRegex`. Only "matched" or
 // "did not match" is reported, never content. A path from a node annotation (never with contentRegex) is
 // resolved and confined to the allowed directories first (confine.ts), then looked at without following a

@@ -1,4 +1,4 @@
-// grpc probe (SPEC 3): grpc.health.v1.Health/Check answers SERVING, over host:port or unix:///path.
+// grpc probe (docs/design.md section 3): grpc.health.v1.Health/Check answers SERVING, over host:port or unix:///path.
 
 import { ProbeReason } from '../../api/reasons.ts';
 import { callUnary } from './grpc-call.ts';

@@ -1,4 +1,4 @@
-// host probe (SPEC 3): every configured host fact holds; the message names the facts that failed.
+// host probe (docs/design.md section 3): every configured host fact holds; the message names the facts that failed.
 // Disk, memory and GPUs come from systeminformation. An interface's state is read from
 // /sys/class/net/<name>/operstate — the very file systeminformation reads — because si.networkInterfaces()
 // runs several execSync calls per interface (blocking the agent's event loop for seconds on a node with a

@@ -1,4 +1,4 @@
-// http probe (SPEC 3): GET, status in expectStatus, optional body regex on at most the first 64 KiB.
+// http probe (docs/design.md section 3): GET, status in expectStatus, optional body regex on at most the first 64 KiB.
 // Redirects are never followed (undici's request does not follow them). Each probe uses its own Agent and
 // destroys it afterwards, so every probe opens a fresh connection (as the kubelet's HTTP probes do) and TLS
 // options apply to that probe only. The body never appears in a message: only "matched" / "did not match".

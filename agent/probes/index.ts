@@ -1,5 +1,5 @@
 // The probe table and the one entry point the agent calls. `satisfies` makes a new ProbeKind fail to
-// compile until its probe is registered here (STYLE.md 8). runProbe is where the two promises every probe
+// compile until its probe is registered here (docs/conventions.md 8). runProbe is where the two promises every probe
 // makes are enforced for all of them: no exception escapes, and the result arrives by the deadline.
 
 import { setFlagsFromString } from 'node:v8';
@@ -17,7 +17,7 @@ setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks'
 
 /**
  * Probe modules load on first use: a node pays for gRPC (grpc-js, protobufjs), systeminformation or undici
- * only when one of its extensions uses a probe kind that needs them (agent memory goal, SPEC P6).
+ * only when one of its extensions uses a probe kind that needs them (agent memory goal, docs/design.md P6).
  */
 export const PROBES = {
   http: () => import('./http.ts').then((m) => m.httpProbe),

@@ -1,4 +1,4 @@
-// nodeCondition probe (SPEC 3): the node condition `type` has `status`, e.g. one written by
+// nodeCondition probe (docs/design.md section 3): the node condition `type` has `status`, e.g. one written by
 // node-problem-detector. An absent condition does not hold. Reads the agent's watched Node.
 
 import { ProbeReason } from '../../api/reasons.ts';

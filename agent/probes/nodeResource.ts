@@ -1,4 +1,4 @@
-// nodeResource probe (SPEC 3): the node's status.allocatable[resource] is at least `min`, e.g. a device
+// nodeResource probe (docs/design.md section 3): the node's status.allocatable[resource] is at least `min`, e.g. a device
 // plugin's resource registered with the kubelet. Reads the agent's watched Node, never the API server.
 
 import { parseQuantity } from '../../api/quantity.ts';

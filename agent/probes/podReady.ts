@@ -1,4 +1,4 @@
-// podReady probe (SPEC 3): at least `min` pods on this node matching namespace + selector are Ready, e.g.
+// podReady probe (docs/design.md section 3): at least `min` pods on this node matching namespace + selector are Ready, e.g.
 // an extension's DaemonSet pod. Reads the agent's pod cache through the environment port.
 
 import { ProbeReason } from '../../api/reasons.ts';

@@ -1,4 +1,4 @@
-// process probe (SPEC 3): at least `min` processes named `name`. SPEC allows systeminformation or /proc; we
+// process probe (docs/design.md section 3): at least `min` processes named `name`. the design allows systeminformation or /proc; we
 // read /proc directly, because si.processes() gathers CPU, memory and user data for every process (it shells
 // out to ps) when all we need is names. A process matches when its comm (the executable's name as the kernel
 // keeps it, cut to 15 characters) equals `name`, or, for longer names, when comm is the cut name and the

@@ -1,4 +1,4 @@
-// tcp probe (SPEC 3): healthy when a connection opens; it is closed at once without sending anything.
+// tcp probe (docs/design.md section 3): healthy when a connection opens; it is closed at once without sending anything.
 
 import { connect } from 'node:net';
 import { ProbeReason } from '../../api/reasons.ts';

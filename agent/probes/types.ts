@@ -1,4 +1,4 @@
-// One result shape for every probe kind (STYLE.md 8). A probe never throws: transport failures are
+// One result shape for every probe kind (docs/conventions.md 8). A probe never throws: transport failures are
 // Unhealthy, "could not determine" is Unknown, and every probe honours the abort signal as its deadline.
 
 import type { ProbeKind, ProbeOf } from '../../api/extension.ts';

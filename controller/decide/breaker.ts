@@ -1,4 +1,4 @@
-// The correlated-failure breaker (SPEC section 5): when most nodes that require an extension fail it at
+// The correlated-failure breaker (docs/design.md section 5): when most nodes that require an extension fail it at
 // once, the fault is the extension's rollout (or the agent's), not the nodes, so the controller stops
 // putting runtime taints on for it. Bootstrap taints are unaffected.
 //

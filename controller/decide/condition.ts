@@ -1,4 +1,4 @@
-// The node condition `ExtensionsReady` and the status label (SPEC section 5). Messages are deterministic
+// The node condition `ExtensionsReady` and the status label (docs/design.md section 5). Messages are deterministic
 // (sorted by extension name, no times or ages) so that equal inputs give an equal condition and the
 // reconciler never writes it as a heartbeat.
 

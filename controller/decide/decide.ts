@@ -1,4 +1,4 @@
-// The controller's decision for one node (SPEC section 5, STYLE.md 1): a pure function of the node, its
+// The controller's decision for one node (docs/design.md section 5, docs/conventions.md 1): a pure function of the node, its
 // leases, the policy, the controller's memory and `now`. No I/O, no clock, no logger.
 
 import { Enforcement } from '../../api/extension.ts';

@@ -1,4 +1,4 @@
-// An extension's health in the controller's view (SPEC section 5): the state the agent wrote on a live
+// An extension's health in the controller's view (docs/design.md section 5): the state the agent wrote on a live
 // Lease of the node's current boot, or the controller's own verdict when that cannot be trusted. Staleness
 // is judged by the controller's clock from when it saw renewTime change, never from renewTime itself.
 

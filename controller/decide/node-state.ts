@@ -1,4 +1,4 @@
-// The node state machine (SPEC section 5, STYLE.md 4): one transition function, exhaustive over the states.
+// The node state machine (docs/design.md section 5, docs/conventions.md 4): one transition function, exhaustive over the states.
 
 export const NodeState = {
   Bootstrapping: 'Bootstrapping',

@@ -1,4 +1,4 @@
-// The plain data the decision core reads and returns (STYLE.md 1). The reconciler fills these from its
+// The plain data the decision core reads and returns (docs/conventions.md 1). The reconciler fills these from its
 // caches, calls decideNode, diffs the answer against the node and writes only the difference.
 
 import type { ExtensionPolicy } from '../../api/extension.ts';

@@ -1,5 +1,5 @@
 // One eviction pass over a node's pods through the Eviction API (policy/v1), so PodDisruptionBudgets are
-// respected (SPEC section 5). Never evicted: DaemonSet pods (they belong on every node and would come
+// respected (docs/design.md section 5). Never evicted: DaemonSet pods (they belong on every node and would come
 // straight back), mirror pods (the kubelet owns them), pods already terminating or finished, and pods that
 // tolerate the runtime taint (they chose to run on a Degraded node). Bare pods are evicted like the node
 // lifecycle controller does; PDBs are the way to protect them.

@@ -1,4 +1,4 @@
-// Safe eviction (SPEC section 5): the pure plan of which nodes to evict, and one eviction pass over a node.
+// Safe eviction (docs/design.md section 5): the pure plan of which nodes to evict, and one eviction pass over a node.
 
 export {
   BlockReason,

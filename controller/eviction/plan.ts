@@ -1,5 +1,5 @@
-// Which Degraded nodes to evict now (SPEC section 5, safe eviction): a pure function of the nodes, the
-// policy, the per-zone limiter and the time (STYLE.md 1). The reconciler runs the evictions it returns
+// Which Degraded nodes to evict now (docs/design.md section 5, safe eviction): a pure function of the nodes, the
+// policy, the per-zone limiter and the time (docs/conventions.md 1). The reconciler runs the evictions it returns
 // (evict.ts), requeues at nextDeadlineMs, and keeps the returned limiter for the next call.
 //
 // Modelled on the node lifecycle controller (pkg/controller/nodelifecycle), with these semantics:

@@ -1,4 +1,4 @@
-// Kubernetes API errors are classified once, here, at the boundary (STYLE.md 11): business code sees a
+// Kubernetes API errors are classified once, here, at the boundary (docs/conventions.md 11): business code sees a
 // stable `code`, never an HTTP status or a transport exception.
 
 export const KubeErrorCode = {

@@ -1,5 +1,5 @@
 // A loopback HTTP server speaking just enough of the Kubernetes list/watch protocol for unit tests of the
-// reflector and the agent (STYLE.md 6: real servers, not mocks of the client). Collections are registered by
+// reflector and the agent (docs/conventions.md 6: real servers, not mocks of the client). Collections are registered by
 // path; a LIST answers with the current items, a WATCH streams what the test emits. Selectors are ignored:
 // the test serves exactly what the program under test should see.
 

@@ -1,5 +1,5 @@
 // nodecare-agent's command line as users meet it: the real entry point run as a process, its exit code and
-// what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (SPEC 10).
+// what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (docs/design.md section 10).
 
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
