@@ -121,7 +121,7 @@ export async function runController(
         nodeName,
         runtimeTaintKey: config.runtimeTaintKey,
         dryRun,
-        log: log.child({ node: nodeName, component: 'eviction' }),
+        log: log.child({ component: 'eviction' }),
         timeoutMs: config.requestTimeoutMs,
         signal: term?.signal,
         beforeWrite: fence,
