@@ -4,9 +4,9 @@
 // is first written. Like node events they go to namespace `default`, where the API server accepts events
 // about cluster-scoped objects.
 
-import { CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../api/index.ts';
+import { CLUSTER_HEALTH, GROUP_VERSION } from '../api/index.ts';
 import type { NodeEvent } from './decide/index.ts';
-import { eventName, type Fence, type NodeApi } from './writes.ts';
+import { eventWriter, type Fence, type NodeApi } from './writes.ts';
 
 export const CLUSTER_EVENT_REGARDING = {
   apiVersion: GROUP_VERSION,
@@ -24,24 +24,6 @@ export function clusterEventRecorder(
   clock: { now(): number },
   fence: Fence,
 ): ClusterEventRecorder {
-  let sequence = 0;
-  return {
-    async clusterEvent(event) {
-      const name = eventName(CLUSTER_HEALTH.name, clock.now() * 1000 + (sequence++ % 1000));
-      fence();
-      await api.createEvent('default', {
-        apiVersion: 'events.k8s.io/v1',
-        kind: 'Event',
-        metadata: { name, namespace: 'default' },
-        eventTime: microTime(new Date(clock.now())),
-        reportingController: 'nodecare.io/controller',
-        reportingInstance,
-        action: event.reason,
-        reason: event.reason,
-        note: event.message.slice(0, 1024),
-        type: event.type,
-        regarding: CLUSTER_EVENT_REGARDING,
-      });
-    },
-  };
+  const write = eventWriter(api, reportingInstance, clock, fence);
+  return { clusterEvent: (event) => write(CLUSTER_EVENT_REGARDING, event) };
 }

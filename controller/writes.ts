@@ -226,31 +226,55 @@ export interface EventRecorder {
   nodeEvent(node: { name: string; uid: string }, event: NodeEvent): Promise<void>;
 }
 
-/** Records events.k8s.io/v1 Events about Nodes (in `default`, where the kubelet records node events too). */
+/** What an event regards: a Node, or the cluster-scoped ClusterHealth (cluster-events.ts). */
+export interface EventSubject {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid?: string;
+}
+
+/**
+ * Records one events.k8s.io/v1 Event in `default` (where the kubelet records node events too and the API
+ * server accepts events about cluster-scoped objects), named validly after its subject; fenced: only the
+ * leader records.
+ */
+export function eventWriter(
+  api: Pick<NodeApi, 'createEvent'>,
+  reportingInstance: string,
+  clock: { now(): number },
+  fence: Fence,
+): (subject: EventSubject, event: NodeEvent) => Promise<void> {
+  let sequence = 0;
+  return async (subject, event) => {
+    const name = eventName(subject.name, clock.now() * 1000 + (sequence++ % 1000));
+    fence();
+    await api.createEvent('default', {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name, namespace: 'default' },
+      eventTime: microTime(new Date(clock.now())),
+      reportingController: 'nodecare.io/controller',
+      reportingInstance,
+      action: event.reason,
+      reason: event.reason,
+      note: event.message.slice(0, 1024),
+      type: event.type,
+      regarding: subject,
+    });
+  };
+}
+
+/** Records Events about Nodes. */
 export function eventRecorder(
   api: Pick<NodeApi, 'createEvent'>,
   reportingInstance: string,
   clock: { now(): number },
   fence: Fence,
 ): EventRecorder {
-  let sequence = 0;
+  const write = eventWriter(api, reportingInstance, clock, fence);
   return {
-    async nodeEvent(node, event) {
-      const name = eventName(node.name, clock.now() * 1000 + (sequence++ % 1000));
-      fence();
-      await api.createEvent('default', {
-        apiVersion: 'events.k8s.io/v1',
-        kind: 'Event',
-        metadata: { name, namespace: 'default' },
-        eventTime: microTime(new Date(clock.now())),
-        reportingController: 'nodecare.io/controller',
-        reportingInstance,
-        action: event.reason,
-        reason: event.reason,
-        note: event.message.slice(0, 1024),
-        type: event.type,
-        regarding: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid },
-      });
-    },
+    nodeEvent: (node, event) =>
+      write({ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid }, event),
   };
 }
