@@ -70,8 +70,8 @@ function child(schema: Schema, ...path: string[]): Schema {
 const systemExtensionCrd = loadCrd('systemextensions.nodecare.io.yaml');
 const clusterHealthCrd = loadCrd('clusterhealths.nodecare.io.yaml');
 const ROOT = systemExtensionCrd.spec.versions[0]!.schema.openAPIV3Schema;
-const SPEC = child(ROOT, 'spec');
-const PROBE = child(SPEC, 'probe');
+const SX_SPEC_SCHEMA = child(ROOT, 'spec');
+const PROBE = child(SX_SPEC_SCHEMA, 'probe');
 
 /** A valid probe of each kind with every field set. */
 const FULL_PROBES: Record<ProbeKind, Record<string, unknown>> = {
@@ -191,15 +191,15 @@ describe('SystemExtension schema agrees with api/extension.ts', () => {
   it('probe: exactly one of the probe kinds', () => {
     expect(Object.keys(PROBE.properties ?? {}).sort()).toEqual([...PROBE_KINDS].sort());
     expect(PROBE).toMatchObject({ minProperties: 1, maxProperties: 1 });
-    expect(SPEC.required).toEqual(['probe']);
+    expect(SX_SPEC_SCHEMA.required).toEqual(['probe']);
   });
 
   it.each(Object.entries(EXTENSION_DEFAULTS))('default of %s is %j', (field, value) => {
-    expect(child(SPEC, field).default).toEqual(value);
+    expect(child(SX_SPEC_SCHEMA, field).default).toEqual(value);
   });
 
   it('enforcement enum is Enforce | DryRun', () => {
-    expect(child(SPEC, 'enforcement').enum).toEqual(Object.values(Enforcement));
+    expect(child(SX_SPEC_SCHEMA, 'enforcement').enum).toEqual(Object.values(Enforcement));
   });
 
   it.each([
@@ -211,41 +211,43 @@ describe('SystemExtension schema agrees with api/extension.ts', () => {
     'Every-Node',
     '1Ready',
   ])('conditionType pattern and parser agree on %s', (conditionType) => {
-    const pattern = new RegExp(child(SPEC, 'conditionType').pattern ?? '');
+    const pattern = new RegExp(child(SX_SPEC_SCHEMA, 'conditionType').pattern ?? '');
     const parsed = parseExtensionSpec({ probe: { tcp: { port: 1 } }, conditionType }).result.ok;
     expect(pattern.test(conditionType)).toBe(parsed);
   });
 
   it.each(BUILTIN_CONDITION_TYPES)('built-in condition type %s matches the pattern', (conditionType) => {
-    expect(conditionType).toMatch(new RegExp(child(SPEC, 'conditionType').pattern ?? ''));
+    expect(conditionType).toMatch(new RegExp(child(SX_SPEC_SCHEMA, 'conditionType').pattern ?? ''));
   });
 
   it('spec fields are the ones the parser knows (plus the SystemExtension-only fields)', () => {
     const fields = parserFields({ probe: { tcp: { port: 1 } }, zzUnknown: 1 }, '', SYSTEM_EXTENSION_FIELDS);
-    expect(Object.keys(SPEC.properties ?? {}).sort()).toEqual(fields);
+    expect(Object.keys(SX_SPEC_SCHEMA.properties ?? {}).sort()).toEqual(fields);
   });
 
   it('allowAnnotationOverride is a boolean, false unless set, in the schema as in the parser', () => {
-    expect(child(SPEC, 'allowAnnotationOverride')).toMatchObject({ type: 'boolean', default: false });
+    expect(child(SX_SPEC_SCHEMA, 'allowAnnotationOverride')).toMatchObject({
+      type: 'boolean',
+      default: false,
+    });
     const parse = (spec: Record<string, unknown>): boolean =>
       parseSystemExtension({ metadata: { name: 'x' }, spec: { probe: { tcp: { port: 1 } }, ...spec } })
         .allowAnnotationOverride;
     expect([parse({}), parse({ allowAnnotationOverride: true })]).toEqual([false, true]);
   });
 
-  it.each(fieldNodes(SPEC).filter(([path, field]) => path.length === 1 && field.type === 'integer'))(
-    'spec.%s: the parser accepts the schema range and rejects just outside it',
-    (path, leaf) => {
-      const raw = (value: number) => setAt({ probe: { tcp: { port: 1 } } }, path, value);
-      const ok = (value: number) => parseExtensionSpec(raw(value)).result.ok;
-      expect([ok(leaf.minimum!), ok(leaf.maximum!), ok(leaf.minimum! - 1), ok(leaf.maximum! + 1)]).toEqual([
-        true,
-        true,
-        false,
-        false,
-      ]);
-    },
-  );
+  it.each(
+    fieldNodes(SX_SPEC_SCHEMA).filter(([path, field]) => path.length === 1 && field.type === 'integer'),
+  )('spec.%s: the parser accepts the schema range and rejects just outside it', (path, leaf) => {
+    const raw = (value: number) => setAt({ probe: { tcp: { port: 1 } } }, path, value);
+    const ok = (value: number) => parseExtensionSpec(raw(value)).result.ok;
+    expect([ok(leaf.minimum!), ok(leaf.maximum!), ok(leaf.minimum! - 1), ok(leaf.maximum! + 1)]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
+  });
 
   describe.each(PROBE_KINDS)('probe kind %s', (kind) => {
     const schema = child(PROBE, kind);
@@ -311,7 +313,7 @@ describe('SystemExtension schema agrees with api/extension.ts', () => {
   it('both label selectors offer exactly the operators the selector validator accepts', () => {
     const operators = (selector: Schema) =>
       child(selector, 'matchExpressions').items?.properties?.operator?.enum;
-    const selectors = [child(SPEC, 'nodeSelector'), child(PROBE, 'podReady', 'selector')];
+    const selectors = [child(SX_SPEC_SCHEMA, 'nodeSelector'), child(PROBE, 'podReady', 'selector')];
     for (const selector of selectors) {
       expect(operators(selector)).toEqual(['In', 'NotIn', 'Exists', 'DoesNotExist']);
       for (const operator of operators(selector) ?? []) {
