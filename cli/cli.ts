@@ -1,0 +1,79 @@
+// kubectl-nodecare: the kubectl plugin (`kubectl nodecare <verb>`). One table of verbs; each verb has its own
+// option table (parsed and validated before any I/O, docs/conventions.md 10) and a run function.
+
+import {
+  OptionsError,
+  parseOptions,
+  renderHelp,
+  type OptionTable,
+  type OptionValues,
+} from '../lib/options.ts';
+import { packageVersion } from '../lib/version.ts';
+import { uninstallVerb } from './verbs/uninstall.ts';
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export interface Verb {
+  summary: string;
+  options: OptionTable;
+  /** Runs the verb with validated options; resolves with the exit code. */
+  run(values: OptionValues, io: CliIo): Promise<number>;
+}
+
+export const VERBS = {
+  uninstall: uninstallVerb,
+} satisfies Record<string, Verb>;
+
+const PROGRAM = 'kubectl nodecare';
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(VERBS).map((v) => v.length));
+  return [
+    `Usage: ${PROGRAM} <command> [options]`,
+    '',
+    'Commands:',
+    ...Object.entries(VERBS).map(([name, verb]) => `  ${name.padEnd(width)}  ${verb.summary}`),
+    '',
+    `Run ${PROGRAM} <command> --help for the options of a command.`,
+  ].join('\n');
+}
+
+/** Exit codes: 0 done, 1 the command failed, 2 bad usage (nothing was done). */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    io.out(usage());
+    return first === undefined ? 2 : 0;
+  }
+  if (first === '--version') {
+    io.out(`kubectl-nodecare ${packageVersion()}`);
+    return 0;
+  }
+  const verb = (VERBS as Record<string, Verb>)[first];
+  if (!verb) {
+    io.err(`${PROGRAM}: unknown command "${first}"\n\n${usage()}`);
+    return 2;
+  }
+  let parsed: { help: boolean; values: OptionValues };
+  try {
+    parsed = parseOptions(verb.options, rest, io.env);
+  } catch (err) {
+    if (!(err instanceof OptionsError)) throw err;
+    io.err(`${PROGRAM} ${first}: ${err.message}\nRun ${PROGRAM} ${first} --help for the options.`);
+    return 2;
+  }
+  if (parsed.help) {
+    io.out(renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options));
+    return 0;
+  }
+  try {
+    return await verb.run(parsed.values, io);
+  } catch (err) {
+    io.err(`${PROGRAM} ${first}: ${(err as Error).message}`);
+    return 1;
+  }
+}

@@ -1,0 +1,311 @@
+// `kubectl nodecare uninstall`: removes everything nodecare wrote into a cluster outside its own objects, so
+// that deleting the manifests afterwards leaves nothing behind (docs/design.md section 7, docs/install.md):
+//   1. stops the workloads (controller Deployment, agent DaemonSet) and the bootstrap-taint admission
+//      policy, and waits for their pods to go, so nothing writes again behind it;
+//   2. removes from every Node nodecare's taints, its labels and annotations (`nodecare.io/…`,
+//      `*.nodecare.io/…`, the extension registrations included) and the ExtensionsReady condition;
+//   3. deletes every Lease in the lease namespace and the controller's leader-election Lease;
+//   4. checks that nothing is left, and says what is if something is.
+
+import { COMPONENT_NAMESPACE, LEASE_NAMESPACE } from '../../api/index.ts';
+import { COMMON_OPTIONS } from '../../lib/common-options.ts';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { loadConnection } from '../../lib/kube/config.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { OptionValues } from '../../lib/options.ts';
+import type { CliIo, Verb } from '../cli.ts';
+import {
+  DEFAULT_TAINT_KEYS,
+  describeCleanup,
+  planNodeCleanup,
+  type CleanupNode,
+  type NodeCleanup,
+} from '../cleanup.ts';
+
+export const UNINSTALL_OPTIONS = {
+  kubeconfig: COMMON_OPTIONS.kubeconfig,
+  namespace: {
+    type: 'string',
+    description: 'Namespace of the nodecare workloads and the leader-election Lease.',
+    default: COMPONENT_NAMESPACE,
+  },
+  'lease-namespace': {
+    type: 'string',
+    description: 'Namespace of the extension and agent Leases (every Lease in it is deleted).',
+    default: LEASE_NAMESPACE,
+  },
+  'taint-key': {
+    type: 'list',
+    description:
+      "A taint key to remove besides the two default keys and any nodecare.io key (give the controller's --bootstrap-taint-key and --runtime-taint-key if you changed them).",
+    default: [],
+  },
+  'leader-election-name': {
+    type: 'string',
+    description: "Name of the controller's leader-election Lease.",
+    default: 'nodecare-controller',
+  },
+  'keep-workloads': {
+    type: 'boolean',
+    description:
+      'Do not delete the controller Deployment and agent DaemonSet (they must already be stopped, or they write again).',
+    default: false,
+  },
+  'wait-timeout-seconds': {
+    type: 'integer',
+    description: 'How long to wait for the workload pods to terminate.',
+    default: 120,
+    min: 0,
+    max: 3600,
+  },
+  'dry-run': {
+    type: 'boolean',
+    description: 'Print what would be removed; change nothing.',
+    default: false,
+  },
+} as const satisfies Verb['options'];
+
+export interface UninstallConfig {
+  kubeconfig: string | undefined;
+  namespace: string;
+  leaseNamespace: string;
+  taintKeys: string[];
+  leaderElectionName: string;
+  keepWorkloads: boolean;
+  waitTimeoutMs: number;
+  dryRun: boolean;
+}
+
+export interface UninstallDeps {
+  client: Pick<KubeClient, 'request'>;
+  out(line: string): void;
+  sleep(ms: number): Promise<void>;
+  now(): number;
+}
+
+const WORKLOADS = [
+  {
+    kind: 'Deployment',
+    path: (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments/nodecare-controller`,
+  },
+  { kind: 'DaemonSet', path: (ns: string) => `/apis/apps/v1/namespaces/${ns}/daemonsets/nodecare-agent` },
+] as const;
+const WORKLOAD_POD_SELECTOR = 'app.kubernetes.io/name in (nodecare-agent,nodecare-controller)';
+const ADMISSION_POLICY = [
+  '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings/nodecare-bootstrap-taint',
+  '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies/nodecare-bootstrap-taint',
+];
+const CONFLICT_RETRIES = 5;
+const PAGE = 500;
+
+interface List<T> {
+  items?: T[];
+  metadata?: { continue?: string };
+}
+
+export const uninstallVerb: Verb = {
+  summary:
+    "Remove nodecare's taints, condition, labels, annotations and Leases from the cluster (run before deleting the manifests).",
+  options: UNINSTALL_OPTIONS,
+  async run(values: OptionValues, io: CliIo): Promise<number> {
+    const config = uninstallConfig(values);
+    const client = new KubeClient(await loadConnection(config.kubeconfig, io.env as NodeJS.ProcessEnv), {
+      userAgent: 'kubectl-nodecare/uninstall',
+    });
+    try {
+      return await uninstall(config, {
+        client,
+        out: io.out,
+        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        now: () => performance.now(),
+      });
+    } finally {
+      await client.close();
+    }
+  },
+};
+
+export function uninstallConfig(values: OptionValues): UninstallConfig {
+  return {
+    kubeconfig: values.kubeconfig as string | undefined,
+    namespace: values.namespace as string,
+    leaseNamespace: values['lease-namespace'] as string,
+    taintKeys: [...DEFAULT_TAINT_KEYS, ...(values['taint-key'] as string[])],
+    leaderElectionName: values['leader-election-name'] as string,
+    keepWorkloads: values['keep-workloads'] as boolean,
+    waitTimeoutMs: (values['wait-timeout-seconds'] as number) * 1000,
+    dryRun: values['dry-run'] as boolean,
+  };
+}
+
+const notFound = (err: unknown): boolean => isKubeError(err, KubeErrorCode.NotFound);
+
+/** Runs the whole uninstall; resolves with the exit code (1 when something is left behind). */
+export async function uninstall(config: UninstallConfig, deps: UninstallDeps): Promise<number> {
+  const { client, out } = deps;
+  const would = config.dryRun ? 'would ' : '';
+
+  // 1. Nothing of nodecare's may keep writing.
+  if (!config.keepWorkloads) {
+    for (const workload of WORKLOADS) {
+      const path = workload.path(encodeURIComponent(config.namespace));
+      if (config.dryRun) {
+        const exists = await client.request('GET', path).then(
+          () => true,
+          (err) => (notFound(err) ? false : Promise.reject(err)),
+        );
+        if (exists) out(`would delete ${workload.kind} ${config.namespace}/${path.split('/').pop()}`);
+        continue;
+      }
+      await client.request('DELETE', path, { query: { propagationPolicy: 'Background' } }).then(
+        () => out(`deleted ${workload.kind} ${config.namespace}/${path.split('/').pop()}`),
+        (err) => (notFound(err) ? undefined : Promise.reject(err)),
+      );
+    }
+  }
+  for (const path of ADMISSION_POLICY) {
+    if (config.dryRun) continue;
+    // NotFound also when the API server does not serve MutatingAdmissionPolicy at all.
+    await client.request('DELETE', path).then(
+      () => out(`deleted ${path.split('/').slice(-2).join('/')}`),
+      (err) => (notFound(err) ? undefined : Promise.reject(err)),
+    );
+  }
+  if (!config.dryRun) await waitForWorkloadPods(config, deps);
+
+  // 2. Nodes.
+  let nodesCleaned = 0;
+  for (const node of await listAll<CleanupNode>(client, '/api/v1/nodes')) {
+    const done = config.dryRun
+      ? planNodeCleanup(node, config.taintKeys)
+      : await cleanNode(node, config.taintKeys, client);
+    const line = done && describeCleanup(done);
+    if (line) {
+      out(`${would}clean ${line}`);
+      nodesCleaned++;
+    }
+  }
+
+  // 3. Leases.
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(config.leaseNamespace)}/leases`;
+  const leases = await listAll<{ metadata: { name: string } }>(client, leasePath).catch((err) =>
+    notFound(err) ? [] : Promise.reject(err),
+  );
+  for (const lease of leases) {
+    if (!config.dryRun)
+      await deleteIfPresent(client, `${leasePath}/${encodeURIComponent(lease.metadata.name)}`);
+  }
+  const leaderPath = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(config.namespace)}/leases/${encodeURIComponent(config.leaderElectionName)}`;
+  const leader = config.dryRun
+    ? await client.request('GET', leaderPath).then(
+        () => true,
+        (err) => (notFound(err) ? false : Promise.reject(err)),
+      )
+    : await deleteIfPresent(client, leaderPath);
+  out(
+    `${would}delete ${leases.length} Lease${leases.length === 1 ? '' : 's'} in ${config.leaseNamespace}` +
+      (leader ? ` and the leader-election Lease ${config.namespace}/${config.leaderElectionName}` : ''),
+  );
+  if (config.dryRun) {
+    out(`dry run: ${nodesCleaned} node(s) to clean; nothing was changed`);
+    return 0;
+  }
+
+  // 4. Nothing left? (Something is when a controller or agent still runs somewhere and wrote again.)
+  const left: string[] = [];
+  for (const node of await listAll<CleanupNode>(client, '/api/v1/nodes')) {
+    const line = describeCleanup(planNodeCleanup(node, config.taintKeys));
+    if (line) left.push(line);
+  }
+  const leasesLeft = await listAll<{ metadata: { name: string } }>(client, leasePath).catch((err) =>
+    notFound(err) ? [] : Promise.reject(err),
+  );
+  for (const lease of leasesLeft) left.push(`Lease ${config.leaseNamespace}/${lease.metadata.name}`);
+  if (left.length > 0) {
+    out(
+      `left behind (is a nodecare controller or agent still running? stop it and run uninstall again):\n  ${left.join('\n  ')}`,
+    );
+    return 1;
+  }
+  out(`cleaned ${nodesCleaned} node(s); nodecare left nothing on nodes or in ${config.leaseNamespace}`);
+  out('now delete the manifests: kubectl delete -k manifests/ (or helm uninstall)');
+  return 0;
+}
+
+async function waitForWorkloadPods(config: UninstallConfig, deps: UninstallDeps): Promise<void> {
+  const path = `/api/v1/namespaces/${encodeURIComponent(config.namespace)}/pods`;
+  const deadline = deps.now() + config.waitTimeoutMs;
+  for (let announced = false; ;) {
+    const pods = await listAll<{ metadata: { name: string } }>(deps.client, path, {
+      labelSelector: WORKLOAD_POD_SELECTOR,
+    }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
+    if (pods.length === 0) return;
+    if (deps.now() >= deadline) {
+      throw new Error(
+        `${pods.length} nodecare pod(s) still running after ${config.waitTimeoutMs / 1000} s: ${pods
+          .slice(0, 5)
+          .map((p) => p.metadata.name)
+          .join(', ')}; nothing on the nodes was changed yet`,
+      );
+    }
+    if (!announced) deps.out(`waiting for ${pods.length} nodecare pod(s) to terminate`);
+    announced = true;
+    await deps.sleep(1000);
+  }
+}
+
+/** Patches `node` until nothing of nodecare's is left on it (re-reading on conflict); returns what was removed. */
+async function cleanNode(
+  node: CleanupNode,
+  taintKeys: readonly string[],
+  client: UninstallDeps['client'],
+): Promise<NodeCleanup | undefined> {
+  const path = `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}`;
+  let current = node;
+  for (let attempt = 1; ; attempt++) {
+    const plan = planNodeCleanup(current, taintKeys);
+    try {
+      if (plan.metadataPatch) {
+        await client.request('PATCH', path, {
+          body: plan.metadataPatch,
+          contentType: 'application/merge-patch+json',
+        });
+      }
+      if (plan.statusPatch) {
+        await client.request('PATCH', `${path}/status`, {
+          body: plan.statusPatch,
+          contentType: 'application/strategic-merge-patch+json',
+        });
+      }
+      return plan;
+    } catch (err) {
+      if (notFound(err)) return undefined;
+      if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= CONFLICT_RETRIES) throw err;
+      current = await client.request<CleanupNode>('GET', path);
+    }
+  }
+}
+
+async function deleteIfPresent(client: UninstallDeps['client'], path: string): Promise<boolean> {
+  return client.request('DELETE', path).then(
+    () => true,
+    (err) => (notFound(err) ? false : Promise.reject(err)),
+  );
+}
+
+async function listAll<T>(
+  client: UninstallDeps['client'],
+  path: string,
+  query: Record<string, string> = {},
+): Promise<T[]> {
+  const items: T[] = [];
+  let token: string | undefined;
+  do {
+    const page = await client.request<List<T>>('GET', path, {
+      query: { ...query, limit: PAGE, continue: token },
+    });
+    items.push(...(page.items ?? []));
+    token = page.metadata?.continue || undefined;
+  } while (token);
+  return items;
+}
