@@ -126,6 +126,18 @@ export const CONTROLLER_OPTIONS = {
     description: 'Log the pods eviction would evict, evict nothing.',
     default: false,
   },
+  'rollup-threshold': {
+    type: 'list',
+    description:
+      'ClusterHealth: how long a failing condition type stays Progressing before False, as <ConditionType>=<seconds> (Gardener defaults: EveryNodeReady=300, every other type 60).',
+    default: [],
+  },
+  'gardener-cluster': {
+    type: 'string',
+    description:
+      'ClusterHealth: name of the Gardener extensions.gardener.cloud/v1alpha1 Cluster object of this shoot; a hibernated shoot reports every condition healthy, a workerless one has no EveryNodeReady. Empty: not a Gardener shoot.',
+    default: '',
+  },
   workers: { type: 'integer', description: 'Nodes reconciled concurrently.', default: 8, min: 1, max: 256 },
   'request-timeout-seconds': {
     type: 'integer',
@@ -166,8 +178,31 @@ export interface ControllerConfig {
     unhealthyZoneThreshold: number;
     dryRun: boolean;
   };
+  /** Per condition type, the threshold of the roll-up's threshold machine (types not listed: the defaults). */
+  rollupThresholdsMs: Readonly<Record<string, number>>;
+  gardenerCluster: string | undefined;
   workers: number;
   requestTimeoutMs: number;
+}
+
+const CONDITION_TYPE = /^[A-Z][A-Za-z0-9]{0,62}$/;
+
+/** `--rollup-threshold EveryNodeReady=120` → { EveryNodeReady: 120000 }; problems are collected. */
+export function parseRollupThresholds(values: readonly string[], problems: string[]): Record<string, number> {
+  const thresholds: Record<string, number> = {};
+  for (const value of values) {
+    const match = /^([^=]*)=(.*)$/.exec(value);
+    const type = match?.[1] ?? '';
+    const seconds = Number(match?.[2]);
+    if (!match || !CONDITION_TYPE.test(type)) {
+      problems.push(
+        `--rollup-threshold: "${value}" is not <ConditionType>=<seconds> with a PascalCase condition type`,
+      );
+    } else if (match[2] === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+      problems.push(`--rollup-threshold: "${value}": seconds must be a number from 0 to 86400`);
+    } else thresholds[type] = seconds * 1000;
+  }
+  return thresholds;
 }
 
 export function loadControllerConfig(
@@ -191,6 +226,10 @@ export function loadControllerConfig(
   }
   if (v['bootstrap-taint-key'] === v['runtime-taint-key'])
     problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
+  const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
+  const gardenerCluster = v['gardener-cluster'] as string;
+  if (gardenerCluster !== '' && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(gardenerCluster))
+    problems.push(`--gardener-cluster: "${gardenerCluster}" is not a valid object name`);
   if (problems.length > 0) throw new OptionsError(problems);
   return {
     config: Object.freeze({
@@ -220,6 +259,8 @@ export function loadControllerConfig(
         unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
         dryRun: v['eviction-dry-run'] as boolean,
       },
+      rollupThresholdsMs,
+      gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,
       workers: v.workers as number,
       requestTimeoutMs: (v['request-timeout-seconds'] as number) * 1000,
     }),

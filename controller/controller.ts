@@ -15,6 +15,8 @@ import { ZONE_LABEL, evictNodePods } from './eviction/index.ts';
 import { Evictor } from './evictor.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
+import { KubeRollupApi } from './rollup/store.ts';
+import { RollupWriter } from './rollup/writer.ts';
 import { WorkQueue } from './workqueue.ts';
 import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes.ts';
 
@@ -93,7 +95,10 @@ export async function runController(
   };
   const cache: ClusterCache = new ClusterCache(client, clock, {
     nodeChanged: (name) => queue.add(name),
-    allNodesChanged: enqueueAll,
+    allNodesChanged: () => {
+      enqueueAll();
+      rollup.markDirty(); // a SystemExtension changed: its counts may have to be written even with no node
+    },
     error: (source, err) => {
       metrics.watchErrors.inc({ source });
       log.warn({ err, source }, 'Watch failed; retrying with backoff');
@@ -113,6 +118,22 @@ export async function runController(
     events,
     config,
     onBreakerChange: enqueueAll,
+    onRollupChange: () => rollup.markDirty(),
+  });
+  const rollup = new RollupWriter({
+    api: new KubeRollupApi(client, { timeoutMs: config.requestTimeoutMs, signal: () => term?.signal }),
+    source: {
+      pairs: () => reconciler.rollupPairs(),
+      systemExtensionNames: function* () {
+        for (const sx of cache.systemExtensionList()) yield sx.name;
+      },
+    },
+    clock,
+    log: log.child({ component: 'rollup' }),
+    metrics,
+    fence,
+    thresholdsMs: config.rollupThresholdsMs,
+    gardenerCluster: config.gardenerCluster,
   });
   const evictor = new Evictor({
     evict: (nodeName, dryRun) =>
@@ -170,6 +191,8 @@ export async function runController(
     queue.start();
     enqueueAll();
     evictor.start();
+    // After reset(): the first evaluation sees every node decided, never a partial cluster.
+    rollup.start();
     log.info(
       { nodes: cache.nodes.store.size, dryRun: config.dryRun, eviction: evictor.enabled },
       'Reconciling as leader',
@@ -185,7 +208,7 @@ export async function runController(
     const current = term;
     if (!current) return;
     if (drainByMs === undefined) current.abort();
-    const drained = Promise.all([queue.stop(), evictor.stop()]);
+    const drained = Promise.all([queue.stop(), evictor.stop(), rollup.stop()]);
     if (drainByMs !== undefined) {
       const timeout = new AbortController();
       await Promise.race([

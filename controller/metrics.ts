@@ -15,6 +15,8 @@ export class ControllerMetrics {
   readonly extensionNodes: Gauge<'extension' | 'state'>;
   readonly evictions: Counter<'outcome'>;
   readonly leasesIgnored: Gauge<'reason'>;
+  readonly rollupWrites: Counter<'kind' | 'result'>;
+  readonly rollupDuration: Histogram;
 
   constructor(registry: Registry) {
     collectDefaultMetrics({ register: registry });
@@ -87,6 +89,18 @@ export class ControllerMetrics {
       name: 'nodecare_controller_leases_ignored',
       help: 'Leases claiming a node that are not the ones its agent writes (wrong name or owner), by reason.',
       labelNames: ['reason'],
+      registers,
+    });
+    this.rollupWrites = new Counter({
+      name: 'nodecare_controller_rollup_writes_total',
+      help: 'Writes of the roll-up by kind (clusterhealth, systemextension) and result (ok, created, conflict, error).',
+      labelNames: ['kind', 'result'],
+      registers,
+    });
+    this.rollupDuration = new Histogram({
+      name: 'nodecare_controller_rollup_evaluation_duration_seconds',
+      help: 'Time to evaluate the ClusterHealth roll-up over every (node, extension) pair.',
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
   }

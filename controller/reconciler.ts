@@ -3,7 +3,7 @@
 // succeeded, and return the next deadline. Also keeps the cluster-wide state the per-node decision needs:
 // the correlated-failure breaker, updated incrementally as decisions change.
 
-import { LEASE_NAMESPACE, resolveRegistrations } from '../api/index.ts';
+import { LEASE_NAMESPACE, resolveRegistrations, type RegistrationSource } from '../api/index.ts';
 import type { ExtensionState } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -25,6 +25,7 @@ import {
 } from './decide/index.ts';
 import { sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
+import type { SourcedPair } from './rollup/writer.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import {
   conditionPatch,
@@ -59,12 +60,36 @@ export interface ReconcilerDeps {
   config: ControllerConfig;
   /** Called when the breaker's set of tripped extensions changes: every node must be re-decided. */
   onBreakerChange(): void;
+  /** Called when what a node contributes to the roll-up (its extensions' states and reasons) changed. */
+  onRollupChange?(): void;
 }
 
-/** What a node's latest decision contributes to the state metrics. */
+interface ContributedExtension {
+  name: string;
+  state: ExtensionState;
+  reason: string;
+  conditionType: string;
+  source: RegistrationSource | undefined;
+}
+
+/** What a node's latest decision contributes to the state metrics, the breaker and the roll-up. */
 interface Contribution {
   state: NodeState;
-  extensions: Array<{ name: string; state: ExtensionState }>;
+  extensions: ContributedExtension[];
+}
+
+function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every(
+      (x, i) =>
+        x.name === b[i]!.name &&
+        x.state === b[i]!.state &&
+        x.reason === b[i]!.reason &&
+        x.conditionType === b[i]!.conditionType &&
+        x.source === b[i]!.source,
+    )
+  );
 }
 
 export class Reconciler {
@@ -93,6 +118,21 @@ export class Reconciler {
   /** Each node's latest decided state. */
   nodeStates(): Map<string, NodeState> {
     return new Map([...this.contributions].map(([name, c]) => [name, c.state]));
+  }
+
+  /** Every (node, extension) pair as last decided: what the roll-up evaluates. */
+  *rollupPairs(): Generator<SourcedPair> {
+    for (const [node, c] of this.contributions) {
+      for (const e of c.extensions)
+        yield {
+          node,
+          extension: e.name,
+          conditionType: e.conditionType,
+          state: e.state,
+          reason: e.reason,
+          ...(e.source ? { source: e.source } : {}),
+        };
+    }
   }
 
   /**
@@ -132,6 +172,7 @@ export class Reconciler {
     const { byName, conflicts } = resolveRegistrations(node, cache.systemExtensionList());
     const required: RequiredExtension[] = [...byName.values()].map((r) => ({
       name: r.name,
+      source: r.source,
       policy: r.policy,
       valid: r.valid,
       ...(r.valid ? {} : { problems: r.problems }),
@@ -282,12 +323,15 @@ export class Reconciler {
 
   /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */
   private contribute(name: string, decision: NodeDecision | undefined): void {
-    this.record(name, decision);
+    if (this.record(name, decision)) this.deps.onRollupChange?.();
     if (this.evaluateBreaker()) this.deps.onBreakerChange();
   }
 
-  /** Keeps the state metrics and the breaker's counts up to date, one node at a time. */
-  private record(name: string, decision: NodeDecision | undefined): void {
+  /**
+   * Keeps the state metrics and the breaker's counts up to date, one node at a time. True when what the node
+   * contributes to the roll-up changed.
+   */
+  private record(name: string, decision: NodeDecision | undefined): boolean {
     const { metrics } = this.deps;
     const old = this.contributions.get(name);
     const apply = (c: Contribution, sign: 1 | -1): void => {
@@ -295,15 +339,27 @@ export class Reconciler {
       for (const e of c.extensions) metrics.extensionNodes.inc({ extension: e.name, state: e.state }, sign);
     };
     if (old) apply(old, -1);
+    let changed: boolean;
     if (decision) {
       const next: Contribution = {
         state: decision.state,
-        extensions: decision.extensions.map((e) => ({ name: e.name, state: e.state })),
+        extensions: decision.extensions.map((e) => ({
+          name: e.name,
+          state: e.state,
+          reason: e.reason,
+          conditionType: e.conditionType,
+          source: e.source,
+        })),
       };
       apply(next, 1);
       this.contributions.set(name, next);
-    } else this.contributions.delete(name);
+      changed = !old || !sameExtensions(old.extensions, next.extensions);
+    } else {
+      this.contributions.delete(name);
+      changed = old !== undefined && old.extensions.length > 0;
+    }
     this.breaker.apply(name, decision);
+    return changed;
   }
 
   /** Judges the breaker on the current counts and reports its transitions; true when the set changed. */

@@ -93,6 +93,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
         critical: extension.policy.critical,
         blocking: holdsBootstrap && !policy.trippedExtensions.has(extension.name),
         conditionType: extension.policy.conditionType,
+        ...(extension.source ? { source: extension.source } : {}),
       },
     };
   });

@@ -3,7 +3,7 @@
 
 import type { ExtensionPolicy } from '../../api/extension.ts';
 import type { ObservedLease } from '../../api/lease.ts';
-import type { RegistrationConflict } from '../../api/registration.ts';
+import type { RegistrationConflict, RegistrationSource } from '../../api/registration.ts';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY,
   DEFAULT_RUNTIME_TAINT_KEY,
@@ -46,6 +46,8 @@ export interface ObservedNode {
 /** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
 export interface RequiredExtension {
   name: string;
+  /** Where the node's registration came from (the roll-up counts SystemExtension ones per object). */
+  source?: RegistrationSource;
   policy: ExtensionPolicy;
   valid: boolean;
   problems?: readonly string[];
@@ -127,6 +129,7 @@ export interface ExtensionVerdict extends EffectiveState {
   /** Critical, enforced and not held back by the breaker: its failure puts the runtime taint on. */
   blocking: boolean;
   conditionType: string;
+  source?: RegistrationSource;
 }
 
 export interface DesiredCondition {

@@ -1,0 +1,174 @@
+// The API calls of the roll-up (docs/conventions.md 5), through one narrow port. ClusterHealth `cluster`: status
+// is replaced through the status subresource with the resourceVersion it was computed on (optimistic: 409 when
+// someone wrote meanwhile, and the writer re-reads and re-evaluates); the status label and the owned-types
+// annotation go in a merge patch of the metadata carrying the same precondition. SystemExtension counts go in a
+// merge patch of each object's status, which only nodecare writes. `FakeRollupApi` (testing.ts) is the
+// unit-test double.
+
+import { API_GROUP, API_VERSION, CLUSTER_HEALTH, GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
+import type { RollupCondition } from './condition.ts';
+import type { ExtensionCounts } from './evaluate.ts';
+
+/** Annotation on ClusterHealth: the condition types nodecare wrote last (so it can remove one no longer used). */
+export const OWNED_TYPES_ANNOTATION = 'nodecare.io/owned-condition-types';
+
+export interface ClusterHealthStatus {
+  observedAt?: string;
+  conditions?: RollupCondition[];
+  extensions?: ExtensionCounts[];
+}
+
+export interface ClusterHealthObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: object;
+  status?: ClusterHealthStatus;
+}
+
+/** What a SystemExtension's status says about the nodes that require it (printer columns NODES/HEALTHY/FAILING). */
+export interface SystemExtensionCounts {
+  /** Nodes that require the extension through this SystemExtension. */
+  nodes: number;
+  healthy: number;
+  progressing: number;
+  unhealthy: number;
+  unknown: number;
+  /** Neither healthy nor progressing (unhealthy + unknown): the FAILING column. */
+  failing: number;
+}
+
+export interface SystemExtensionStatusView {
+  name: string;
+  counts: SystemExtensionCounts | undefined;
+}
+
+export interface RollupApi {
+  /** undefined when the object does not exist. */
+  getClusterHealth(): Promise<ClusterHealthObject | undefined>;
+  createClusterHealth(metadata: ClusterHealthObject['metadata']): Promise<ClusterHealthObject>;
+  /** PUT of the status subresource; the object's resourceVersion is the precondition (409 when stale). */
+  replaceClusterHealthStatus(object: ClusterHealthObject): Promise<ClusterHealthObject>;
+  /** Merge patch of labels and annotations, with `resourceVersion` as the precondition. */
+  patchClusterHealthMetadata(
+    resourceVersion: string,
+    metadata: { labels: Record<string, string>; annotations: Record<string, string | null> },
+  ): Promise<ClusterHealthObject>;
+  listSystemExtensions(): Promise<SystemExtensionStatusView[]>;
+  patchSystemExtensionStatus(name: string, status: SystemExtensionCounts): Promise<void>;
+  /** A Gardener `extensions.gardener.cloud/v1alpha1` Cluster; undefined when it does not exist. */
+  getGardenerCluster(name: string): Promise<unknown>;
+}
+
+const CLUSTER_HEALTH_PATH = `/apis/${API_GROUP}/${API_VERSION}/${CLUSTER_HEALTH.plural}`;
+const SYSTEM_EXTENSIONS_PATH = `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`;
+const GARDENER_CLUSTERS_PATH = '/apis/extensions.gardener.cloud/v1alpha1/clusters';
+
+interface SystemExtensionListItem {
+  metadata: { name: string };
+  status?: Partial<SystemExtensionCounts>;
+}
+
+function countsOf(status: Partial<SystemExtensionCounts> | undefined): SystemExtensionCounts | undefined {
+  if (!status || typeof status.nodes !== 'number') return undefined;
+  const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
+  return {
+    nodes: status.nodes,
+    healthy: n(status.healthy),
+    progressing: n(status.progressing),
+    unhealthy: n(status.unhealthy),
+    unknown: n(status.unknown),
+    failing: n(status.failing),
+  };
+}
+
+export interface KubeRollupApiOptions {
+  timeoutMs: number;
+  /** Aborts requests in flight (the leadership term ended). */
+  signal?(): AbortSignal | undefined;
+}
+
+export class KubeRollupApi implements RollupApi {
+  private readonly client: Pick<KubeClient, 'request'>;
+  private readonly options: KubeRollupApiOptions;
+
+  constructor(client: Pick<KubeClient, 'request'>, options: KubeRollupApiOptions) {
+    this.client = client;
+    this.options = options;
+  }
+
+  private call<T>(method: 'GET' | 'PATCH' | 'POST' | 'PUT', path: string, body?: object, type?: string) {
+    return this.client.request<T>(method, path, {
+      ...(body ? { body } : {}),
+      ...(type ? { contentType: type } : {}),
+      timeoutMs: this.options.timeoutMs,
+      signal: this.options.signal?.(),
+    });
+  }
+
+  private async getOrUndefined<T>(path: string): Promise<T | undefined> {
+    try {
+      return await this.call<T>('GET', path);
+    } catch (err) {
+      if (isKubeError(err, KubeErrorCode.NotFound)) return undefined;
+      throw err;
+    }
+  }
+
+  getClusterHealth(): Promise<ClusterHealthObject | undefined> {
+    return this.getOrUndefined(`${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}`);
+  }
+
+  createClusterHealth(metadata: ClusterHealthObject['metadata']): Promise<ClusterHealthObject> {
+    return this.call('POST', CLUSTER_HEALTH_PATH, {
+      apiVersion: GROUP_VERSION,
+      kind: CLUSTER_HEALTH.kind,
+      metadata,
+      spec: {},
+    });
+  }
+
+  replaceClusterHealthStatus(object: ClusterHealthObject): Promise<ClusterHealthObject> {
+    return this.call('PUT', `${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}/status`, object);
+  }
+
+  patchClusterHealthMetadata(
+    resourceVersion: string,
+    metadata: { labels: Record<string, string>; annotations: Record<string, string | null> },
+  ): Promise<ClusterHealthObject> {
+    return this.call(
+      'PATCH',
+      `${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}`,
+      { metadata: { resourceVersion, ...metadata } },
+      PatchType.merge,
+    );
+  }
+
+  async listSystemExtensions(): Promise<SystemExtensionStatusView[]> {
+    const list = await this.call<{ items?: SystemExtensionListItem[] }>('GET', SYSTEM_EXTENSIONS_PATH);
+    return (list.items ?? []).map((item) => ({
+      name: item.metadata.name,
+      counts: countsOf(item.status),
+    }));
+  }
+
+  async patchSystemExtensionStatus(name: string, status: SystemExtensionCounts): Promise<void> {
+    await this.call(
+      'PATCH',
+      `${SYSTEM_EXTENSIONS_PATH}/${encodeURIComponent(name)}/status`,
+      { status },
+      PatchType.merge,
+    );
+  }
+
+  getGardenerCluster(name: string): Promise<unknown> {
+    return this.getOrUndefined(`${GARDENER_CLUSTERS_PATH}/${encodeURIComponent(name)}`);
+  }
+}

@@ -1,0 +1,337 @@
+// Writes the roll-up (docs/rollup.md): ClusterHealth `cluster` and each SystemExtension's counts, from the
+// reconciler's per-node verdicts. Only the leader writes, only within its term, and only what changed:
+//
+// - Coalesced: a change marks the roll-up dirty; one evaluation runs at most every `minIntervalMs`, so a burst of
+//   node changes (a rollout across 5,000 nodes) costs one write, not one per node. Nothing is written on a
+//   heartbeat: an evaluation that changes nothing writes nothing.
+// - Deadlines: a condition in its threshold (Progressing on a failure) is re-evaluated when the threshold runs out.
+// - Optimistic: status is replaced with the resourceVersion it was computed on; a 409 (another writer, an old
+//   leader's last write) re-reads the object and evaluates again. The previous conditions come from the object
+//   itself, so a new leader continues the old one's timestamps: a hand-over moves no lastTransitionTime.
+// - Failures back off exponentially and retry; a write refused because the term ended is dropped silently.
+
+import { ExtensionState, NODE_STATUS_LABEL, type RegistrationSource } from '../../api/index.ts';
+import type { Clock, Timer } from '../../lib/clock.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { ControllerMetrics } from '../metrics.ts';
+import { NotLeaderError, type Fence } from '../writes.ts';
+import { apiTime } from './condition.ts';
+import { evaluateRollup, type ExtensionCounts, type RollupPair } from './evaluate.ts';
+import { NO_SHOOT, shootFromCluster, type ShootFacts } from './gardener.ts';
+import {
+  OWNED_TYPES_ANNOTATION,
+  type ClusterHealthObject,
+  type RollupApi,
+  type SystemExtensionCounts,
+} from './store.ts';
+
+/** At most one evaluation this often (a burst of node changes is one write). */
+export const ROLLUP_MIN_INTERVAL_MS = 1_000;
+/** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
+export const GARDENER_RESYNC_MS = 30_000;
+const MAX_CONFLICT_RETRIES = 5;
+const MAX_BACKOFF_MS = 30_000;
+
+/** A pair as the reconciler decided it, with where the node's registration of the extension came from. */
+export interface SourcedPair extends RollupPair {
+  /** undefined when the decision was made without one (the node's registrations are always sourced). */
+  source?: RegistrationSource;
+}
+
+/** What the roll-up reads: the reconciler's latest verdicts and the SystemExtensions in the cache. */
+export interface RollupSource {
+  pairs(): Iterable<SourcedPair>;
+  systemExtensionNames(): Iterable<string>;
+}
+
+export interface RollupWriterDeps {
+  api: RollupApi;
+  source: RollupSource;
+  clock: Clock;
+  log: Logger;
+  metrics: ControllerMetrics;
+  /** Checked just before every write: throws NotLeaderError when this replica no longer leads. */
+  fence: Fence;
+  thresholdsMs: Readonly<Record<string, number>>;
+  /** Name of the Gardener Cluster object to read; undefined: not a Gardener shoot. */
+  gardenerCluster: string | undefined;
+  minIntervalMs?: number;
+}
+
+const COUNT_FIELD = {
+  [ExtensionState.Healthy]: 'healthy',
+  [ExtensionState.Progressing]: 'progressing',
+  [ExtensionState.Unhealthy]: 'unhealthy',
+  [ExtensionState.Unknown]: 'unknown',
+} as const satisfies Record<ExtensionState, keyof SystemExtensionCounts>;
+
+function zeroCounts(): SystemExtensionCounts {
+  return { nodes: 0, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };
+}
+
+function sameSxCounts(a: SystemExtensionCounts | undefined, b: SystemExtensionCounts): boolean {
+  return (
+    a !== undefined &&
+    a.nodes === b.nodes &&
+    a.healthy === b.healthy &&
+    a.progressing === b.progressing &&
+    a.unhealthy === b.unhealthy &&
+    a.unknown === b.unknown &&
+    a.failing === b.failing
+  );
+}
+
+function sameExtensionCounts(a: readonly ExtensionCounts[], b: readonly ExtensionCounts[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every(
+      (x, i) =>
+        x.name === b[i]!.name &&
+        x.conditionType === b[i]!.conditionType &&
+        x.healthy === b[i]!.healthy &&
+        x.progressing === b[i]!.progressing &&
+        x.unhealthy === b[i]!.unhealthy &&
+        x.unknown === b[i]!.unknown,
+    )
+  );
+}
+
+function ownedTypesOf(object: ClusterHealthObject | undefined): string[] {
+  const value = object?.metadata.annotations?.[OWNED_TYPES_ANNOTATION] ?? '';
+  return value === '' ? [] : value.split(',');
+}
+
+function isRereadError(err: unknown): boolean {
+  return (
+    isKubeError(err, KubeErrorCode.Conflict) ||
+    isKubeError(err, KubeErrorCode.NotFound) ||
+    isKubeError(err, KubeErrorCode.AlreadyExists)
+  );
+}
+
+export class RollupWriter {
+  private readonly deps: RollupWriterDeps;
+  private readonly minIntervalMs: number;
+  private active = false;
+  /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
+  private current: ClusterHealthObject | null | undefined;
+  /** Each SystemExtension's counts as last read or written; undefined: list them first. */
+  private sxCounts: Map<string, SystemExtensionCounts | undefined> | undefined;
+  private shoot: ShootFacts = NO_SHOOT;
+  private shootReadMs = -Infinity;
+  private dirty = false;
+  private lastRunMs = -Infinity;
+  private failures = 0;
+  private timer: Timer | undefined;
+  private deadlineTimer: Timer | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(deps: RollupWriterDeps) {
+    this.deps = deps;
+    this.minIntervalMs = deps.minIntervalMs ?? ROLLUP_MIN_INTERVAL_MS;
+  }
+
+  /** Starts a leadership term: everything is read afresh (another replica may have written meanwhile). */
+  start(): void {
+    this.active = true;
+    this.current = undefined;
+    this.sxCounts = undefined;
+    this.shootReadMs = -Infinity;
+    this.failures = 0;
+    this.lastRunMs = -Infinity;
+    this.markDirty();
+  }
+
+  /** Ends the term: no evaluation starts any more; the one in flight is awaited. */
+  async stop(): Promise<void> {
+    this.active = false;
+    this.dirty = false;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.deadlineTimer?.cancel();
+    this.deadlineTimer = undefined;
+    await this.running;
+  }
+
+  /** Something the roll-up reads changed: evaluate soon (coalesced). */
+  markDirty(): void {
+    if (!this.active) return;
+    this.dirty = true;
+    if (!this.running) this.schedule(0);
+  }
+
+  private schedule(extraDelayMs: number): void {
+    if (this.timer || !this.active) return;
+    const { clock } = this.deps;
+    const delay = Math.max(extraDelayMs, this.lastRunMs + this.minIntervalMs - clock.now(), 0);
+    this.timer = clock.setTimer(delay, () => {
+      this.timer = undefined;
+      this.run();
+    });
+  }
+
+  private run(): void {
+    if (!this.active || this.running || !this.dirty) return;
+    this.dirty = false;
+    this.lastRunMs = this.deps.clock.now();
+    this.running = this.evaluateAndWrite().finally(() => {
+      this.running = undefined;
+      if (this.dirty) this.schedule(0);
+    });
+  }
+
+  private async evaluateAndWrite(): Promise<void> {
+    const { log } = this.deps;
+    try {
+      await this.refreshShoot();
+      const pairs = [...this.deps.source.pairs()];
+      await this.writeClusterHealth(pairs);
+      await this.writeSystemExtensions(pairs);
+      this.failures = 0;
+    } catch (err) {
+      if (err instanceof NotLeaderError || !this.active) return;
+      this.failures += 1;
+      const retryInMs = Math.min(MAX_BACKOFF_MS, this.minIntervalMs * 2 ** this.failures);
+      log.warn({ err, retryInMs }, 'Failed to write the roll-up; retrying');
+      this.current = undefined;
+      this.sxCounts = undefined;
+      this.dirty = true;
+      this.timer?.cancel();
+      this.timer = undefined;
+      this.schedule(retryInMs);
+    }
+  }
+
+  private async refreshShoot(): Promise<void> {
+    const { api, clock, gardenerCluster, log } = this.deps;
+    if (gardenerCluster === undefined) return;
+    const now = clock.now();
+    if (now - this.shootReadMs < GARDENER_RESYNC_MS) return;
+    const shoot = shootFromCluster(await api.getGardenerCluster(gardenerCluster));
+    this.shootReadMs = now;
+    if (shoot.hibernated !== this.shoot.hibernated || shoot.workerless !== this.shoot.workerless)
+      log.info({ cluster: gardenerCluster, ...shoot }, 'Gardener shoot facts changed');
+    this.shoot = shoot;
+    // Read again after the resync period even when nothing else changes.
+    this.deadlineAt(now + GARDENER_RESYNC_MS);
+  }
+
+  /** Re-evaluates at `atMs` (the earliest of the pending deadlines wins). */
+  private deadlineAt(atMs: number): void {
+    const { clock } = this.deps;
+    this.deadlineTimer?.cancel();
+    this.deadlineTimer = clock.setTimer(Math.max(0, atMs - clock.now()), () => {
+      this.deadlineTimer = undefined;
+      this.markDirty();
+    });
+  }
+
+  private async writeClusterHealth(pairs: readonly SourcedPair[]): Promise<void> {
+    const { api, clock, fence, metrics, thresholdsMs } = this.deps;
+    for (let attempt = 0; ; attempt++) {
+      if (this.current === undefined) this.current = (await api.getClusterHealth()) ?? null;
+      const object = this.current ?? undefined;
+      const nowMs = clock.now();
+      const started = performance.now();
+      const result = evaluateRollup({
+        pairs,
+        previous: object?.status?.conditions ?? [],
+        ownedBefore: ownedTypesOf(object),
+        thresholdsMs,
+        hibernated: this.shoot.hibernated,
+        workerless: this.shoot.workerless,
+        nowMs,
+      });
+      metrics.rollupDuration.observe((performance.now() - started) / 1000);
+      const pending = [
+        result.nextDeadlineMs,
+        this.deps.gardenerCluster ? this.shootReadMs + GARDENER_RESYNC_MS : undefined,
+      ].filter((t): t is number => t !== undefined);
+      if (pending.length > 0) this.deadlineAt(Math.min(...pending));
+
+      const owned = result.owned.join(',');
+      const metadataChanged =
+        object !== undefined &&
+        (object.metadata.labels?.[NODE_STATUS_LABEL] !== result.label ||
+          (object.metadata.annotations?.[OWNED_TYPES_ANNOTATION] ?? '') !== owned);
+      const statusChanged =
+        object === undefined ||
+        result.changed ||
+        !sameExtensionCounts(object.status?.extensions ?? [], result.extensions);
+      if (!metadataChanged && !statusChanged) return;
+
+      const metadata = {
+        labels: { [NODE_STATUS_LABEL]: result.label },
+        annotations: { [OWNED_TYPES_ANNOTATION]: owned },
+      };
+      try {
+        let written: ClusterHealthObject;
+        if (object === undefined) {
+          fence();
+          written = await api.createClusterHealth({ name: 'cluster', ...metadata });
+          metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'created' });
+        } else if (metadataChanged) {
+          fence();
+          written = await api.patchClusterHealthMetadata(object.metadata.resourceVersion ?? '', metadata);
+        } else written = object;
+        if (statusChanged) {
+          fence();
+          written = await api.replaceClusterHealthStatus({
+            ...written,
+            status: {
+              observedAt: apiTime(nowMs),
+              conditions: result.conditions,
+              extensions: result.extensions,
+            },
+          });
+        }
+        metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'ok' });
+        this.current = written;
+        return;
+      } catch (err) {
+        if (!isRereadError(err) || attempt >= MAX_CONFLICT_RETRIES) {
+          metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'error' });
+          throw err;
+        }
+        // Someone else wrote (or deleted) it meanwhile: read it again and evaluate on what is there.
+        metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'conflict' });
+        this.current = undefined;
+      }
+    }
+  }
+
+  private async writeSystemExtensions(pairs: readonly SourcedPair[]): Promise<void> {
+    const { api, fence, metrics, source } = this.deps;
+    const desired = new Map<string, SystemExtensionCounts>();
+    for (const name of source.systemExtensionNames()) desired.set(name, zeroCounts());
+    for (const pair of pairs) {
+      if (pair.source !== 'systemExtension') continue;
+      const counts = desired.get(pair.extension);
+      if (!counts) continue;
+      counts.nodes += 1;
+      counts[COUNT_FIELD[pair.state]] += 1;
+    }
+    if (this.sxCounts === undefined) {
+      this.sxCounts = new Map((await api.listSystemExtensions()).map((sx) => [sx.name, sx.counts]));
+    }
+    const known = this.sxCounts;
+    for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
+    for (const [name, counts] of desired) {
+      counts.failing = counts.unhealthy + counts.unknown;
+      if (sameSxCounts(known.get(name), counts)) continue;
+      fence();
+      try {
+        await api.patchSystemExtensionStatus(name, counts);
+        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
+        known.set(name, counts);
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.NotFound)) {
+          metrics.rollupWrites.inc({ kind: 'systemextension', result: 'error' });
+          throw err;
+        }
+        known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+      }
+    }
+  }
+}
