@@ -1,0 +1,117 @@
+// The real programs as the benchmark runs them: the built binaries (dist/agent/main.js,
+// dist/controller/main.js, what `npm run build` produces and the package ships), one process each, logs to a
+// file, memory and CPU read from /proc.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const ROOT = join(import.meta.dirname, '..');
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every Linux Node.js supports). */
+const USER_HZ = 100;
+
+export interface Program {
+  name: string;
+  child: ChildProcess;
+  logPath: string;
+  exited: Promise<number | null>;
+  /** Resolves with the first log line whose msg is `msg` (also one already logged). */
+  waitForLog(msg: string, timeoutMs: number): Promise<Record<string, unknown>>;
+  signal(sig: NodeJS.Signals): void;
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function startBinary(
+  name: string,
+  entry: 'agent' | 'controller',
+  args: string[],
+  logDir: string,
+  env: Record<string, string> = {},
+): Program {
+  const logPath = join(logDir, `${name}.log`);
+  const log = createWriteStream(logPath);
+  const child = spawn(process.execPath, [join(ROOT, 'dist', entry, 'main.js'), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const seen = new Map<string, Record<string, unknown>>();
+  const waiters = new Map<string, Array<(line: Record<string, unknown>) => void>>();
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    log.write(`${text}\n`);
+    let line: Record<string, unknown>;
+    try {
+      line = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const msg = String(line.msg ?? '');
+    if (!seen.has(msg)) seen.set(msg, line);
+    for (const resolve of waiters.get(msg) ?? []) resolve(line);
+    waiters.delete(msg);
+  });
+  createInterface({ input: child.stderr! }).on('line', (text) => log.write(`[stderr] ${text}\n`));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      log.end();
+      resolve(code);
+    }),
+  );
+  return {
+    name,
+    child,
+    logPath,
+    exited,
+    waitForLog(msg, timeoutMs) {
+      const line = seen.get(msg);
+      if (line) return Promise.resolve(line);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: no log "${msg}" within ${timeoutMs} ms (see ${logPath})`)),
+          timeoutMs,
+        );
+        const list = waiters.get(msg) ?? [];
+        list.push((l) => {
+          clearTimeout(timer);
+          resolve(l);
+        });
+        waiters.set(msg, list);
+        void exited.then((code) =>
+          reject(new Error(`${name} exited (${code}) before logging "${msg}" (see ${logPath})`)),
+        );
+      });
+    },
+    signal(sig) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    },
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export interface ProcMemory {
+  rssBytes: number;
+  /** Peak RSS since the process started (VmHWM). */
+  peakRssBytes: number;
+}
+
+export async function procMemory(pid: number): Promise<ProcMemory> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string): number =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024;
+  return { rssBytes: kb('VmRSS'), peakRssBytes: kb('VmHWM') };
+}
+
+/** CPU time (user + system) the process has used, in ms. */
+export async function procCpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: state(0) ppid(1) ... utime(11) stime(12).
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+}
