@@ -1,0 +1,65 @@
+// A smoke run of `npm run bench` (100 nodes, one iteration, short phases): it runs to the end and reports every
+// row of the table, in the table and in its JSON record. It asserts no timing: the figures are the benchmark's
+// business (docs/design.md section 8), not a test's.
+
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+interface ResultsFile {
+  scale: { nodes: number; extensions: number };
+  machine: string;
+  rows: Array<{
+    id: string;
+    measure: string;
+    goal: string;
+    measured: string;
+    pass: boolean | null;
+    load: number;
+  }>;
+}
+
+/** Every row the benchmark reports: P1–P7 (P5, P6 and P7 twice) and the two figures without a goal. */
+const EXPECTED_ROWS = ['conv', 'P1', 'P2', 'P4', 'P5', 'P5', 'P6', 'P6', 'P3', 'P7', 'P7', 'rollup'];
+
+describe('npm run bench -- --smoke', () => {
+  let out = '';
+  afterAll(async () => {
+    if (out) await rm(out, { recursive: true, force: true });
+  });
+
+  it('runs at 100 nodes and reports every row with a pass verdict for every goal', async () => {
+    out = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));
+    const child = spawn(process.execPath, [join(ROOT, 'bench', 'main.ts'), '--smoke', `--out=${out}`], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, `bench exited ${code}\n${stderr.split('\n').slice(-30).join('\n')}`).toBe(0);
+
+    const files = await readdir(out);
+    expect(files).toHaveLength(1);
+    const results = JSON.parse(await readFile(join(out, files[0] as string), 'utf8')) as ResultsFile;
+    expect(results.scale).toEqual({ nodes: 100, extensions: 5, samples: 50, steadySeconds: 10 });
+    expect(results.machine).toMatch(/\d+× .+, \d+ GiB, Node v\d+/);
+    expect(results.rows.map((r) => r.id)).toEqual(EXPECTED_ROWS);
+    for (const row of results.rows) {
+      expect(row.measured, row.id).not.toBe('');
+      expect(Number.isFinite(row.load), row.id).toBe(true);
+      // Goals get a verdict; the two figures docs/design.md sets no goal for get none.
+      if (row.goal.startsWith('none')) expect(row.pass, row.id).toBeNull();
+      else expect(typeof row.pass, row.id).toBe('boolean');
+      // The same row is in the printed table.
+      expect(stdout).toContain(row.measure);
+    }
+    expect(stdout).toMatch(/\| id +\| measure +\| goal +\| measured +\| pass +\| scale +\| load +\|/);
+  }, 300_000);
+});
