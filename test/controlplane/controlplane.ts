@@ -34,6 +34,12 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Extra kube-apiserver flags, e.g. the scale flags of the benchmark. */
   apiserverFlags?: string[];
+  /**
+   * kube-apiserver audit policy (YAML). Default DEFAULT_AUDIT_POLICY: requests by the ServiceAccounts of
+   * nodecare-system at Metadata level and nothing else, so tests can check what the components really call.
+   * false: no audit log.
+   */
+  auditPolicy?: string | false;
   /** Progress lines ("starting etcd …"); default: stderr. */
   log?: (line: string) => void;
 }
@@ -53,6 +59,8 @@ export interface ControlPlane {
   binDir: string;
   /** The pinned Kubernetes version the binaries were built at (e.g. v1.36.3). */
   version: string;
+  /** The audit log (JSON lines), unless auditPolicy was false. */
+  auditLogPath: string | undefined;
   /** Runs the bundled kubectl against this control plane. */
   kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }>;
   /** Stops kube-apiserver (SIGTERM, then SIGKILL) and starts it again on the same port. */
@@ -80,6 +88,16 @@ export async function ensureBinaries(log: (line: string) => void = defaultLog): 
     });
   });
 }
+
+/** Audits only what nodecare's components do with their own ServiceAccounts: cheap enough to be always on. */
+export const DEFAULT_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ['system:serviceaccounts:nodecare-system']
+  - level: None
+`;
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = options.log ?? defaultLog;
@@ -112,6 +130,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   await writeFile(join(pki, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
 
   const server = `https://127.0.0.1:${apiPort}`;
+  const auditPolicy = options.auditPolicy ?? DEFAULT_AUDIT_POLICY;
+  const auditLogPath = auditPolicy === false ? undefined : join(dir, 'audit.log');
+  if (auditPolicy !== false) await writeFile(join(dir, 'audit-policy.yaml'), auditPolicy);
   const components: Component[] = [];
   const pidFile = join(dir, 'pids');
   const started: Component[] = [];
@@ -160,6 +181,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       // TaintNodesByCondition would put node.kubernetes.io/not-ready on every new Node, which only the node
       // lifecycle controller removes — not run here, since it would also mark kubelet-less nodes unreachable.
       '--disable-admission-plugins=ServiceAccount,TaintNodesByCondition',
+      ...(auditLogPath
+        ? [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`]
+        : []),
       ...(options.apiserverFlags ?? []),
     ],
   };
@@ -254,7 +278,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   if (options.controllerManager !== false) {
     await startComponent('kube-controller-manager', 'system:kube-controller-manager', kcmToken, [
       // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
-      '--controllers=garbagecollector,namespace,serviceaccount',
+      // validatingadmissionpolicy-status-controller: type-checks admission policies (status.typeChecking).
+      '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller',
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
     ]);
@@ -268,6 +293,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     adminToken,
     binDir,
     version,
+    auditLogPath,
     kubectl: (args, input) => runKubectl(kubeBin, kubeconfigPath, args, input),
     async restartApiServer(downMs = 0) {
       await stopComponent(apiserver);
