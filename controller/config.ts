@@ -47,24 +47,25 @@ export const CONTROLLER_OPTIONS = {
     description: 'Name of the leader election Lease.',
     default: 'nodecare-controller',
   },
+  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7); controller/leader.ts has the same.
   'leader-election-lease-duration-seconds': {
     type: 'number',
     description: 'Leader lease duration.',
-    default: 15,
+    default: 10,
     min: 1,
     max: 600,
   },
   'leader-election-renew-deadline-seconds': {
     type: 'number',
     description: 'Leader renew deadline.',
-    default: 10,
+    default: 7,
     min: 1,
     max: 600,
   },
   'leader-election-retry-period-seconds': {
     type: 'number',
     description: 'Leader retry period.',
-    default: 2,
+    default: 1.5,
     min: 0.1,
     max: 300,
   },
@@ -138,6 +139,13 @@ export const CONTROLLER_OPTIONS = {
       'ClusterHealth: name of the Gardener extensions.gardener.cloud/v1alpha1 Cluster object of this shoot; a hibernated shoot reports every condition healthy, a workerless one has no EveryNodeReady. Empty: not a Gardener shoot.',
     default: '',
   },
+  'gardener-resync-seconds': {
+    type: 'integer',
+    description: 'ClusterHealth: how often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast).',
+    default: 30,
+    min: 1,
+    max: 3600,
+  },
   workers: { type: 'integer', description: 'Nodes reconciled concurrently.', default: 8, min: 1, max: 256 },
   'request-timeout-seconds': {
     type: 'integer',
@@ -181,6 +189,7 @@ export interface ControllerConfig {
   /** Per condition type, the threshold of the roll-up's threshold machine (types not listed: the defaults). */
   rollupThresholdsMs: Readonly<Record<string, number>>;
   gardenerCluster: string | undefined;
+  gardenerResyncMs: number;
   workers: number;
   requestTimeoutMs: number;
 }
@@ -261,6 +270,7 @@ export function loadControllerConfig(
       },
       rollupThresholdsMs,
       gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,
+      gardenerResyncMs: (v['gardener-resync-seconds'] as number) * 1000,
       workers: v.workers as number,
       requestTimeoutMs: (v['request-timeout-seconds'] as number) * 1000,
     }),

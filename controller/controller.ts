@@ -134,6 +134,7 @@ export async function runController(
     fence,
     thresholdsMs: config.rollupThresholdsMs,
     gardenerCluster: config.gardenerCluster,
+    gardenerResyncMs: config.gardenerResyncMs,
   });
   const evictor = new Evictor({
     evict: (nodeName, dryRun) =>

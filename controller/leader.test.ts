@@ -58,12 +58,18 @@ function otherHolder(holderIdentity: string, renewTime: string, extra: Partial<L
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
     metadata: { name: NAME, namespace: NS },
-    spec: { holderIdentity, leaseDurationSeconds: 15, renewTime, acquireTime: renewTime, ...extra },
+    spec: {
+      holderIdentity,
+      leaseDurationSeconds: leaseDurationMs / 1000,
+      renewTime,
+      acquireTime: renewTime,
+      ...extra,
+    },
   } satisfies LeaderLease;
 }
 
 describe('validateLeaderElectionTiming', () => {
-  it('accepts the client-go defaults 15 s / 10 s / 2 s', () => {
+  it('accepts the defaults 10 s / 7 s / 1.5 s (docs/adr/0005)', () => {
     expect(validateLeaderElectionTiming(LEADER_ELECTION_DEFAULTS)).toEqual([]);
   });
 
@@ -110,7 +116,7 @@ describe('LeaderElector', () => {
     expect(recorded.events).toEqual(['leader:a', 'started']);
     expect(store.lease(NS, NAME)?.spec).toMatchObject({
       holderIdentity: 'a',
-      leaseDurationSeconds: 15,
+      leaseDurationSeconds: leaseDurationMs / 1000,
       leaseTransitions: 0,
     });
     await a.stop();
@@ -158,10 +164,12 @@ describe('LeaderElector', () => {
       const a = elector(store, clock, 'a');
       startRecording(a);
       await clock.advance(0);
-      // First seen at t=0; tries every 2 s; the lease is valid until t=15 s, so the try at 16 s takes it.
-      await clock.advance(leaseDurationMs + retryPeriodMs / 2 - 1);
+      // First seen at t=0; tries every retryPeriod; the lease is valid until t=leaseDuration, so the first
+      // try after that takes it.
+      const takeoverAtMs = (Math.floor(leaseDurationMs / retryPeriodMs) + 1) * retryPeriodMs;
+      await clock.advance(takeoverAtMs - 1);
       expect(a.isLeader).toBe(false);
-      await clock.advance(retryPeriodMs / 2 + 1);
+      await clock.advance(1);
       expect(a.isLeader).toBe(true);
       expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 8 });
       await a.stop();
@@ -176,7 +184,9 @@ describe('LeaderElector', () => {
     store.calls.length = 0;
     await clock.advance(5 * retryPeriodMs);
     expect(store.calls.map((c) => c.op)).toEqual(['replace', 'replace', 'replace', 'replace', 'replace']);
-    expect(store.lease(NS, NAME)?.spec?.renewTime).toBe('2026-01-01T00:00:10.000000Z');
+    expect(store.lease(NS, NAME)?.spec?.renewTime).toBe(
+      new Date(Date.parse('2026-01-01T00:00:00Z') + 5 * retryPeriodMs).toISOString().replace('Z', '000Z'),
+    );
     expect(store.lease(NS, NAME)?.spec?.acquireTime).toBe('2026-01-01T00:00:00.000000Z');
     await a.stop();
   });

@@ -25,10 +25,16 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/log.ts';
 
+/**
+ * Shorter than client-go's 15 s / 10 s / 2 s, whose crash fail-over takes 15-20 s (docs/adr/0005): a standby
+ * takes over at most lease duration + 2 jittered retry periods after the leader's last renewal (≤ 13.6 s); a
+ * leader that cannot renew stops writing within retry period + renew deadline (8.5 s) of its last renewal,
+ * 1.5 s before a standby may take over; the leader sends one PUT and each standby one GET every 1.5 s.
+ */
 export const LEADER_ELECTION_DEFAULTS = {
-  leaseDurationMs: 15_000,
-  renewDeadlineMs: 10_000,
-  retryPeriodMs: 2_000,
+  leaseDurationMs: 10_000,
+  renewDeadlineMs: 7_000,
+  retryPeriodMs: 1_500,
 } as const;
 
 /** client-go's JitterFactor: validation keeps renewDeadline above retryPeriod × this. */

@@ -6,6 +6,7 @@ import { FakeClock } from '../../lib/clock.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { createLogger } from '../../lib/log.ts';
 import { ControllerMetrics } from '../metrics.ts';
+import { parseRollupThresholds } from '../config.ts';
 import { NotLeaderError } from '../writes.ts';
 import { RollupReason, RollupStatus, type RollupCondition } from './condition.ts';
 import { ERR_CONFIGURATION_PROBLEM, HIBERNATED_MESSAGE, SUCCESS_MESSAGE } from './evaluate.ts';
@@ -57,6 +58,16 @@ function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string
   const step = (ms = ROLLUP_MIN_INTERVAL_MS) => clock.advance(ms);
   return { clock, api, world, writer, make, condition, step, metrics };
 }
+
+describe('--rollup-threshold', () => {
+  it('takes <ConditionType>=<seconds> per type, the last one winning', () => {
+    const problems: string[] = [];
+    expect(
+      parseRollupThresholds(['EveryNodeReady=120', 'MyGpuHealthy=0.5', 'EveryNodeReady=90'], problems),
+    ).toEqual({ EveryNodeReady: 90_000, MyGpuHealthy: 500 });
+    expect(problems).toEqual([]);
+  });
+});
 
 describe('RollupWriter', () => {
   it('creates ClusterHealth with its label, owned types and status on the first evaluation of a term', async () => {

@@ -28,7 +28,7 @@ import {
 
 /** At most one evaluation this often (a burst of node changes is one write). */
 export const ROLLUP_MIN_INTERVAL_MS = 1_000;
-/** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
+/** How often the Gardener Cluster object is read again, by default (--gardener-resync-seconds). */
 export const GARDENER_RESYNC_MS = 30_000;
 const MAX_CONFLICT_RETRIES = 5;
 const MAX_BACKOFF_MS = 30_000;
@@ -56,6 +56,8 @@ export interface RollupWriterDeps {
   thresholdsMs: Readonly<Record<string, number>>;
   /** Name of the Gardener Cluster object to read; undefined: not a Gardener shoot. */
   gardenerCluster: string | undefined;
+  /** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
+  gardenerResyncMs?: number;
   minIntervalMs?: number;
 }
 
@@ -113,6 +115,7 @@ function isRereadError(err: unknown): boolean {
 export class RollupWriter {
   private readonly deps: RollupWriterDeps;
   private readonly minIntervalMs: number;
+  private readonly resyncMs: number;
   private active = false;
   /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
   private current: ClusterHealthObject | null | undefined;
@@ -130,6 +133,7 @@ export class RollupWriter {
   constructor(deps: RollupWriterDeps) {
     this.deps = deps;
     this.minIntervalMs = deps.minIntervalMs ?? ROLLUP_MIN_INTERVAL_MS;
+    this.resyncMs = deps.gardenerResyncMs ?? GARDENER_RESYNC_MS;
   }
 
   /** Starts a leadership term: everything is read afresh (another replica may have written meanwhile). */
@@ -207,14 +211,14 @@ export class RollupWriter {
     const { api, clock, gardenerCluster, log } = this.deps;
     if (gardenerCluster === undefined) return;
     const now = clock.now();
-    if (now - this.shootReadMs < GARDENER_RESYNC_MS) return;
+    if (now - this.shootReadMs < this.resyncMs) return;
     const shoot = shootFromCluster(await api.getGardenerCluster(gardenerCluster));
     this.shootReadMs = now;
     if (shoot.hibernated !== this.shoot.hibernated || shoot.workerless !== this.shoot.workerless)
       log.info({ cluster: gardenerCluster, ...shoot }, 'Gardener shoot facts changed');
     this.shoot = shoot;
     // Read again after the resync period even when nothing else changes.
-    this.deadlineAt(now + GARDENER_RESYNC_MS);
+    this.deadlineAt(now + this.resyncMs);
   }
 
   /** Re-evaluates at `atMs` (the earliest of the pending deadlines wins). */
@@ -246,7 +250,7 @@ export class RollupWriter {
       metrics.rollupDuration.observe((performance.now() - started) / 1000);
       const pending = [
         result.nextDeadlineMs,
-        this.deps.gardenerCluster ? this.shootReadMs + GARDENER_RESYNC_MS : undefined,
+        this.deps.gardenerCluster ? this.shootReadMs + this.resyncMs : undefined,
       ].filter((t): t is number => t !== undefined);
       if (pending.length > 0) this.deadlineAt(Math.min(...pending));
 

@@ -53,6 +53,26 @@ describe('nodecare-controller command line', () => {
       args: ['--runtime-taint-key=not a key'],
       message: /not a valid taint key/,
     },
+    {
+      behaviour: 'a roll-up threshold without a condition type',
+      args: ['--rollup-threshold=300'],
+      message: /--rollup-threshold: "300" is not <ConditionType>=<seconds> with a PascalCase condition type/,
+    },
+    {
+      behaviour: 'a roll-up threshold for a type that is not PascalCase',
+      args: ['--rollup-threshold=everyNodeReady=60'],
+      message: /"everyNodeReady=60" is not <ConditionType>=<seconds>/,
+    },
+    {
+      behaviour: 'a roll-up threshold that is not a number of seconds',
+      args: ['--rollup-threshold=EveryNodeReady=5m'],
+      message: /--rollup-threshold: "EveryNodeReady=5m": seconds must be a number from 0 to 86400/,
+    },
+    {
+      behaviour: 'a Gardener Cluster name that is not an object name',
+      args: ['--gardener-cluster=Shoot Dev'],
+      message: /--gardener-cluster: "Shoot Dev" is not a valid object name/,
+    },
   ])('rejects $behaviour', ({ args, message }) => {
     const { code, stderr } = run(args);
     expect(code).toBe(2);
