@@ -1,9 +1,11 @@
 # syntax=docker/dockerfile:1
 # One image for both nodecare programs: `nodecare-agent` (DaemonSet) and `nodecare-controller` (Deployment)
 # are on PATH; the manifests pick one with `command`. Build: docker build -t nodecare:0.1.0 .
+
+# NODE_IMAGE is the base of both stages: Node 24 (package.json "engines"), Alpine for a small image.
 ARG NODE_IMAGE=node:24-alpine
 
-# Stage 1: compile TypeScript to dist/ and keep only the production dependencies.
+# build compiles TypeScript to dist/ and keeps only the production dependencies.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -20,8 +22,8 @@ RUN npx tsc -p tsconfig.build.json \
   && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
   && find dist -name '*.map' -delete
 
-# Stage 2: the runtime: Node 24, the compiled code, production dependencies, the gRPC protos the probes
-# load, and nothing else (no compiler, no npm cache, no sources).
+# The runtime: Node 24, the compiled code, production dependencies, the gRPC protos the probes load, and
+# nothing else (no compiler, no npm cache, no sources).
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app

@@ -1,0 +1,223 @@
+// The Dockerfile against the repository: every path it copies from the build context exists and is let
+// through by .dockerignore, it compiles everything tsconfig.build.json compiles, the executables it puts on
+// PATH are exactly package.json's "bin" (and the manifests run only those), and the image is Node 24,
+// multi-stage and non-root; and BuildKit's own linter (test/tools/dockerfile-lint, every rule, the
+// experimental ones included) finds nothing.
+
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAll } from 'js-yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
+
+interface Instruction {
+  keyword: string;
+  args: string;
+  line: number;
+}
+
+/** Instructions with continuation lines joined and comments dropped (the Dockerfile reference's rules). */
+function parseDockerfile(text: string): Instruction[] {
+  const out: Instruction[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const first = lines[i]!;
+    if (/^\s*(#|$)/.test(first)) continue;
+    const start = i;
+    let joined = first;
+    while (/\\\s*$/.test(joined) && i + 1 < lines.length) {
+      i++;
+      const next = lines[i]!;
+      if (/^\s*#/.test(next)) continue;
+      joined = `${joined.replace(/\s*\\\s*$/, '')} ${next.trim()}`;
+    }
+    const match = /^\s*(\S+)\s*(.*)$/.exec(joined)!;
+    out.push({ keyword: match[1]!.toUpperCase(), args: match[2]!.trim(), line: start + 1 });
+  }
+  return out;
+}
+
+/** Stages: each FROM starts one; ARGs before the first FROM are global. */
+function stages(instructions: Instruction[]): Array<{ from: string; name?: string; body: Instruction[] }> {
+  const result: Array<{ from: string; name?: string; body: Instruction[] }> = [];
+  for (const ins of instructions) {
+    if (ins.keyword === 'FROM') {
+      const [image, as, name] = ins.args.split(/\s+/);
+      result.push({ from: image!, ...(as?.toUpperCase() === 'AS' ? { name } : {}), body: [] });
+    } else result.at(-1)?.body.push(ins);
+  }
+  return result;
+}
+
+/** COPY/ADD flags and the source paths (the last word is the destination). */
+function copyArgs(args: string): { flags: string[]; sources: string[]; dest: string } {
+  const words = args.split(/\s+/);
+  const flags = words.filter((w) => w.startsWith('--'));
+  const paths = words.filter((w) => !w.startsWith('--'));
+  return { flags, sources: paths.slice(0, -1), dest: paths.at(-1)! };
+}
+
+/** Whether .dockerignore (a `*` then `!path` allowlist) lets `path` into the build context. */
+function allowedByDockerignore(path: string, ignore: string): boolean {
+  let allowed = true;
+  for (const raw of ignore.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const negate = line.startsWith('!');
+    const pattern = negate ? line.slice(1) : line;
+    const re = new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]]/g, '\\$&')
+        .replace(/\*\*\//g, '(.*/)?')
+        .replace(/\*/g, '[^/]*')}(/.*)?$`,
+    );
+    if (re.test(path)) allowed = negate;
+  }
+  return allowed;
+}
+
+const dockerfile = parseDockerfile(read('Dockerfile'));
+const dockerignore = read('.dockerignore');
+const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string>; engines: { node: string } };
+const all = stages(dockerfile);
+const [build, runtime] = [all[0]!, all.at(-1)!];
+
+describe('Dockerfile', () => {
+  it('is multi-stage, on Node 24, and the image runs as a non-root user', () => {
+    expect(all.length).toBeGreaterThanOrEqual(2);
+    const arg = dockerfile.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_IMAGE='));
+    expect(arg?.args).toMatch(/^NODE_IMAGE=node:24(-|$)/);
+    for (const stage of all) expect(stage.from).toBe('${NODE_IMAGE}');
+    const user = runtime.body.filter((i) => i.keyword === 'USER').at(-1);
+    expect(user?.args).toMatch(/^[1-9]\d*(:[1-9]\d*)?$/);
+    expect(pkg.engines.node).toMatch(/^>=24\b/);
+  });
+
+  it('every path it copies from the build context exists and is let through by .dockerignore', () => {
+    const copies = dockerfile.filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD');
+    const fromContext = copies.filter((i) => !copyArgs(i.args).flags.some((f) => f.startsWith('--from=')));
+    expect(fromContext.length).toBeGreaterThan(0);
+    for (const ins of fromContext) {
+      for (const source of copyArgs(ins.args).sources) {
+        expect(existsSync(join(ROOT, source)), `line ${ins.line}: ${source} does not exist`).toBe(true);
+        expect(
+          allowedByDockerignore(source, dockerignore),
+          `line ${ins.line}: .dockerignore drops ${source}`,
+        ).toBe(true);
+      }
+    }
+    expect(
+      dockerfile.some((i) => i.keyword === 'ADD'),
+      'COPY, not ADD (no remote URLs or archives)',
+    ).toBe(false);
+  });
+
+  it('copies into the build stage every directory tsconfig.build.json compiles, and the runtime gets the protos', () => {
+    const tsconfig = JSON.parse(read('tsconfig.build.json')) as { include: string[] };
+    const copied = build.body
+      .filter((i) => i.keyword === 'COPY')
+      .flatMap((i) => copyArgs(i.args).sources)
+      .map((s) => s.replace(/^\.\//, '').replace(/\/$/, ''));
+    for (const dir of tsconfig.include) expect(copied, `build stage lacks ${dir}`).toContain(dir);
+    for (const file of ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'])
+      expect(copied).toContain(file);
+    const runtimeSources = runtime.body
+      .filter((i) => i.keyword === 'COPY')
+      .flatMap((i) => copyArgs(i.args).sources);
+    // package.json "files" ships api/proto beside dist; the probes load it at run time.
+    expect(runtimeSources).toContain('api/proto');
+    expect(readdirSync(join(ROOT, 'api/proto')).some((f) => f.endsWith('.proto'))).toBe(true);
+  });
+
+  it('puts exactly the package.json "bin" executables on PATH, each an executable compiled entry point', () => {
+    const run = runtime.body
+      .filter((i) => i.keyword === 'RUN')
+      .map((i) => i.args)
+      .join(' ');
+    const links = [...run.matchAll(/ln -s \/app\/(\S+) \/usr\/local\/bin\/(\S+)/g)].map((m) => [m[2], m[1]]);
+    expect(Object.fromEntries(links)).toEqual(pkg.bin);
+    for (const target of Object.values(pkg.bin)) {
+      expect(run, `${target} made executable`).toMatch(
+        new RegExp(`chmod 0?755[^&]*${target.replace('.', '\\.')}`),
+      );
+      // dist/<dir>/main.js is compiled from <dir>/main.ts, which must carry the shebang.
+      const source = target.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      expect(read(source).startsWith('#!/usr/bin/env node\n'), `${source} has a node shebang`).toBe(true);
+    }
+    const entry = runtime.body.filter((i) => i.keyword === 'ENTRYPOINT').at(-1);
+    expect(Object.keys(pkg.bin)).toContain((JSON.parse(entry!.args) as string[])[0]);
+  });
+
+  it('the manifests run only executables the image has', () => {
+    const manifests = ['manifests/base/agent-daemonset.yaml', 'manifests/base/controller-deployment.yaml'];
+    const commands = manifests.flatMap((file) =>
+      (
+        loadAll(read(file)) as Array<{
+          spec?: { template?: { spec?: { containers?: Array<{ command?: string[] }> } } };
+        }>
+      )
+        .flatMap((doc) => doc?.spec?.template?.spec?.containers ?? [])
+        .map((c) => c.command?.[0]),
+    );
+    expect(commands.sort()).toEqual(['nodecare-agent', 'nodecare-controller']);
+    for (const command of commands) expect(Object.keys(pkg.bin)).toContain(command);
+  });
+});
+
+function exec(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe("BuildKit's Dockerfile linter", () => {
+  let lint = '';
+
+  beforeAll(async () => {
+    // Built from the Go module proxy on first use (about a minute cold), cached afterwards.
+    const built = await exec('bash', [join(ROOT, 'test/tools/build-dockerfile-lint.sh')]);
+    if (built.code !== 0) throw new Error(`test/tools/build-dockerfile-lint.sh failed:\n${built.stderr}`);
+    lint = built.stdout.trim().split('\n').pop() ?? '';
+  }, 600_000);
+
+  it('finds nothing in the Dockerfile', async () => {
+    const result = await exec(lint, [join(ROOT, 'Dockerfile')]);
+    expect(result.stdout + result.stderr).toContain('2 stages, no findings');
+    expect(result.code).toBe(0);
+  });
+
+  it('does find what it should (so a clean result means something)', async () => {
+    const bad = join(mkdtempSync(join(tmpdir(), 'nodecare-dockerfile-')), 'Dockerfile');
+    writeFileSync(bad, 'FROM node:24 AS Build\nMAINTAINER someone\nRUN a \\\n\n  b\n');
+    const result = await exec(lint, [bad]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('StageNameCasing');
+    expect(result.stdout).toContain('MaintainerDeprecated');
+  });
+});
+
+describe('the structural parser', () => {
+  it.each([
+    ['RUN a \\\n  && b', [{ keyword: 'RUN', args: 'a && b', line: 1 }]],
+    ['# c\n\nFROM x AS y', [{ keyword: 'FROM', args: 'x AS y', line: 3 }]],
+    ['RUN a \\\n  # note\n  && b', [{ keyword: 'RUN', args: 'a && b', line: 1 }]],
+  ])('%j', (text, expected) => {
+    expect(parseDockerfile(text)).toEqual(expected);
+  });
+
+  it.each([
+    ['api', true],
+    ['api/proto', true],
+    ['node_modules', false],
+    ['agent/agent.test.ts', false],
+    ['dist', false],
+  ])('.dockerignore: %s → %s', (path, expected) => {
+    expect(allowedByDockerignore(path, dockerignore)).toBe(expected);
+  });
+});
