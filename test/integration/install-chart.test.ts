@@ -1,0 +1,221 @@
+// The Helm chart (charts/nodecare) against the kustomize base and the real API server: with its default
+// values it renders exactly the objects `kubectl kustomize manifests/` renders (one source of truth, no
+// drift); its values change what they say and nothing else; and `helm install` and `helm upgrade` succeed on
+// the real API server. helm is built from the Go module proxy by test/tools/build-helm.sh (cached).
+
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { loadAll } from 'js-yaml';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+} from '../../api/index.ts';
+import { applyBaseManifests, kubectl } from './setup.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CHART = join(ROOT, 'charts', 'nodecare');
+const kubeconfig = inject('kubeconfig');
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+interface PodSpec {
+  hostPID?: boolean;
+  nodeSelector?: Record<string, string>;
+  tolerations?: Array<Record<string, string>>;
+  containers: Array<{ image: string; args: string[]; resources: unknown }>;
+}
+
+function run(
+  command: string,
+  args: string[],
+  onStderr?: (line: string) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      for (const line of d.toString().split('\n')) if (line.trim()) onStderr?.(line);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+let helmBin = '';
+
+async function helm(...args: string[]): Promise<string> {
+  const result = await run(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
+  if (result.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+  return result.stdout;
+}
+
+function parse(text: string): K8sObject[] {
+  return (loadAll(text) as Array<K8sObject | null>).filter((doc): doc is K8sObject => doc !== null);
+}
+
+const key = (o: K8sObject): string => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+async function renderChart(...set: string[]): Promise<Map<string, K8sObject>> {
+  const out = await helm(
+    'template',
+    'nodecare',
+    CHART,
+    '--include-crds',
+    ...set.flatMap((s) => ['--set', s]),
+  );
+  return new Map(parse(out).map((o) => [key(o), o]));
+}
+
+function podSpec(objects: Map<string, K8sObject>, kind: 'DaemonSet' | 'Deployment'): PodSpec {
+  const name = kind === 'DaemonSet' ? 'nodecare-agent' : 'nodecare-controller';
+  const obj = objects.get(`${kind} nodecare-system/${name}`);
+  if (!obj) throw new Error(`the chart renders no ${kind} ${name}`);
+  return (obj.spec as { template: { spec: PodSpec } }).template.spec;
+}
+
+beforeAll(async () => {
+  // Builds helm on first use (a few minutes cold); progress goes to stderr.
+  const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')], (line) =>
+    process.stderr.write(`${line}\n`),
+  );
+  if (built.code !== 0) throw new Error(`test/tools/build-helm.sh failed:\n${built.stderr}`);
+  helmBin = built.stdout.trim().split('\n').pop() ?? '';
+  // The release is recorded in nodecare-system, which must exist before helm install creates anything.
+  await applyBaseManifests();
+}, 900_000);
+
+describe('charts/nodecare', () => {
+  it('renders with its defaults exactly the objects of the kustomize base', async () => {
+    const chart = await renderChart();
+    const base = new Map(parse(await kubectl('kustomize', join(ROOT, 'manifests'))).map((o) => [key(o), o]));
+    expect([...chart.keys()].sort()).toEqual([...base.keys()].sort());
+    for (const [k, object] of base) expect(chart.get(k), k).toEqual(object);
+  });
+
+  it('passes helm lint', async () => {
+    const out = await helm('lint', CHART, '--strict');
+    expect(out).toContain('0 chart(s) failed');
+  });
+
+  it('values set the taint keys, eviction, dry-run, resources, node selectors, tolerations and the image', async () => {
+    const objects = await renderChart(
+      'taints.bootstrapKey=example.com/booting',
+      'taints.runtimeKey=example.com/broken',
+      'dryRun=true',
+      'eviction.evictAfterSeconds=600',
+      'eviction.dryRun=true',
+      'agent.resources.limits.memory=256Mi',
+      'agent.nodeSelector.pool=gpu',
+      'agent.hostPID=true',
+      'controller.nodeSelector.role=infra',
+      'controller.tolerations[0].key=dedicated',
+      'controller.tolerations[0].operator=Exists',
+      'controller.replicas=3',
+      'image.repository=registry.example/nodecare',
+      'image.tag=1.2.3',
+    );
+    const agent = podSpec(objects, 'DaemonSet');
+    const controller = podSpec(objects, 'Deployment');
+    expect(controller.containers[0]!.args).toEqual(
+      expect.arrayContaining([
+        '--bootstrap-taint-key=example.com/booting',
+        '--runtime-taint-key=example.com/broken',
+        '--dry-run=true',
+        '--evict-after-seconds=600',
+        '--eviction-dry-run=true',
+      ]),
+    );
+    expect(controller.tolerations?.map((t) => t.key)).toEqual([
+      'example.com/booting',
+      'example.com/broken',
+      'dedicated',
+    ]);
+    expect(controller.nodeSelector).toEqual({ role: 'infra' });
+    expect(
+      (objects.get('Deployment nodecare-system/nodecare-controller')!.spec as { replicas: number }).replicas,
+    ).toBe(3);
+    expect(agent.nodeSelector).toEqual({ pool: 'gpu' });
+    expect(agent.hostPID).toBe(true);
+    expect(agent.containers[0]!.resources).toEqual({
+      requests: { cpu: '10m', memory: '64Mi' },
+      limits: { cpu: '200m', memory: '256Mi' },
+    });
+    expect(agent.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
+    expect(controller.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
+    expect(objects.has('MutatingAdmissionPolicy /nodecare-bootstrap-taint')).toBe(false);
+  });
+
+  it('bootstrapTaintPolicy.enabled renders the kustomize component, with the configured key', async () => {
+    const overlay = parse(
+      await kubectl('kustomize', join(ROOT, 'manifests', 'overlays', 'bootstrap-taint-at-registration')),
+    ).filter((o) => o.kind.startsWith('MutatingAdmissionPolicy'));
+    expect(overlay).toHaveLength(2);
+    const enabled = await renderChart('bootstrapTaintPolicy.enabled=true');
+    for (const object of overlay) expect(enabled.get(key(object))).toEqual(object);
+    const custom = await renderChart(
+      'bootstrapTaintPolicy.enabled=true',
+      'taints.bootstrapKey=example.com/booting',
+    );
+    const text = JSON.stringify(custom.get('MutatingAdmissionPolicy /nodecare-bootstrap-taint'));
+    expect(text).toContain("'example.com/booting'");
+    expect(text).not.toContain(BOOTSTRAP);
+  });
+
+  it('helm install and helm upgrade succeed on the real API server', async () => {
+    // Other test files apply the same objects with kubectl, as someone moving from the kustomize base to the
+    // chart has: --take-ownership adopts them, --force-conflicts takes over the fields kubectl's server-side
+    // apply owns (atomic fields such as a FlowSchema's rules differ from the applied ones by server defaults).
+    const installed = await helm(
+      'install',
+      'nodecare',
+      CHART,
+      '--namespace=nodecare-system',
+      '--take-ownership',
+      '--force-conflicts',
+      '--timeout=2m',
+    );
+    expect(installed).toContain('STATUS: deployed');
+    try {
+      const args = async (): Promise<string[]> =>
+        (
+          JSON.parse(
+            await kubectl('get', 'deployment', '-n', 'nodecare-system', 'nodecare-controller', '-o', 'json'),
+          ) as {
+            spec: { template: { spec: PodSpec } };
+          }
+        ).spec.template.spec.containers[0]!.args;
+      expect(await args()).toContain(`--runtime-taint-key=${RUNTIME}`);
+      const upgraded = await helm(
+        'upgrade',
+        'nodecare',
+        CHART,
+        '--namespace=nodecare-system',
+        '--set=eviction.evictAfterSeconds=900',
+        '--timeout=2m',
+      );
+      expect(upgraded).toContain('STATUS: deployed');
+      expect(await args()).toContain('--evict-after-seconds=900');
+      const status = JSON.parse(
+        await helm('status', 'nodecare', '--namespace=nodecare-system', '-o', 'json'),
+      ) as {
+        version: number;
+        info: { status: string };
+      };
+      expect(status).toMatchObject({ version: 2, info: { status: 'deployed' } });
+    } finally {
+      // Leave the cluster as the kustomize base has it, owned by kubectl, for the test files that follow (no
+      // helm uninstall: it would delete the namespaces every other test file works in).
+      await kubectl('apply', '--server-side', '--force-conflicts', '-k', join(ROOT, 'manifests'));
+    }
+  });
+});
