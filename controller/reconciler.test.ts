@@ -79,6 +79,7 @@ function setup(node: NodeObject) {
   const cache = new FakeCache(clock);
   cache.nodes.set(NODE, api.putNode(node));
   const state = { leading: true };
+  const rollupChanges = { count: 0 };
   const fence: Fence = () => {
     if (!state.leading) throw new NotLeaderError();
   };
@@ -93,6 +94,7 @@ function setup(node: NodeObject) {
     events: eventRecorder(api, 'test', clock, fence),
     config: config(),
     onBreakerChange: () => undefined,
+    onRollupChange: () => void (rollupChanges.count += 1),
   });
   const renew = (atMs: number, into: 'cache' | 'api' | 'both'): void => {
     for (const ext of [undefined, 'web']) {
@@ -108,7 +110,7 @@ function setup(node: NodeObject) {
   const taints = (): object[] => api.node(NODE)?.spec?.taints ?? [];
   const eventsMetric = async (): Promise<number> =>
     (await metrics.events.get()).values.reduce((sum, v) => sum + v.value, 0);
-  return { clock, api, cache, reconciler, state, renew, sync, reasons, taints, eventsMetric };
+  return { clock, api, cache, reconciler, state, renew, sync, reasons, taints, eventsMetric, rollupChanges };
 }
 
 /** Lets the event recorder's fire-and-forget writes land. */
@@ -140,6 +142,36 @@ describe('Reconciler events (regression: two events per taint change)', () => {
     expect(t.api.calls.filter((c) => c.op === 'patchNode')).toHaveLength(1);
     expect(t.reasons()).toEqual([]);
     expect(await t.eventsMetric()).toBe(0);
+  });
+});
+
+describe('Reconciler roll-up contributions', () => {
+  it('reports a change of what a node contributes, once, and never for a reconcile that changed nothing', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await t.reconciler.reconcile(NODE);
+    expect(t.rollupChanges.count).toBe(1); // first sight of the node
+    expect([...t.reconciler.rollupPairs()]).toEqual([
+      {
+        node: NODE,
+        extension: 'web',
+        conditionType: 'EveryNodeReady',
+        state: ExtensionState.Healthy,
+        reason: ProbeReason.ProbeSucceeded,
+        source: 'annotation',
+      },
+    ]);
+    t.sync();
+    await t.reconciler.reconcile(NODE);
+    await t.reconciler.reconcile(NODE);
+    expect(t.rollupChanges.count).toBe(1);
+    await t.clock.advance(LEASE_SECONDS * 1000 + 1); // the agent is gone: its extension can no longer be judged
+    await t.reconciler.reconcile(NODE);
+    expect(t.rollupChanges.count).toBe(2);
+    expect([...t.reconciler.rollupPairs()][0]?.state).toBe(ExtensionState.Unknown);
+    t.cache.nodes.delete(NODE);
+    await t.reconciler.reconcile(NODE);
+    expect(t.rollupChanges.count).toBe(3);
+    expect([...t.reconciler.rollupPairs()]).toEqual([]);
   });
 });
 
