@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
@@ -84,6 +85,36 @@ function kubeconfigForToken(token: string, name: string): string {
 /** A client that authenticates with `kubeconfigPath` and says it is this test (the audit check tells them apart). */
 async function clientFor(kubeconfigPath: string): Promise<KubeClient> {
   return new KubeClient(await loadConnection(kubeconfigPath), { userAgent: 'nodecare-install-test' });
+}
+
+/** One raw request with the credentials of a kubeconfig written by kubeconfigForToken (or the admin's): status and headers. */
+async function rawRequest(
+  kubeconfigPath: string,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  options: { body?: unknown; accept?: string } = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
+  const doc = JSON.parse(readFileSync(kubeconfigPath, 'utf8')) as {
+    clusters: Array<{ cluster: { server: string; 'certificate-authority-data': string } }>;
+    users: Array<{ user: { token: string } }>;
+  };
+  const { server, 'certificate-authority-data': ca } = doc.clusters[0]!.cluster;
+  const dispatcher = new Agent({ connect: { ca: Buffer.from(ca, 'base64').toString('utf8') } });
+  try {
+    const res = await request(`${server}${path}`, {
+      method,
+      dispatcher,
+      headers: {
+        authorization: `Bearer ${doc.users[0]!.user.token}`,
+        accept: options.accept ?? 'application/json',
+        ...(options.body ? { 'content-type': 'application/json' } : {}),
+      },
+      body: options.body ? JSON.stringify(options.body) : undefined,
+    });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.json() };
+  } finally {
+    await dispatcher.close();
+  }
 }
 
 /** The JWT payload of a ServiceAccount token (not verified: the API server does that). */
@@ -241,6 +272,40 @@ describe('manifests on the real API server', () => {
       },
       { what: 'FlowSchema nodecare not dangling' },
     );
+  });
+
+  it('the CRDs serve their printer columns', async () => {
+    for (const crd of rendered.filter((o) => o.kind === 'CustomResourceDefinition')) {
+      const spec = crd.spec as {
+        group: string;
+        names: { plural: string };
+        versions: Array<{
+          name: string;
+          served: boolean;
+          additionalPrinterColumns?: Array<{ name: string }>;
+        }>;
+      };
+      for (const version of spec.versions.filter((v) => v.served)) {
+        const table = await eventually(
+          async () => {
+            const res = await rawRequest(
+              adminKubeconfigPath,
+              'GET',
+              `/apis/${spec.group}/${version.name}/${spec.names.plural}`,
+              { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
+            );
+            return res.status === 200
+              ? (res.body as { columnDefinitions: Array<{ name: string }> })
+              : undefined;
+          },
+          { what: `${crd.metadata.name} served` },
+        );
+        const columns = table.columnDefinitions.map((c) => c.name);
+        expect(columns[0]).toBe('Name');
+        for (const column of version.additionalPrinterColumns ?? []) expect(columns).toContain(column.name);
+        expect(version.additionalPrinterColumns?.length ?? 0, crd.metadata.name).toBeGreaterThan(0);
+      }
+    }
   });
 
   it('the bootstrap-taint overlay adds the taint at Node creation, keeping taints the kubelet registers', async () => {
@@ -417,6 +482,20 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
 
   describe('the agent token of node A', () => {
     const [a, b] = nodeNames as [string, string];
+
+    it('its Lease writes are classified into the nodecare priority level', async () => {
+      const flowSchema = JSON.parse(
+        await kubectl('get', 'flowschema', 'nodecare', '-o', 'json'),
+      ) as K8sObject;
+      const lease = leaseFor({ name: a, uid: nodes.get(a)!.uid }, 'apf-check');
+      const kubeconfigPath = nodes.get(a)!.kubeconfig;
+      const created = await rawRequest(kubeconfigPath, 'POST', leasePath(), { body: lease });
+      expect(created.status).toBe(201);
+      expect(created.headers['x-kubernetes-pf-flowschema-uid']).toBe(flowSchema.metadata.uid);
+      const deleted = await rawRequest(kubeconfigPath, 'DELETE', leasePath(lease.metadata.name));
+      expect(deleted.status).toBe(200);
+      expect(deleted.headers['x-kubernetes-pf-flowschema-uid']).toBe(flowSchema.metadata.uid);
+    });
 
     it("writes its own node's extension and heartbeat Leases: create, update, delete", async () => {
       const client = await clientFor(nodes.get(a)!.kubeconfig);
@@ -746,6 +825,16 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         expect(Object.keys(n.metadata?.annotations ?? {}).some((k) => k.includes('nodecare.io/'))).toBe(true);
       }
       expect(taintKeys(before[0]!)).toContain(RUNTIME);
+
+      const dryRun = await runUninstall([`--kubeconfig=${adminKubeconfigPath}`, '--dry-run']);
+      expect(dryRun.code, dryRun.stderr + dryRun.stdout).toBe(0);
+      for (const node of nodeNames) expect(dryRun.stdout).toContain(`would clean node ${node}:`);
+      expect(dryRun.stdout).toContain('nothing was changed');
+      expect(await Promise.all(nodeNames.map(readNode))).toEqual(
+        expect.arrayContaining(
+          before.map((n) => expect.objectContaining({ metadata: n.metadata, spec: n.spec })),
+        ),
+      );
 
       const result = await runUninstall([`--kubeconfig=${adminKubeconfigPath}`, '--wait-timeout-seconds=10']);
       expect(result.code, result.stderr + result.stdout).toBe(0);
