@@ -15,8 +15,10 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly invalidRegistrations: Gauge;
 
   constructor(registry: Registry) {
-    // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work.
-    collectDefaultMetrics({ register: registry });
+    // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work. The event
+    // loop delay is sampled once a second rather than every 10 ms: prom-client's default wakes the process 100
+    // times a second, ~5 millicores of an agent's 5-millicore budget (docs/design.md P6, docs/adr/0006).
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 1000 });
     this.probeDuration = new Histogram({
       name: 'nodecare_agent_probe_duration_seconds',
       help: 'Duration of probe attempts by probe kind.',

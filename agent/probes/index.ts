@@ -16,8 +16,8 @@ import type { Probe, ProbeContext, ProbeResult } from './types.ts';
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 /**
- * Probe modules load on first use: a node pays for gRPC (grpc-js, protobufjs), systeminformation or undici
- * only when one of its extensions uses a probe kind that needs them (agent memory goal, docs/design.md P6).
+ * Probe modules load on first use: a node pays for gRPC (grpc-js, protobufjs) or systeminformation only when
+ * one of its extensions uses a probe kind that needs them (agent memory goal, docs/design.md P6).
  */
 export const PROBES = {
   http: () => import('./http.ts').then((m) => m.httpProbe),
