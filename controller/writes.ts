@@ -50,6 +50,23 @@ export interface KubeNodeApiOptions {
   signal?(): AbortSignal | undefined;
 }
 
+/** One request of a controller port: with the port's deadline, cut off when its term's signal aborts. */
+export function portRequest<T>(
+  client: Pick<KubeClient, 'request'>,
+  options: KubeNodeApiOptions,
+  method: 'GET' | 'PATCH' | 'POST' | 'PUT',
+  path: string,
+  body?: object,
+  type?: string,
+): Promise<T> {
+  return client.request<T>(method, path, {
+    ...(body ? { body } : {}),
+    ...(type ? { contentType: type } : {}),
+    timeoutMs: options.timeoutMs,
+    signal: options.signal?.(),
+  });
+}
+
 export class KubeNodeApi implements NodeApi {
   private readonly client: Pick<KubeClient, 'request'>;
   private readonly options: KubeNodeApiOptions;
@@ -60,12 +77,7 @@ export class KubeNodeApi implements NodeApi {
   }
 
   private call<T>(method: 'GET' | 'PATCH' | 'POST', path: string, body?: object, type?: string): Promise<T> {
-    return this.client.request<T>(method, path, {
-      ...(body ? { body } : {}),
-      ...(type ? { contentType: type } : {}),
-      timeoutMs: this.options.timeoutMs,
-      signal: this.options.signal?.(),
-    });
+    return portRequest<T>(this.client, this.options, method, path, body, type);
   }
 
   getNode(name: string): Promise<NodeObject> {

@@ -152,12 +152,13 @@ function emptyCounts(name: string, conditionType: string): ExtensionCounts {
   return { name, conditionType, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0 };
 }
 
-const COUNT_FIELD = {
+/** The count each extension state adds to (ClusterHealth `extensions`, SystemExtension status). */
+export const COUNT_FIELD = {
   [ExtensionState.Healthy]: 'healthy',
   [ExtensionState.Progressing]: 'progressing',
   [ExtensionState.Unhealthy]: 'unhealthy',
   [ExtensionState.Unknown]: 'unknown',
-} as const satisfies Record<ExtensionState, keyof ExtensionCounts>;
+} as const satisfies Record<ExtensionState, 'healthy' | 'progressing' | 'unhealthy' | 'unknown'>;
 
 export function evaluateRollup(input: RollupInput): RollupResult {
   const { nowMs } = input;

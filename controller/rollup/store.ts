@@ -8,6 +8,7 @@
 import { API_GROUP, API_VERSION, CLUSTER_HEALTH, GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
+import { portRequest, type KubeNodeApiOptions } from '../writes.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts } from './evaluate.ts';
 
@@ -89,28 +90,17 @@ function countsOf(status: Partial<SystemExtensionCounts> | undefined): SystemExt
   };
 }
 
-export interface KubeRollupApiOptions {
-  timeoutMs: number;
-  /** Aborts requests in flight (the leadership term ended). */
-  signal?(): AbortSignal | undefined;
-}
-
 export class KubeRollupApi implements RollupApi {
   private readonly client: Pick<KubeClient, 'request'>;
-  private readonly options: KubeRollupApiOptions;
+  private readonly options: KubeNodeApiOptions;
 
-  constructor(client: Pick<KubeClient, 'request'>, options: KubeRollupApiOptions) {
+  constructor(client: Pick<KubeClient, 'request'>, options: KubeNodeApiOptions) {
     this.client = client;
     this.options = options;
   }
 
   private call<T>(method: 'GET' | 'PATCH' | 'POST' | 'PUT', path: string, body?: object, type?: string) {
-    return this.client.request<T>(method, path, {
-      ...(body ? { body } : {}),
-      ...(type ? { contentType: type } : {}),
-      timeoutMs: this.options.timeoutMs,
-      signal: this.options.signal?.(),
-    });
+    return portRequest<T>(this.client, this.options, method, path, body, type);
   }
 
   private async getOrUndefined<T>(path: string): Promise<T | undefined> {

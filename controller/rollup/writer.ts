@@ -10,14 +10,14 @@
 //   itself, so a new leader continues the old one's timestamps: a hand-over moves no lastTransitionTime.
 // - Failures back off exponentially and retry; a write refused because the term ended is dropped silently.
 
-import { ExtensionState, NODE_STATUS_LABEL, type RegistrationSource } from '../../api/index.ts';
+import { NODE_STATUS_LABEL, type RegistrationSource } from '../../api/index.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence } from '../writes.ts';
 import { apiTime } from './condition.ts';
-import { evaluateRollup, type ExtensionCounts, type RollupPair } from './evaluate.ts';
+import { COUNT_FIELD, evaluateRollup, type ExtensionCounts, type RollupPair } from './evaluate.ts';
 import { NO_SHOOT, shootFromCluster, type ShootFacts } from './gardener.ts';
 import {
   OWNED_TYPES_ANNOTATION,
@@ -60,13 +60,6 @@ export interface RollupWriterDeps {
   gardenerResyncMs?: number;
   minIntervalMs?: number;
 }
-
-const COUNT_FIELD = {
-  [ExtensionState.Healthy]: 'healthy',
-  [ExtensionState.Progressing]: 'progressing',
-  [ExtensionState.Unhealthy]: 'unhealthy',
-  [ExtensionState.Unknown]: 'unknown',
-} as const satisfies Record<ExtensionState, keyof SystemExtensionCounts>;
 
 function zeroCounts(): SystemExtensionCounts {
   return { nodes: 0, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };

@@ -1,8 +1,7 @@
 // nodecare-controller against the real control plane (kube-apiserver, kube-scheduler), with real agents as
 // local processes probing real loopback HTTP servers.
 
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import {
   CoordinationV1Api,
   CoreV1Api,
@@ -18,7 +17,14 @@ import {
   EXTENSION_ANNOTATION_PREFIX,
   NODE_STATUS_LABEL,
 } from '../../api/index.ts';
-import { adminKubeConfig, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
+import {
+  adminKubeConfig,
+  eventually,
+  uniqueName,
+  FAST_PROBING,
+  httpEndpoint,
+  type HttpEndpoint,
+} from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -60,27 +66,7 @@ afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill()));
 });
 
-async function endpoint(): Promise<{
-  server: Server;
-  port: number;
-  stop(): Promise<void>;
-  start(): Promise<void>;
-}> {
-  const server = createServer((_req, res) => res.end('ok'));
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    server,
-    port,
-    stop: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-    start: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
-  };
-}
+const endpoint = (): Promise<HttpEndpoint> => httpEndpoint(servers);
 
 function httpExtension(port: number, extra: object = {}): string {
   return JSON.stringify({ probe: { http: { url: `http://127.0.0.1:${port}/` } }, ...fast, ...extra });

@@ -1,6 +1,8 @@
 // Shared helpers for integration tests against the real control plane started by global-setup.ts.
 
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { KubeConfig, type CustomObjectsApi } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 
@@ -63,4 +65,34 @@ export async function createSystemExtension(
     plural: 'systemextensions',
     body: { apiVersion: 'nodecare.io/v1alpha1', kind: 'SystemExtension', metadata: { name }, spec },
   });
+}
+
+export interface HttpEndpoint {
+  server: Server;
+  port: number;
+  /** Stops listening and drops open connections (the extension is down). */
+  stop(): Promise<void>;
+  /** Listens again on the same port (the extension is back). */
+  start(): Promise<void>;
+}
+
+/**
+ * A loopback HTTP endpoint answering 200 `ok`, standing in for an extension's health endpoint. It is added to
+ * `servers` so the test file can close it after each test.
+ */
+export async function httpEndpoint(servers: Server[]): Promise<HttpEndpoint> {
+  const server = createServer((_req, res) => res.end('ok'));
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port,
+    stop: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+    start: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
+  };
 }

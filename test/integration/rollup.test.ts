@@ -5,15 +5,22 @@
 // ClusterHealth is a cluster-wide singleton: this file starts from a cluster with no nodes, SystemExtensions or
 // ClusterHealth left by earlier files (integration files run one after the other).
 
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXTENSION_ANNOTATION_PREFIX, NODE_STATUS_LABEL } from '../../api/index.ts';
 import type { RollupCondition } from '../../controller/rollup/condition.ts';
 import type { ClusterHealthObject } from '../../controller/rollup/store.ts';
-import { adminKubeConfig, createSystemExtension, eventually, FAST_PROBING, uniqueName } from './helpers.ts';
+import {
+  adminKubeConfig,
+  createSystemExtension,
+  eventually,
+  FAST_PROBING,
+  httpEndpoint,
+  uniqueName,
+  type HttpEndpoint,
+} from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
 
@@ -52,7 +59,11 @@ async function deleteAll(): Promise<void> {
     plural: 'systemextensions',
   })) as { items: Array<{ metadata: { name: string } }> };
   await Promise.all(sx.items.map((o) => deleteSx(o.metadata.name)));
-  await custom
+  await deleteClusterHealth();
+}
+
+function deleteClusterHealth(): Promise<unknown> {
+  return custom
     .deleteClusterCustomObject({
       group: 'nodecare.io',
       version: 'v1alpha1',
@@ -90,14 +101,7 @@ afterEach(async () => {
   await Promise.all(processes.splice(0).map((p) => p.kill()));
   await Promise.all(createdNodes.splice(0).map((name) => core.deleteNode({ name }).catch(() => undefined)));
   await Promise.all(createdSx.splice(0).map(deleteSx));
-  await custom
-    .deleteClusterCustomObject({
-      group: 'nodecare.io',
-      version: 'v1alpha1',
-      plural: 'clusterhealths',
-      name: 'cluster',
-    })
-    .catch(() => undefined);
+  await deleteClusterHealth();
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
     s.close();
@@ -108,22 +112,7 @@ afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill()));
 });
 
-/** A loopback HTTP endpoint standing in for an extension's health endpoint, stopped and started at will. */
-async function endpoint(): Promise<{ port: number; stop(): Promise<void>; start(): Promise<void> }> {
-  const server = createServer((_req, res) => res.end('ok'));
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    stop: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-    start: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
-  };
-}
+const endpoint = (): Promise<HttpEndpoint> => httpEndpoint(servers);
 
 function httpProbe(port: number): object {
   return { probe: { http: { url: `http://127.0.0.1:${port}/` } }, ...FAST_PROBING };
