@@ -172,6 +172,15 @@ describe('charts/nodecare', () => {
   });
 
   it('helm install and helm upgrade succeed on the real API server', async () => {
+    // The workloads as on a cluster that never had them (another test file may have applied them with kubectl).
+    await kubectl(
+      'delete',
+      '--ignore-not-found',
+      '-n',
+      'nodecare-system',
+      'deployment/nodecare-controller',
+      'daemonset/nodecare-agent',
+    );
     // Other test files apply the same objects with kubectl, as someone moving from the kustomize base to the
     // chart has: --take-ownership adopts them, --force-conflicts takes over the fields kubectl's server-side
     // apply owns (atomic fields such as a FlowSchema's rules differ from the applied ones by server defaults).
