@@ -22,8 +22,8 @@ export interface FleetInit {
   heartbeatDurationSeconds: number;
   extensionRenewSeconds: number;
   requestTimeoutMs: number;
-  /** Agents start spread over this long, as agents on a real fleet do. */
-  startSpreadMs: number;
+  /** Agents starting at once (each writes its heartbeat and every extension lease). */
+  startConcurrency: number;
 }
 
 export type FleetCommand =
@@ -130,7 +130,8 @@ class Fleet {
   constructor(init: FleetInit, client: KubeClient) {
     this.init = init;
     this.client = client;
-    const log = pino({ level: 'warn', base: {} }, pino.destination({ fd: 2, sync: false }));
+    // Failed writes are counted (stats) and retried by the writer; only errors are logged.
+    const log = pino({ level: 'error', base: {} }, pino.destination({ fd: 2, sync: false }));
     this.writer = new LeaseWriter({
       store: new KubeLeaseStore(client, init.requestTimeoutMs),
       clock: systemClock,
@@ -144,19 +145,24 @@ class Fleet {
     });
   }
 
+  /**
+   * Starts the agents, at most `startConcurrency` at a time: the next starts once one has written all its
+   * leases, so the start paces itself to what the API server takes (agents on a real fleet start spread out).
+   */
   async start(): Promise<number> {
-    const { nodes, startSpreadMs } = this.init;
-    const started: Promise<unknown>[] = [];
-    const stepMs = nodes.length > 0 ? startSpreadMs / nodes.length : 0;
-    const t0 = performance.now();
-    for (const [i, n] of nodes.entries()) {
-      const wait = t0 + i * stepMs - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      const agent = new SimAgent(this, { name: n.name, uid: n.uid }, n.bootId, n.states);
-      this.agents.set(n.name, agent);
-      started.push(agent.start());
-    }
-    await Promise.all(started);
+    const { nodes, startConcurrency } = this.init;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(startConcurrency, nodes.length) }, async () => {
+        while (next < nodes.length) {
+          const n = nodes[next++];
+          if (!n) break;
+          const agent = new SimAgent(this, { name: n.name, uid: n.uid }, n.bootId, n.states);
+          this.agents.set(n.name, agent);
+          await agent.start();
+        }
+      }),
+    );
     return nodes.length * (this.init.extensions.length + 1);
   }
 

@@ -40,8 +40,8 @@ const USAGE = `Usage: npm run bench -- [options]
 
 /** kube-apiserver flags for scale: in-flight limits raised (etcd already runs without fsync). */
 const SCALE_FLAGS = ['--max-requests-inflight=3000', '--max-mutating-requests-inflight=1000'];
-/** Leases the fleet creates per second while its agents start (agents on a real fleet start spread out). */
-const START_LEASES_PER_SECOND = 1000;
+/** Simulated agents starting at once (each writes 1 + E leases before the next one starts). */
+const FLEET_START_CONCURRENCY = 24;
 const RSS_SAMPLE_MS = 5_000;
 
 interface Options {
@@ -320,6 +320,22 @@ async function run(opts: Options): Promise<Results> {
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const httpPort = (http.address() as AddressInfo).port;
   const heartbeatFile = join(logDir, 'logging-agent.heartbeat');
+  const fleetStartWrites: Record<string, number> = {};
+  const cleanup = async (): Promise<void> => {
+    await Promise.all(programs.map((p) => p.stop(5_000)));
+    await fleet?.stop();
+    await observer?.stop();
+    await client?.close();
+    await plane?.stop();
+    http.close();
+  };
+  // Ctrl-C stops what the benchmark started (the control plane would otherwise be left to the next run).
+  const onSignal = (): void => {
+    say('interrupted; stopping');
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   await writeFile(heartbeatFile, 'alive\n');
 
   try {
@@ -386,14 +402,24 @@ async function run(opts: Options): Promise<Results> {
       heartbeatDurationSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       extensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
       requestTimeoutMs: AGENT_OPTIONS['request-timeout-seconds'].default * 1000,
-      startSpreadMs: Math.max(2_000, ((N * (E + 1)) / START_LEASES_PER_SECOND) * 1000),
+      startConcurrency: FLEET_START_CONCURRENCY,
     };
     const fleetStarted = fleet.next('started', 30 * 60_000);
     fleet.send(init);
     const started = await fleetStarted;
-    say(`fleet wrote ${started.leases} leases in ${fmtMs(started.elapsedMs)}`);
+    const startStats = fleet.next('stats', 60_000);
+    fleet.send({ cmd: 'stats' });
+    Object.assign(fleetStartWrites, (await startStats).writes);
+    say(
+      `fleet wrote ${started.leases} leases in ${fmtMs(started.elapsedMs)} (${JSON.stringify(fleetStartWrites)})`,
+    );
 
     // ---- Convergence of a freshly started controller, and P5 peak during its initial list.
+    // Node options for the controller processes only (default none: the binary as shipped); for experiments,
+    // recorded with the results.
+    const controllerEnv: Record<string, string> = process.env.BENCH_CONTROLLER_NODE_OPTIONS
+      ? { NODE_OPTIONS: process.env.BENCH_CONTROLLER_NODE_OPTIONS }
+      : {};
     const controllerArgs = (identity: string): string[] => [
       `--kubeconfig=${plane?.kubeconfigPath}`,
       `--identity=${identity}`,
@@ -409,6 +435,7 @@ async function run(opts: Options): Promise<Results> {
       'controller',
       controllerArgs('bench-controller-a'),
       logDir,
+      controllerEnv,
     );
     programs.push(controllerA);
     const convergence = await observer.converged(expected, 20 * 60_000);
@@ -606,7 +633,13 @@ async function run(opts: Options): Promise<Results> {
       how: 'SIGKILL' | 'SIGTERM',
       extension: number,
     ): Promise<{ ms: number | undefined; standby: Program }> => {
-      const standby = startBinary(standbyIdentity, 'controller', controllerArgs(standbyIdentity), logDir);
+      const standby = startBinary(
+        standbyIdentity,
+        'controller',
+        controllerArgs(standbyIdentity),
+        logDir,
+        controllerEnv,
+      );
       programs.push(standby);
       await standby.waitForLog('Caches synced', 10 * 60_000);
       const holder = await leaderOf(client!);
@@ -646,12 +679,9 @@ async function run(opts: Options): Promise<Results> {
     });
   } finally {
     say('stopping');
-    await Promise.all(programs.map((p) => p.stop(5_000)));
-    await fleet?.stop();
-    await observer?.stop();
-    await client?.close();
-    await plane?.stop();
-    http.close();
+    await cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 
   // ---- The roll-up's recompute time on 5,000 × 5 pairs: the pure evaluation (controller/rollup/evaluate.ts).
@@ -670,6 +700,9 @@ async function run(opts: Options): Promise<Results> {
       agentHeartbeatSeconds: opts.agentHeartbeatSeconds,
       fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
+      fleetStartConcurrency: FLEET_START_CONCURRENCY,
+      controllerNodeOptions: process.env.BENCH_CONTROLLER_NODE_OPTIONS ?? '',
+      fleetStartWrites,
     },
     rows,
   };
