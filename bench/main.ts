@@ -35,6 +35,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --steady-seconds T     P4/P6 window (default 180; the goals ask for at least 180)
   --agent-heartbeat-seconds H  the measured agent's heartbeat lease (default: the agent's own, 40)
   --out DIR              results directory (default bench/results)
+  --keep-logs            keep the programs' logs (their directory is printed at the start)
   --smoke                100 nodes, 50 samples, 10 s window, 8 s heartbeat: checks that it runs
   --help`;
 
@@ -53,6 +54,7 @@ interface Options {
   steadySeconds: number;
   agentHeartbeatSeconds: number;
   out: string;
+  keepLogs: boolean;
 }
 
 function parseOptions(argv: string[]): Options | undefined {
@@ -67,6 +69,7 @@ function parseOptions(argv: string[]): Options | undefined {
       'steady-seconds': { type: 'string' },
       'agent-heartbeat-seconds': { type: 'string' },
       out: { type: 'string' },
+      'keep-logs': { type: 'boolean' },
       smoke: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -101,6 +104,7 @@ function parseOptions(argv: string[]): Options | undefined {
       3600,
     ),
     out: values.out ?? join(ROOT, 'bench', 'results'),
+    keepLogs: values['keep-logs'] ?? false,
   };
   if (opts.samples > Math.floor(nodes / 2))
     problems.push(`--samples: ${opts.samples} is more than half the nodes (${Math.floor(nodes / 2)})`);
@@ -320,6 +324,16 @@ async function run(opts: Options): Promise<Results> {
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const httpPort = (http.address() as AddressInfo).port;
   const heartbeatFile = join(logDir, 'logging-agent.heartbeat');
+  // Node options for the controller processes only (default none: the binary as shipped); for experiments,
+  // recorded with the results.
+  const controllerEnv: Record<string, string> = {
+    ...(process.env.BENCH_CONTROLLER_NODE_OPTIONS
+      ? { NODE_OPTIONS: process.env.BENCH_CONTROLLER_NODE_OPTIONS }
+      : {}),
+    ...(process.env.BENCH_CONTROLLER_MALLOC_ARENA_MAX
+      ? { MALLOC_ARENA_MAX: process.env.BENCH_CONTROLLER_MALLOC_ARENA_MAX }
+      : {}),
+  };
   const fleetStartWrites: Record<string, number> = {};
   const cleanup = async (): Promise<void> => {
     await Promise.all(programs.map((p) => p.stop(5_000)));
@@ -415,11 +429,6 @@ async function run(opts: Options): Promise<Results> {
     );
 
     // ---- Convergence of a freshly started controller, and P5 peak during its initial list.
-    // Node options for the controller processes only (default none: the binary as shipped); for experiments,
-    // recorded with the results.
-    const controllerEnv: Record<string, string> = process.env.BENCH_CONTROLLER_NODE_OPTIONS
-      ? { NODE_OPTIONS: process.env.BENCH_CONTROLLER_NODE_OPTIONS }
-      : {};
     const controllerArgs = (identity: string): string[] => [
       `--kubeconfig=${plane?.kubeconfigPath}`,
       `--identity=${identity}`,
@@ -687,7 +696,7 @@ async function run(opts: Options): Promise<Results> {
   // ---- The roll-up's recompute time on 5,000 × 5 pairs: the pure evaluation (controller/rollup/evaluate.ts).
   rows.push(rollupRow());
 
-  await rm(logDir, { recursive: true, force: true }).catch(() => undefined);
+  if (!opts.keepLogs) await rm(logDir, { recursive: true, force: true }).catch(() => undefined);
   return {
     startedAt,
     finishedAt: new Date().toISOString(),
@@ -701,7 +710,7 @@ async function run(opts: Options): Promise<Results> {
       fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
       fleetStartConcurrency: FLEET_START_CONCURRENCY,
-      controllerNodeOptions: process.env.BENCH_CONTROLLER_NODE_OPTIONS ?? '',
+      controllerEnv,
       fleetStartWrites,
     },
     rows,

@@ -13,6 +13,7 @@ import {
 } from '../api/index.ts';
 import { systemClock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
+import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Reflector } from '../lib/kube/reflector.ts';
 
 export interface SeenNode {
@@ -80,7 +81,11 @@ class Watched<R extends { metadata?: { name?: string } }, T extends { name: stri
       handlers: {
         added: (obj) => this.seen(obj, true),
         updated: (obj) => this.seen(obj, true),
-        error: (err) => process.stderr.write(`[bench] watch ${path}: ${String(err)}\n`),
+        // A quiet watch (no events, no bookmark) times out and resumes by itself: not worth a line.
+        error: (err) => {
+          if (!isKubeError(err, KubeErrorCode.Timeout))
+            process.stderr.write(`[bench] watch ${path}: ${String(err)}\n`);
+        },
       },
     });
   }
