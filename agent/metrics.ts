@@ -3,6 +3,7 @@
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { EXTENSION_STATES } from '../api/index.ts';
+import { packageVersion } from '../lib/version.ts';
 import type { LeaseWriterMetrics } from './leases/writer.ts';
 
 export class AgentMetrics implements LeaseWriterMetrics {
@@ -13,6 +14,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly watchErrors: Counter<'source'>;
   readonly extensions: Gauge;
   readonly invalidRegistrations: Gauge;
+  readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
 
   constructor(registry: Registry) {
     // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work. The event
@@ -60,6 +62,13 @@ export class AgentMetrics implements LeaseWriterMetrics {
       help: 'Extensions whose registration does not parse or validate.',
       registers: [registry],
     });
+    this.buildInfo = new Gauge({
+      name: 'nodecare_agent_build_info',
+      help: 'Always 1; the labels say which nodecare version and Node.js runtime this agent runs.',
+      labelNames: ['version', 'nodejs_version'],
+      registers: [registry],
+    });
+    this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
   }
 
   write(operation: 'create' | 'update' | 'delete', result: 'ok' | 'conflict' | 'error'): void {

@@ -1,6 +1,7 @@
 // nodecare-controller metrics (docs/conventions.md 12): nodecare_controller_ prefix, base units, bounded labels.
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { packageVersion } from '../lib/version.ts';
 
 export class ControllerMetrics {
   readonly nodes: Gauge<'state'>;
@@ -17,6 +18,10 @@ export class ControllerMetrics {
   readonly leasesIgnored: Gauge<'reason'>;
   readonly rollupWrites: Counter<'kind' | 'result'>;
   readonly rollupDuration: Histogram;
+  readonly nodeConditions: Gauge<'status' | 'reason'>;
+  readonly bootstrapDuration: Histogram;
+  readonly runtimeTaintDuration: Histogram;
+  readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
 
   constructor(registry: Registry) {
     collectDefaultMetrics({ register: registry });
@@ -103,5 +108,30 @@ export class ControllerMetrics {
       buckets: [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
+    this.nodeConditions = new Gauge({
+      name: 'nodecare_controller_node_conditions',
+      help: 'Nodes by the status and reason of their ExtensionsReady condition (reason AgentNotReporting: the agent is gone).',
+      labelNames: ['status', 'reason'],
+      registers,
+    });
+    this.bootstrapDuration = new Histogram({
+      name: 'nodecare_controller_bootstrap_duration_seconds',
+      help: 'Time from the start of a bootstrap (node creation) to the removal of the bootstrap taint, observed when the leader removes it.',
+      buckets: [5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 450, 600, 900, 1800, 3600],
+      registers,
+    });
+    this.runtimeTaintDuration = new Histogram({
+      name: 'nodecare_controller_runtime_taint_duration_seconds',
+      help: 'How long a node carried the runtime taint, observed when the leader that added it removes it.',
+      buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400],
+      registers,
+    });
+    this.buildInfo = new Gauge({
+      name: 'nodecare_controller_build_info',
+      help: 'Always 1; the labels say which nodecare version and Node.js runtime this controller runs.',
+      labelNames: ['version', 'nodejs_version'],
+      registers,
+    });
+    this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
   }
 }

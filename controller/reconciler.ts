@@ -4,7 +4,7 @@
 // the correlated-failure breaker, updated incrementally as decisions change.
 
 import { LEASE_NAMESPACE, resolveRegistrations, type RegistrationSource } from '../api/index.ts';
-import type { ExtensionState } from '../api/names.ts';
+import { NodeAnnotation, type ExtensionState } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
@@ -75,6 +75,7 @@ interface ContributedExtension {
 /** What a node's latest decision contributes to the state metrics, the breaker and the roll-up. */
 interface Contribution {
   state: NodeState;
+  condition: { status: string; reason: string };
   extensions: ContributedExtension[];
 }
 
@@ -99,6 +100,8 @@ export class Reconciler {
   private readonly contributions = new Map<string, Contribution>();
   private readonly breaker: BreakerState;
   private readonly clusterEvents: ClusterEventRecorder;
+  /** When this leader added the runtime taint to each node (for the time-held metric). */
+  private readonly runtimeTaintedAtMs = new Map<string, number>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -151,6 +154,8 @@ export class Reconciler {
     metrics.nodes.reset();
     metrics.extensionNodes.reset();
     metrics.breakerTripped.reset();
+    metrics.nodeConditions.reset();
+    this.runtimeTaintedAtMs.clear();
     for (const name of cache.nodeNames()) this.record(name, this.decide(name));
     this.evaluateBreaker();
   }
@@ -197,6 +202,7 @@ export class Reconciler {
     let decision = this.decide(name, node);
     if (!decision || !node) {
       this.memory.delete(name);
+      this.runtimeTaintedAtMs.delete(name);
       this.contribute(name, undefined);
       return {};
     }
@@ -236,6 +242,7 @@ export class Reconciler {
       throw err;
     }
 
+    this.observeTaintTimes(node, taintEvents);
     for (const event of [...taintEvents, ...memoryEvents]) {
       metrics.events.inc({ reason: event.reason });
       events
@@ -254,6 +261,32 @@ export class Reconciler {
     return decision.nextDeadlineMs === undefined
       ? {}
       : { requeueAfterMs: Math.max(0, decision.nextDeadlineMs - clock.now()) };
+  }
+
+  /**
+   * Feeds the bootstrap-duration and runtime-taint-duration histograms from the taint changes a write really
+   * made. A bootstrap's start is the memory's (or, on a first boot, the node's creation); a runtime taint's
+   * start is known only when this leader added it.
+   */
+  private observeTaintTimes(node: CachedNode, taintEvents: readonly NodeEvent[]): void {
+    const { clock, metrics } = this.deps;
+    const now = clock.now();
+    for (const event of taintEvents) {
+      if (event.reason === EventReason.BootstrapTaintRemoved) {
+        const firstBoot = node.annotations[NodeAnnotation.bootstrappedBootId] === undefined;
+        const started =
+          this.memory.get(node.name)?.bootstrapStartedMs ??
+          (firstBoot ? node.creationTimestampMs : undefined);
+        if (started !== undefined && now >= started)
+          metrics.bootstrapDuration.observe((now - started) / 1000);
+      } else if (event.reason === EventReason.RuntimeTaintAdded) {
+        this.runtimeTaintedAtMs.set(node.name, now);
+      } else if (event.reason === EventReason.RuntimeTaintRemoved) {
+        const added = this.runtimeTaintedAtMs.get(node.name);
+        this.runtimeTaintedAtMs.delete(node.name);
+        if (added !== undefined) metrics.runtimeTaintDuration.observe((now - added) / 1000);
+      }
+    }
   }
 
   /** Re-reads the leases judged stale; true when one was renewed after all (decide again). */
@@ -336,6 +369,7 @@ export class Reconciler {
     const old = this.contributions.get(name);
     const apply = (c: Contribution, sign: 1 | -1): void => {
       metrics.nodes.inc({ state: c.state }, sign);
+      metrics.nodeConditions.inc(c.condition, sign);
       for (const e of c.extensions) metrics.extensionNodes.inc({ extension: e.name, state: e.state }, sign);
     };
     if (old) apply(old, -1);
@@ -343,6 +377,7 @@ export class Reconciler {
     if (decision) {
       const next: Contribution = {
         state: decision.state,
+        condition: { status: decision.condition.status, reason: decision.condition.reason },
         extensions: decision.extensions.map((e) => ({
           name: e.name,
           state: e.state,
