@@ -9,6 +9,9 @@ import {
   type OptionValues,
 } from '../lib/options.ts';
 import { packageVersion } from '../lib/version.ts';
+import { explainVerb } from './verbs/explain.ts';
+import { extensionsVerb } from './verbs/extensions.ts';
+import { statusVerb } from './verbs/status.ts';
 import { uninstallVerb } from './verbs/uninstall.ts';
 
 export interface CliIo {
@@ -20,11 +23,16 @@ export interface CliIo {
 export interface Verb {
   summary: string;
   options: OptionTable;
+  /** Rewrites kubectl-style arguments (short flags, a positional) into long options before parsing. */
+  normalizeArgs?(argv: readonly string[]): string[];
   /** Runs the verb with validated options; resolves with the exit code. */
   run(values: OptionValues, io: CliIo): Promise<number>;
 }
 
 export const VERBS = {
+  status: statusVerb,
+  explain: explainVerb,
+  extensions: extensionsVerb,
   uninstall: uninstallVerb,
 } satisfies Record<string, Verb>;
 
@@ -60,7 +68,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   let parsed: { help: boolean; values: OptionValues };
   try {
-    parsed = parseOptions(verb.options, rest, io.env);
+    parsed = parseOptions(verb.options, verb.normalizeArgs ? verb.normalizeArgs(rest) : rest, io.env);
   } catch (err) {
     if (!(err instanceof OptionsError)) throw err;
     io.err(`${PROGRAM} ${first}: ${err.message}\nRun ${PROGRAM} ${first} --help for the options.`);

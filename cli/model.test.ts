@@ -1,0 +1,181 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  buildLease,
+  NodeAnnotation,
+  type LeaseObject,
+} from '../api/index.ts';
+import { humanDuration, table } from './format.ts';
+import {
+  analyze,
+  bootstrapBreakdown,
+  CLI_POLICY_DEFAULTS,
+  isHealthy,
+  nextAction,
+  sortWorstFirst,
+  type ClusterSnapshot,
+  type NodeObject,
+} from './model.ts';
+import { describeTaint } from './taints.ts';
+import { kubectlArgs } from './verbs/common.ts';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const own = { bootstrap: BOOTSTRAP, runtime: RUNTIME };
+
+function node(name: string, extra: Partial<NodeObject['metadata']> = {}, taints: string[] = []): NodeObject {
+  return {
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      creationTimestamp: new Date(T0).toISOString(),
+      labels: {},
+      annotations: { 'extensions.nodecare.io/net': 'http://127.0.0.1:1/' },
+      ...extra,
+    },
+    spec: { taints: taints.map((key) => ({ key, effect: 'NoSchedule' })) },
+    status: { nodeInfo: { bootID: 'b1' } },
+  };
+}
+
+function lease(
+  nodeName: string,
+  extension: string | undefined,
+  state: 'Healthy' | 'Unhealthy' | undefined,
+  renewMs: number,
+  sinceMs = renewMs,
+): LeaseObject {
+  return buildLease({
+    node: { name: nodeName, uid: `uid-${nodeName}` },
+    extension,
+    holderIdentity: 'agent',
+    leaseDurationSeconds: 40,
+    renewTime: new Date(renewMs),
+    bootId: 'b1',
+    record: state
+      ? {
+          state,
+          reason: state === 'Healthy' ? 'ProbeSucceeded' : 'ConnectionRefused',
+          message: '',
+          since: new Date(sinceMs).toISOString(),
+        }
+      : undefined,
+  });
+}
+
+describe('cli model (the controller decision core over an API snapshot)', () => {
+  const now = T0 + 600_000;
+  const bootstrapped = { [NodeAnnotation.bootstrappedBootId]: 'b1' };
+  const snapshot: ClusterSnapshot = {
+    nodes: [
+      node('ok', { annotations: { 'extensions.nodecare.io/net': 'http://127.0.0.1:1/', ...bootstrapped } }),
+      node('bad', { annotations: { 'extensions.nodecare.io/net': 'http://127.0.0.1:1/', ...bootstrapped } }, [
+        RUNTIME,
+      ]),
+      node('booting', { creationTimestamp: new Date(now - 60_000).toISOString() }, [BOOTSTRAP]),
+    ],
+    leases: [
+      lease('ok', undefined, undefined, now - 1000),
+      lease('ok', 'net', 'Healthy', now - 1000, T0 + 30_000),
+      lease('bad', undefined, undefined, now - 1000),
+      lease('bad', 'net', 'Unhealthy', now - 1000),
+    ],
+    systemExtensions: [],
+    clusterHealth: undefined,
+  };
+  const analysis = analyze(snapshot, CLI_POLICY_DEFAULTS, now);
+  const byName = Object.fromEntries(analysis.nodes.map((r) => [r.name, r]));
+
+  it('decides each node as the controller would', () => {
+    expect(byName.ok?.decision.state).toBe('Ready');
+    expect(byName.bad?.decision.state).toBe('Degraded');
+    expect(byName.booting?.decision.state).toBe('Bootstrapping');
+    expect(isHealthy(byName.ok!)).toBe(true);
+    expect(isHealthy(byName.bad!)).toBe(false);
+  });
+
+  it('sorts worst first', () => {
+    expect(sortWorstFirst(analysis.nodes).map((r) => r.name)).toEqual(['bad', 'booting', 'ok']);
+  });
+
+  it('predicts the bootstrap deadline for a node waiting for its agent', () => {
+    const next = nextAction(byName.booting!, 'renewed');
+    expect(next?.atMs).toBeGreaterThan(now);
+    expect(next?.changes.join('; ')).toMatch(/ExtensionsReady|BootstrapTimeout/);
+  });
+
+  it('predicts the runtime taint when a healthy node stops renewing', () => {
+    const next = nextAction(byName.ok!, 'stopped');
+    expect(next?.changes).toContain(`add the runtime taint ${RUNTIME}`);
+    expect(next?.atMs).toBe(now - 1000 + 40_000);
+    expect(nextAction(byName.ok!, 'renewed')).toBeUndefined();
+  });
+
+  it('splits the time to schedulable by extension from the lease since and the taint removal event', () => {
+    const b = bootstrapBreakdown(byName.ok!, [
+      { reason: 'BootstrapTaintRemoved', eventTime: new Date(T0 + 31_000).toISOString() },
+    ]);
+    expect(b).toEqual({
+      startedMs: T0,
+      completedMs: T0 + 31_000,
+      extensions: [{ name: 'net', healthyMs: T0 + 30_000, heldMs: 30_000 }],
+      restMs: 1000,
+    });
+  });
+});
+
+describe('taint owners', () => {
+  it.each([
+    [BOOTSTRAP, 'nodecare (bootstrap taint)'],
+    ['node.kubernetes.io/not-ready', 'kubelet / node lifecycle controller'],
+    ['karpenter.sh/disrupted', 'Karpenter'],
+    ['ToBeDeletedByClusterAutoscaler', 'Cluster Autoscaler'],
+    ['readiness.k8s.io/gpu', 'node-readiness-controller (a NodeReadinessRule)'],
+    [
+      'disk.csi.example.com/agent-not-ready',
+      'the disk.csi.example.com node agent (CSI/CNI "agent-not-ready" convention)',
+    ],
+  ])('%s → %s', (key, owner) => {
+    expect(describeTaint({ key }, own)?.owner).toBe(owner);
+  });
+
+  it('an unknown key has no owner', () => {
+    expect(describeTaint({ key: 'example.com/x' }, own)).toBeUndefined();
+  });
+});
+
+describe('kubectl-style arguments', () => {
+  it.each([
+    [['-o', 'json'], ['--output=json']],
+    [['-ojson'], ['--output=json']],
+    [['-o=yaml'], ['--output=yaml']],
+    [['-l', 'a=b,c!=d'], ['--selector=a=b,c!=d']],
+    [['-la=b'], ['--selector=a=b']],
+    [['--output=wide'], ['--output=wide']],
+  ])('%j → %j', (argv, expected) => {
+    expect(kubectlArgs(argv)).toEqual(expected);
+  });
+
+  it('takes the first bare word as the positional, leaves a second for the parser to reject', () => {
+    expect(kubectlArgs(['n1', '-o', 'json', 'n2'], 'node')).toEqual(['--node=n1', '--output=json', 'n2']);
+  });
+});
+
+describe('formatting', () => {
+  it.each([
+    [5_000, '5s'],
+    [119_000, '119s'],
+    [200_000, '3m20s'],
+    [3_600_000, '60m'],
+    [4 * 3_600_000 + 60_000, '4h1m'],
+    [30 * 3_600_000, '30h'],
+    [3 * 86_400_000, '3d'],
+    [20 * 86_400_000, '20d'],
+  ])('%d ms → %s', (ms, text) => {
+    expect(humanDuration(ms)).toBe(text);
+  });
+
+  it('aligns table columns', () => {
+    expect(table(['A', 'BB'], [['xxx', 'y']])).toEqual(['A     BB', 'xxx   y']);
+  });
+});

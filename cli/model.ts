@@ -1,0 +1,438 @@
+// What `kubectl nodecare` knows about the cluster, computed with the controller's own decision core
+// (controller/decide): the state, taints, condition and next deadline of every node come from decideNode over
+// the same inputs the controller reads, never from a re-implementation. Pure: the snapshot and `now` in, the
+// reports out (docs/conventions.md 1).
+//
+// The controller judges lease staleness from when it saw renewTime change, by its own clock; the plugin has
+// only the API, so it takes renewTime itself as that moment (a node clock ahead of this machine's is capped at
+// now). The controller's per-node memory is reconstructed from the node (first seen at creation).
+
+import {
+  parseSystemExtension,
+  resolveRegistrations,
+  type LeaseObject,
+  type Registration,
+  type RegistrationConflict,
+  type SystemExtensionObject,
+} from '../api/index.ts';
+import { ExtensionState, LeaseRole, NodeAnnotation } from '../api/names.ts';
+import { ConditionReason } from '../api/reasons.ts';
+import { toCachedLease, toCachedNode, type CachedLease, type CachedNode } from '../controller/cache.ts';
+import {
+  BREAKER_DEFAULTS,
+  BreakerState,
+  DECISION_DEFAULTS,
+  decideNode,
+  NodeState,
+  type DecisionInput,
+  type DecisionPolicy,
+  type NodeDecision,
+  type NodeMemory,
+  type SeenLease,
+} from '../controller/decide/index.ts';
+import { hasTaint } from '../controller/decide/decide.ts';
+
+/** A Node as the API returns it, as much as the plugin reads. */
+export interface NodeObject {
+  metadata?: {
+    name?: string;
+    uid?: string;
+    resourceVersion?: string;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: { taints?: Array<{ key: string; value?: string; effect: string }>; unschedulable?: boolean };
+  status?: {
+    nodeInfo?: { bootID?: string };
+    conditions?: Array<{
+      type: string;
+      status: string;
+      reason?: string;
+      message?: string;
+      lastTransitionTime?: string;
+    }>;
+  };
+}
+
+export interface ClusterHealthCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  lastUpdateTime?: string;
+  codes?: string[];
+}
+
+export interface ClusterHealthObject {
+  metadata?: { name?: string };
+  status?: { observedAt?: string; conditions?: ClusterHealthCondition[] };
+}
+
+/** A core/v1 view of an Event regarding a node (events.k8s.io events included). */
+export interface EventObject {
+  type?: string;
+  reason?: string;
+  message?: string;
+  note?: string;
+  eventTime?: string | null;
+  lastTimestamp?: string | null;
+  firstTimestamp?: string | null;
+  count?: number;
+  series?: { count?: number; lastObservedTime?: string };
+  metadata?: { creationTimestamp?: string };
+}
+
+export interface ClusterSnapshot {
+  nodes: NodeObject[];
+  leases: LeaseObject[];
+  systemExtensions: SystemExtensionObject[];
+  clusterHealth: ClusterHealthObject | undefined;
+}
+
+/** What the plugin assumes of the controller's configuration (its flags; the defaults unless told). */
+export interface CliPolicy {
+  bootstrapTaintKey: string;
+  runtimeTaintKey: string;
+  bootstrapTimeoutSeconds: number;
+  missingLeaseGraceSeconds: number;
+  maxUnhealthyFraction: number;
+}
+
+export const CLI_POLICY_DEFAULTS: CliPolicy = {
+  bootstrapTaintKey: DECISION_DEFAULTS.bootstrapTaintKey,
+  runtimeTaintKey: DECISION_DEFAULTS.runtimeTaintKey,
+  bootstrapTimeoutSeconds: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
+  missingLeaseGraceSeconds: DECISION_DEFAULTS.missingLeaseGraceSeconds,
+  maxUnhealthyFraction: BREAKER_DEFAULTS.maxUnhealthyFraction,
+};
+
+export interface NodeReport {
+  name: string;
+  raw: NodeObject;
+  node: CachedNode;
+  createdMs: number;
+  /** Every registration in force on the node (SystemExtensions and annotations), by name. */
+  registrations: Map<string, Registration>;
+  conflicts: RegistrationConflict[];
+  /** The node's believed extension Leases by extension name, and its agent heartbeat. */
+  leases: Map<string, CachedLease>;
+  agentLease: CachedLease | undefined;
+  /** Leases that claim this node but are not believed (wrong name or owner). */
+  ignoredLeases: CachedLease[];
+  input: DecisionInput;
+  decision: NodeDecision;
+  /** Taints on the node now that keep pods off it (NoSchedule or NoExecute), and a cordon. */
+  unschedulable: boolean;
+}
+
+export interface Analysis {
+  nodes: NodeReport[];
+  /** Extensions the correlated-failure breaker holds back (judged over every node, as the controller does). */
+  tripped: ReadonlySet<string>;
+  policy: CliPolicy;
+  now: number;
+}
+
+function decisionPolicy(policy: CliPolicy, tripped: ReadonlySet<string>): DecisionPolicy {
+  return {
+    bootstrapTaintKey: policy.bootstrapTaintKey,
+    runtimeTaintKey: policy.runtimeTaintKey,
+    bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
+    missingLeaseGraceSeconds: policy.missingLeaseGraceSeconds,
+    trippedExtensions: tripped,
+  };
+}
+
+function seen(lease: CachedLease, now: number): SeenLease {
+  const renewed = Date.parse(lease.renewTime);
+  return { lease, observedAtMs: Number.isFinite(renewed) ? Math.min(renewed, now) : now };
+}
+
+/**
+ * The memory a controller that has watched the node since its creation would hold: the boot seen at
+ * creation, each extension required since then. Only timings read it (grace ends); events are not used here.
+ */
+function reconstructedMemory(node: CachedNode, required: readonly string[]): NodeMemory {
+  return {
+    bootId: node.bootId,
+    bootSeenMs: node.creationTimestampMs,
+    bootstrapStartedMs: undefined,
+    timeoutReported: node.extensionsReadyCondition?.reason === ConditionReason.BootstrapTimeout,
+    requiredSinceMs: new Map(required.map((name) => [name, node.creationTimestampMs])),
+    extensionStates: new Map(),
+    conflicts: new Set(),
+  };
+}
+
+/** Decides every node of the snapshot with the controller's decision core. */
+export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: number): Analysis {
+  const sxs = snapshot.systemExtensions.map(parseSystemExtension);
+  const leasesByNode = new Map<string, CachedLease[]>();
+  for (const raw of snapshot.leases) {
+    const lease = toCachedLease(raw);
+    if (!lease) continue;
+    const list = leasesByNode.get(lease.node) ?? [];
+    list.push(lease);
+    leasesByNode.set(lease.node, list);
+  }
+
+  const prepared = snapshot.nodes.map((raw) => {
+    const node = toCachedNode(raw);
+    const { byName, conflicts } = resolveRegistrations(node, sxs);
+    const leases = new Map<string, CachedLease>();
+    let agentLease: CachedLease | undefined;
+    const ignoredLeases: CachedLease[] = [];
+    for (const lease of leasesByNode.get(node.name) ?? []) {
+      const foreign = lease.ownerUid !== undefined && node.uid !== '' && lease.ownerUid !== node.uid;
+      if (lease.problem !== undefined || foreign) ignoredLeases.push(lease);
+      else if (lease.role === LeaseRole.agent) agentLease = lease;
+      else if (lease.extension) leases.set(lease.extension, lease);
+    }
+    const required = [...byName.values()].map((r) => ({
+      name: r.name,
+      source: r.source,
+      policy: r.policy,
+      valid: r.valid,
+      ...(r.valid ? {} : { problems: r.problems }),
+    }));
+    const input: DecisionInput = {
+      node,
+      required,
+      leases: new Map([...leases].map(([name, lease]) => [name, seen(lease, now)])),
+      agent: agentLease ? seen(agentLease, now) : undefined,
+      conflicts,
+      previous: reconstructedMemory(node, [...byName.keys()]),
+      policy: decisionPolicy(policy, new Set()),
+      now,
+    };
+    return { raw, node, byName, conflicts, leases, agentLease, ignoredLeases, input };
+  });
+
+  // The breaker is judged over every node's decision, then every node is decided with its verdict.
+  const breaker = new BreakerState({
+    maxUnhealthyFraction: policy.maxUnhealthyFraction,
+    minFailing: BREAKER_DEFAULTS.minFailing,
+  });
+  for (const p of prepared) breaker.apply(p.node.name, decideNode(p.input));
+  const tripped = new Set(breaker.evaluate().tripped);
+
+  const nodes = prepared.map((p): NodeReport => {
+    const input = { ...p.input, policy: decisionPolicy(policy, tripped) };
+    const taints = p.raw.spec?.taints ?? [];
+    return {
+      name: p.node.name,
+      raw: p.raw,
+      node: p.node,
+      createdMs: p.node.creationTimestampMs,
+      registrations: p.byName,
+      conflicts: p.conflicts,
+      leases: p.leases,
+      agentLease: p.agentLease,
+      ignoredLeases: p.ignoredLeases,
+      input,
+      decision: decideNode(input),
+      unschedulable:
+        p.raw.spec?.unschedulable === true ||
+        taints.some((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
+    };
+  });
+  return { nodes, tripped, policy, now };
+}
+
+/** Worst first: a stuck bootstrap, then a degraded node, then one nodecare cannot see, then booting, then Ready. */
+export function severity(report: NodeReport): number {
+  const { state, condition } = report.decision;
+  if (state === NodeState.BootstrapTimeout) return 0;
+  if (state === NodeState.Degraded) return 1;
+  if (condition.status === 'Unknown') return 2;
+  if (state === NodeState.Bootstrapping) return 3;
+  if (condition.status !== 'True') return 4;
+  return 5;
+}
+
+export function failingCount(report: NodeReport): number {
+  return report.decision.extensions.filter((e) => e.state !== ExtensionState.Healthy).length;
+}
+
+export function sortWorstFirst(reports: readonly NodeReport[]): NodeReport[] {
+  return [...reports].sort(
+    (a, b) =>
+      severity(a) - severity(b) ||
+      failingCount(b) - failingCount(a) ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
+}
+
+/** Healthy as far as nodecare is concerned: Ready, condition True, every required extension Healthy. */
+export function isHealthy(report: NodeReport): boolean {
+  return severity(report) === 5 && failingCount(report) === 0;
+}
+
+/** What the controller will do by itself if nothing else changes: the first future decision that differs. */
+export interface NextAction {
+  atMs: number;
+  /** What changes on the node: taints, state, condition. */
+  changes: string[];
+  /** The extension verdicts that change with it. */
+  because: string[];
+  /** What would prevent it. */
+  unless: string;
+}
+
+/** Differences in what the controller writes between two decisions (taints, state, condition). */
+function decisionChanges(from: NodeDecision, to: NodeDecision, policy: DecisionPolicy): string[] {
+  const changes: string[] = [];
+  const taint = (kind: 'bootstrap' | 'runtime', key: string) => {
+    if (!from.desiredTaints[kind] && to.desiredTaints[kind]) changes.push(`add the ${kind} taint ${key}`);
+    if (from.desiredTaints[kind] && !to.desiredTaints[kind]) changes.push(`remove the ${kind} taint ${key}`);
+  };
+  taint('bootstrap', policy.bootstrapTaintKey);
+  taint('runtime', policy.runtimeTaintKey);
+  if (from.state !== to.state) changes.push(`state ${from.state} → ${to.state}`);
+  if (from.condition.status !== to.condition.status || from.condition.reason !== to.condition.reason) {
+    changes.push(`ExtensionsReady ${to.condition.status} (${to.condition.reason})`);
+  }
+  return changes;
+}
+
+/** The decision input at `at`, with every Lease renewed just then (the agent keeps reporting what it reports now). */
+function renewedAt(input: DecisionInput, at: number): DecisionInput {
+  const renew = (s: SeenLease): SeenLease => ({ ...s, observedAtMs: Math.max(s.observedAtMs, at) });
+  return {
+    ...input,
+    leases: new Map([...input.leases].map(([name, s]) => [name, renew(s)])),
+    agent: input.agent ? renew(input.agent) : undefined,
+    now: at,
+  };
+}
+
+/**
+ * Steps the decision core through its own deadlines (nextDeadlineMs), as the controller's work queue requeues
+ * the node, until the outcome changes: that is what the controller will do next, and when. `renewed`: the
+ * agent keeps renewing its Leases with what they say now (the normal case: grace ends, the bootstrap
+ * deadline); `stopped`: nothing is renewed any more (the agent dies now). Undefined when nothing is due.
+ */
+export function nextAction(
+  report: NodeReport,
+  mode: 'renewed' | 'stopped' = 'renewed',
+  maxSteps = 512,
+): NextAction | undefined {
+  const first = report.decision;
+  let current = first;
+  for (let step = 0; step < maxSteps; step++) {
+    const at = current.nextDeadlineMs;
+    if (at === undefined) return undefined;
+    const input = mode === 'renewed' ? renewedAt(report.input, at) : { ...report.input, now: at };
+    const next = decideNode({ ...input, previous: current.memory });
+    const changes = decisionChanges(first, next, report.input.policy);
+    if (changes.length > 0) {
+      const before = new Map(first.extensions.map((e) => [e.name, e]));
+      const because: string[] = [];
+      for (const e of next.extensions) {
+        const was = before.get(e.name);
+        if (was && was.state === e.state && was.reason === e.reason) continue;
+        because.push(`${e.name}: ${was ? `${was.state} → ` : ''}${e.state} (${e.reason})`);
+      }
+      const timeout = next.state === NodeState.BootstrapTimeout;
+      return {
+        atMs: at,
+        changes,
+        because,
+        unless: timeout
+          ? 'unless the agent has reported and every critical extension is Healthy before then'
+          : mode === 'stopped'
+            ? 'if the agent stops renewing its Leases now'
+            : 'unless an agent reports a change before then',
+      };
+    }
+    current = next;
+  }
+  return undefined;
+}
+
+/** The controller has not yet written what it decided (it may be about to, or not be running). */
+export function pendingWrites(report: NodeReport): string[] {
+  const { decision, node, input } = report;
+  const pending: string[] = [];
+  const keys = { bootstrap: input.policy.bootstrapTaintKey, runtime: input.policy.runtimeTaintKey };
+  for (const kind of ['bootstrap', 'runtime'] as const) {
+    const on = hasTaint(node.taints, keys[kind]);
+    if (decision.desiredTaints[kind] && !on) pending.push(`add the ${kind} taint`);
+    if (!decision.desiredTaints[kind] && on) pending.push(`remove the ${kind} taint`);
+  }
+  const c = node.extensionsReadyCondition;
+  if (!c || c.status !== decision.condition.status || c.reason !== decision.condition.reason) {
+    pending.push(`set ExtensionsReady ${decision.condition.status} (${decision.condition.reason})`);
+  }
+  return pending;
+}
+
+export interface BootstrapBreakdown {
+  startedMs: number;
+  /** When the bootstrap taint was removed (from the BootstrapTaintRemoved event), if still known. */
+  completedMs: number | undefined;
+  /**
+   * Each critical extension, in the order it turned Healthy, with the time the node waited on it after the
+   * one before (the sum is the time held). Extensions whose Healthy state began after completion (they
+   * changed state since) have no `healthyMs`.
+   */
+  extensions: Array<{ name: string; healthyMs: number | undefined; heldMs: number | undefined }>;
+  /** Time between the last extension turning Healthy and the taint going (agent report, controller). */
+  restMs: number | undefined;
+}
+
+function eventTimeMs(e: EventObject): number {
+  const t =
+    e.series?.lastObservedTime ??
+    e.eventTime ??
+    e.lastTimestamp ??
+    e.firstTimestamp ??
+    e.metadata?.creationTimestamp;
+  return t ? Date.parse(t) : Number.NaN;
+}
+
+/**
+ * Time to schedulable for a node that finished bootstrapping on its first boot: from creation to the
+ * BootstrapTaintRemoved event, split by extension in the order they turned Healthy (each Lease's `since`).
+ * Undefined for a node still bootstrapping or rebooted (its boot start is not recorded on the node).
+ */
+export function bootstrapBreakdown(
+  report: NodeReport,
+  events: readonly EventObject[],
+): BootstrapBreakdown | undefined {
+  const { node, decision } = report;
+  if (decision.state === NodeState.Bootstrapping || decision.state === NodeState.BootstrapTimeout) {
+    return undefined;
+  }
+  if (node.annotations[NodeAnnotation.bootstrappedBootId] !== node.bootId) return undefined;
+  const startedMs = report.createdMs;
+  const removed = events
+    .filter((e) => e.reason === 'BootstrapTaintRemoved')
+    .map(eventTimeMs)
+    .filter((t) => Number.isFinite(t) && t >= startedMs)
+    .sort((a, b) => a - b);
+  const completedMs = removed[0];
+  const critical = decision.extensions.filter((e) => e.critical);
+  const healthy = critical
+    .map((e) => {
+      const lease = report.leases.get(e.name);
+      const since = lease && lease.state === ExtensionState.Healthy ? Date.parse(lease.since) : Number.NaN;
+      const valid =
+        Number.isFinite(since) && (completedMs === undefined || since <= completedMs + 1000)
+          ? since
+          : undefined;
+      return { name: e.name, healthyMs: valid };
+    })
+    .sort((a, b) => (a.healthyMs ?? Infinity) - (b.healthyMs ?? Infinity) || (a.name < b.name ? -1 : 1));
+  let mark = startedMs;
+  const extensions = healthy.map((e) => {
+    if (e.healthyMs === undefined) return { ...e, heldMs: undefined };
+    const heldMs = Math.max(0, e.healthyMs - mark);
+    mark = Math.max(mark, e.healthyMs);
+    return { ...e, heldMs };
+  });
+  const restMs = completedMs === undefined ? undefined : Math.max(0, completedMs - mark);
+  return { startedMs, completedMs, extensions, restMs };
+}

@@ -1,0 +1,187 @@
+// What the read-only verbs (status, explain, extensions) share: options, kubectl-style short flags, the
+// connection, and errors that say what is wrong (exit code 2: the question could not be answered).
+
+import { LEASE_NAMESPACE } from '../../api/index.ts';
+import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from '../../controller/decide/index.ts';
+import { COMMON_OPTIONS } from '../../lib/common-options.ts';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { KubeConfigError, loadConnection } from '../../lib/kube/config.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { OptionTable, OptionValues } from '../../lib/options.ts';
+import type { CliIo } from '../cli.ts';
+import { OUTPUT_FORMATS, type OutputFormat } from '../format.ts';
+import type { CliPolicy } from '../model.ts';
+
+/** Exit codes of the read-only verbs. */
+export const Exit = { healthy: 0, notHealthy: 1, error: 2 } as const;
+
+/** The controller's flags the answers depend on; give the same values if the controller runs with others. */
+export const POLICY_OPTIONS = {
+  'bootstrap-taint-key': {
+    type: 'string',
+    description: "The controller's --bootstrap-taint-key.",
+    default: DECISION_DEFAULTS.bootstrapTaintKey,
+  },
+  'runtime-taint-key': {
+    type: 'string',
+    description: "The controller's --runtime-taint-key.",
+    default: DECISION_DEFAULTS.runtimeTaintKey,
+  },
+  'bootstrap-timeout-seconds': {
+    type: 'integer',
+    description: "The controller's --bootstrap-timeout-seconds.",
+    default: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
+    min: 1,
+  },
+  'missing-lease-grace-seconds': {
+    type: 'integer',
+    description: "The controller's --missing-lease-grace-seconds.",
+    default: DECISION_DEFAULTS.missingLeaseGraceSeconds,
+    min: 0,
+  },
+  'max-unhealthy-fraction': {
+    type: 'number',
+    description: "The controller's --max-unhealthy-fraction (the correlated-failure breaker).",
+    default: BREAKER_DEFAULTS.maxUnhealthyFraction,
+    min: 0,
+    max: 1,
+  },
+  'lease-namespace': {
+    type: 'string',
+    description: 'Namespace of the extension and agent Leases.',
+    default: LEASE_NAMESPACE,
+  },
+} as const satisfies OptionTable;
+
+export const CONNECTION_OPTIONS = { kubeconfig: COMMON_OPTIONS.kubeconfig } as const satisfies OptionTable;
+
+export const OUTPUT_OPTION = {
+  output: {
+    type: 'string',
+    description: 'Output format (-o): text, wide (more columns), json or yaml.',
+    default: 'text',
+    choices: OUTPUT_FORMATS,
+  },
+} as const satisfies OptionTable;
+
+export const SELECTOR_OPTION = {
+  selector: {
+    type: 'string',
+    description: 'Label selector (-l) of the nodes to show, e.g. -l node-role=gpu,zone in (a,b).',
+  },
+} as const satisfies OptionTable;
+
+export function policyOf(values: OptionValues): CliPolicy {
+  return {
+    bootstrapTaintKey: values['bootstrap-taint-key'] as string,
+    runtimeTaintKey: values['runtime-taint-key'] as string,
+    bootstrapTimeoutSeconds: values['bootstrap-timeout-seconds'] as number,
+    missingLeaseGraceSeconds: values['missing-lease-grace-seconds'] as number,
+    maxUnhealthyFraction: values['max-unhealthy-fraction'] as number,
+  };
+}
+
+export function outputOf(values: OptionValues): OutputFormat {
+  return values.output as OutputFormat;
+}
+
+const SHORT_FLAGS: Record<string, string> = { '-o': '--output', '-l': '--selector' };
+
+/**
+ * kubectl's spellings: `-o json`, `-ojson`, `-o=json`, `-l app=x`, `-lapp=x`; with `positional` set, the
+ * first bare word becomes `--<positional>=<word>` (explain <node>). Everything else is left for the option
+ * parser to judge (a second bare word is reported as unexpected).
+ */
+export function kubectlArgs(argv: readonly string[], positional?: string): string[] {
+  const out: string[] = [];
+  let positionalTaken = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const short = SHORT_FLAGS[arg.slice(0, 2)];
+    if (short && !arg.startsWith('--')) {
+      const rest = arg.slice(2);
+      if (rest === '') {
+        const value = argv[i + 1];
+        if (value === undefined) out.push(short);
+        else {
+          out.push(`${short}=${value}`);
+          i++;
+        }
+      } else out.push(`${short}=${rest.startsWith('=') ? rest.slice(1) : rest}`);
+      continue;
+    }
+    if (arg === '--') {
+      out.push(...argv.slice(i + 1));
+      break;
+    }
+    if (positional && !positionalTaken && !arg.startsWith('-')) {
+      out.push(`--${positional}=${arg}`);
+      positionalTaken = true;
+      continue;
+    }
+    out.push(arg);
+  }
+  return out;
+}
+
+/** Thrown for answers the verb cannot give (unknown node, ...): printed as is, exit 2. */
+export class CliError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/**
+ * Connects, runs `body`, and turns every failure into one clear line and exit code 2: no kubeconfig, an API
+ * server that cannot be reached, credentials refused, a bad selector.
+ */
+export async function withClient(
+  verb: string,
+  values: OptionValues,
+  io: CliIo,
+  body: (client: KubeClient) => Promise<number>,
+): Promise<number> {
+  const prefix = `kubectl nodecare ${verb}`;
+  let client: KubeClient;
+  try {
+    const connection = await loadConnection(
+      values.kubeconfig as string | undefined,
+      io.env as NodeJS.ProcessEnv,
+    );
+    client = new KubeClient(connection, { userAgent: `kubectl-nodecare/${verb}`, connections: 4 });
+  } catch (err) {
+    io.err(
+      `${prefix}: ${err instanceof KubeConfigError ? err.message : `kubeconfig: ${(err as Error).message}`}`,
+    );
+    return Exit.error;
+  }
+  try {
+    return await body(client);
+  } catch (err) {
+    io.err(`${prefix}: ${explainError(err, client.server)}`);
+    return Exit.error;
+  } finally {
+    await client.close();
+  }
+}
+
+export function explainError(err: unknown, server: string): string {
+  if (err instanceof CliError) return err.message;
+  if (isKubeError(err)) {
+    switch (err.code) {
+      case KubeErrorCode.Network:
+      case KubeErrorCode.Timeout:
+        return `cannot reach the API server at ${server} (${err.message}); check the kubeconfig's server and your network`;
+      case KubeErrorCode.Unauthorized:
+        return `the API server at ${server} refused the credentials (${err.message}); check the kubeconfig's user`;
+      case KubeErrorCode.Forbidden:
+        return `not allowed (${err.message}); the plugin needs get/list on nodes, leases in the lease namespace, events, systemextensions and clusterhealths`;
+      case KubeErrorCode.Invalid:
+        return `the API server rejected the request (${err.message})`;
+      default:
+        return err.message;
+    }
+  }
+  return (err as Error).message;
+}

@@ -1,0 +1,479 @@
+// `kubectl nodecare explain <node>`: why this node is or is not schedulable, across every taint on it (not only
+// nodecare's), then each required extension (registration source, lease state, reason, message, since, probe
+// target, critical, DryRun) and what the controller will do next and when, computed with the controller's
+// decision core (cli/model.ts). Exit 0 when pods can land and nodecare finds it healthy, 1 when not, 2 error.
+
+import { EXTENSION_ANNOTATION_PREFIX, type ProbeSpec, type Registration } from '../../api/index.ts';
+import type { ExtensionState } from '../../api/names.ts';
+import { Enforcement } from '../../api/extension.ts';
+import type { OptionValues } from '../../lib/options.ts';
+import type { CliIo, Verb } from '../cli.ts';
+import { cut, humanDuration, relative, structured } from '../format.ts';
+import {
+  analyze,
+  bootstrapBreakdown,
+  isHealthy,
+  nextAction,
+  pendingWrites,
+  type BootstrapBreakdown,
+  type EventObject,
+  type NextAction,
+  type NodeReport,
+} from '../model.ts';
+import { readNodeEvents, readSnapshot } from '../snapshot.ts';
+import { blocksScheduling, describeTaint } from '../taints.ts';
+import { agentSummary } from './status.ts';
+import {
+  CliError,
+  CONNECTION_OPTIONS,
+  Exit,
+  kubectlArgs,
+  OUTPUT_OPTION,
+  outputOf,
+  POLICY_OPTIONS,
+  policyOf,
+  withClient,
+} from './common.ts';
+
+export const EXPLAIN_OPTIONS = {
+  node: { type: 'string', description: 'The node to explain (also the first argument).' },
+  ...CONNECTION_OPTIONS,
+  output: { ...OUTPUT_OPTION.output, description: 'Output format (-o): text, json or yaml (wide is text).' },
+  events: {
+    type: 'integer',
+    description: 'How many of the most recent events regarding the node to show.',
+    default: 10,
+    min: 0,
+    max: 1000,
+  },
+  ...POLICY_OPTIONS,
+} as const;
+
+/** ✓ Healthy, ✗ Unhealthy, … Progressing, ? Unknown (the legend printed under the list). */
+export const STATE_SYMBOL: Record<ExtensionState, string> = {
+  Healthy: '✓',
+  Unhealthy: '✗',
+  Progressing: '…',
+  Unknown: '?',
+};
+
+export function describeProbe(probe: ProbeSpec): string {
+  switch (probe.kind) {
+    case 'http':
+      return `http GET ${probe.url}${probe.bodyRegex ? ' (body must match a regex)' : ''}`;
+    case 'tcp':
+      return `tcp connect ${probe.host}:${probe.port}`;
+    case 'grpc':
+      return `grpc health ${probe.address}${probe.service ? ` service ${probe.service}` : ''}`;
+    case 'csi':
+      return `csi Identity/Probe on ${probe.socket}`;
+    case 'devicePlugin':
+      return `device plugin ListAndWatch on ${probe.socket} (≥ ${probe.minHealthy} healthy devices)`;
+    case 'nodeResource':
+      return `node allocatable ${probe.resource} ≥ ${probe.min}`;
+    case 'nodeCondition':
+      return `node condition ${probe.type}=${probe.status}`;
+    case 'podReady':
+      return `≥ ${probe.min} Ready pod(s) in ${probe.namespace} matching ${JSON.stringify(probe.selector)}`;
+    case 'exec':
+      return `exec ${probe.command.join(' ')}`;
+    case 'file':
+      return `file ${probe.path}${probe.maxAgeSeconds !== undefined ? ` (modified within ${probe.maxAgeSeconds}s)` : ''}`;
+    case 'process':
+      return `≥ ${probe.min} process(es) named ${probe.name}`;
+    case 'host': {
+      const parts = [
+        probe.diskFreePercent &&
+          `free disk on ${probe.diskFreePercent.mount} ≥ ${probe.diskFreePercent.min}%`,
+        probe.memoryAvailableMiB && `available memory ≥ ${probe.memoryAvailableMiB.min} MiB`,
+        probe.gpu && `≥ ${probe.gpu.min} GPU(s)${probe.gpu.vendor ? ` by ${probe.gpu.vendor}` : ''}`,
+      ].filter(Boolean);
+      return `host facts: ${parts.join(', ') || 'none'}`;
+    }
+    default: {
+      const unreachable: never = probe;
+      return JSON.stringify(unreachable);
+    }
+  }
+}
+
+export function describeSource(name: string, registration: Registration | undefined): string {
+  switch (registration?.source) {
+    case 'systemExtension':
+      return `SystemExtension ${name} (kubectl get sx ${name} -o yaml)`;
+    case 'annotation':
+      return `node annotation ${EXTENSION_ANNOTATION_PREFIX}${name}`;
+    case 'config':
+      return "the agent's config file";
+    default:
+      return 'unknown';
+  }
+}
+
+export interface ExplainView {
+  kind: 'NodecareExplain';
+  observedAt: string;
+  node: string;
+  schedulable: boolean;
+  healthy: boolean;
+  cordoned: boolean;
+  state: string;
+  condition: { status: string; reason: string; message: string; lastTransitionTime?: string };
+  agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
+  taints: Array<{
+    key: string;
+    value?: string;
+    effect: string;
+    blocksScheduling: boolean;
+    owner: string;
+    meaning: string;
+    timeAdded?: string;
+  }>;
+  extensions: Array<{
+    name: string;
+    state: string;
+    reason: string;
+    message: string;
+    since?: string;
+    registeredBy: string;
+    source?: string;
+    probe?: string;
+    problems?: string[];
+    critical: boolean;
+    enforcement: string;
+    conditionType: string;
+    blocking: boolean;
+    breakerTripped: boolean;
+    lease?: { name: string; renewTime: string; leaseDurationSeconds: number; expiresAt: string };
+  }>;
+  conflicts: string[];
+  ignoredLeases: Array<{ name: string; problem: string }>;
+  unregisteredLeases: string[];
+  next: (Omit<NextAction, 'atMs'> & { at: string }) | null;
+  /** What happens if the agent stops renewing now (its Leases expire). */
+  ifAgentStops: (Omit<NextAction, 'atMs'> & { at: string }) | null;
+  pendingWrites: string[];
+  bootstrap:
+    | (Omit<BootstrapBreakdown, 'startedMs' | 'completedMs' | 'restMs' | 'extensions'> & {
+        startedAt: string;
+        completedAt: string | null;
+        heldSeconds: number | null;
+        extensions: Array<{ name: string; healthyAt: string | null; heldSeconds: number | null }>;
+        restSeconds: number | null;
+      })
+    | null;
+  events: Array<{ type: string; reason: string; message: string; time: string | null; count: number }>;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const seconds = (ms: number | undefined): number | null => (ms === undefined ? null : Math.round(ms / 1000));
+
+function eventTime(e: EventObject): string | null {
+  return (
+    e.series?.lastObservedTime ??
+    e.eventTime ??
+    e.lastTimestamp ??
+    e.firstTimestamp ??
+    e.metadata?.creationTimestamp ??
+    null
+  );
+}
+
+export function explainView(
+  report: NodeReport,
+  tripped: ReadonlySet<string>,
+  events: readonly EventObject[],
+  maxEvents: number,
+  now: number,
+): ExplainView {
+  const { decision, raw } = report;
+  const own = {
+    bootstrap: report.input.policy.bootstrapTaintKey,
+    runtime: report.input.policy.runtimeTaintKey,
+  };
+  const taints = (raw.spec?.taints ?? []).map((t) => {
+    const info = describeTaint(t, own);
+    return {
+      key: t.key,
+      ...(t.value ? { value: t.value } : {}),
+      effect: t.effect,
+      blocksScheduling: blocksScheduling(t),
+      owner: info?.owner ?? 'unknown (not a well-known taint key)',
+      meaning: info?.meaning ?? 'not known to nodecare; ask whoever added it',
+      ...((t as { timeAdded?: string }).timeAdded
+        ? { timeAdded: (t as { timeAdded?: string }).timeAdded }
+        : {}),
+    };
+  });
+  const extensions = decision.extensions.map((v) => {
+    const registration = report.registrations.get(v.name);
+    const lease = report.leases.get(v.name);
+    const fromLease = lease && lease.state === v.state && lease.reason === v.reason;
+    return {
+      name: v.name,
+      state: v.state,
+      reason: v.reason,
+      message: v.message,
+      ...(fromLease && lease.since ? { since: lease.since } : {}),
+      registeredBy: describeSource(v.name, registration),
+      ...(v.source ? { source: v.source } : {}),
+      ...(registration?.valid ? { probe: describeProbe(registration.spec.probe) } : {}),
+      ...(registration && !registration.valid ? { problems: registration.problems } : {}),
+      critical: v.critical,
+      enforcement: registration?.policy.enforcement ?? Enforcement.Enforce,
+      conditionType: v.conditionType,
+      blocking: v.blocking,
+      breakerTripped: tripped.has(v.name),
+      ...(lease
+        ? {
+            lease: {
+              name: lease.name,
+              renewTime: lease.renewTime,
+              leaseDurationSeconds: lease.leaseDurationSeconds,
+              expiresAt: iso(Date.parse(lease.renewTime) + lease.leaseDurationSeconds * 1000),
+            },
+          }
+        : {}),
+    };
+  });
+  const next = nextAction(report, 'renewed');
+  const stops = nextAction(report, 'stopped');
+  const breakdown = bootstrapBreakdown(report, events);
+  const condition = raw.status?.conditions?.find((c) => c.type === 'ExtensionsReady');
+  const sortedEvents = [...events].sort((a, b) => (eventTime(a) ?? '').localeCompare(eventTime(b) ?? ''));
+  return {
+    kind: 'NodecareExplain',
+    observedAt: iso(now),
+    node: report.name,
+    schedulable: !report.unschedulable,
+    healthy: isHealthy(report),
+    cordoned: raw.spec?.unschedulable === true,
+    state: decision.state,
+    condition: {
+      ...decision.condition,
+      ...(condition?.lastTransitionTime && condition.reason === decision.condition.reason
+        ? { lastTransitionTime: condition.lastTransitionTime }
+        : {}),
+    },
+    agent: {
+      status: agentSummary(report),
+      ...(report.agentLease
+        ? {
+            lease: {
+              name: report.agentLease.name,
+              renewTime: report.agentLease.renewTime,
+              leaseDurationSeconds: report.agentLease.leaseDurationSeconds,
+            },
+          }
+        : {}),
+    },
+    taints,
+    extensions,
+    conflicts: report.conflicts.map((c) => c.message),
+    ignoredLeases: report.ignoredLeases.map((l) => ({ name: l.name, problem: l.problem ?? 'OwnerMismatch' })),
+    unregisteredLeases: [...report.leases.keys()].filter((name) => !report.registrations.has(name)).sort(),
+    next: next
+      ? { at: iso(next.atMs), changes: next.changes, because: next.because, unless: next.unless }
+      : null,
+    ifAgentStops:
+      stops && (!next || stops.atMs < next.atMs)
+        ? { at: iso(stops.atMs), changes: stops.changes, because: stops.because, unless: stops.unless }
+        : null,
+    pendingWrites: pendingWrites(report),
+    bootstrap: breakdown
+      ? {
+          startedAt: iso(breakdown.startedMs),
+          completedAt: breakdown.completedMs === undefined ? null : iso(breakdown.completedMs),
+          heldSeconds:
+            breakdown.completedMs === undefined ? null : seconds(breakdown.completedMs - breakdown.startedMs),
+          extensions: breakdown.extensions.map((e) => ({
+            name: e.name,
+            healthyAt: e.healthyMs === undefined ? null : iso(e.healthyMs),
+            heldSeconds: seconds(e.heldMs),
+          })),
+          restSeconds: seconds(breakdown.restMs),
+        }
+      : null,
+    events: sortedEvents.slice(Math.max(0, sortedEvents.length - maxEvents)).map((e) => ({
+      type: e.type ?? '',
+      reason: e.reason ?? '',
+      message: e.message ?? e.note ?? '',
+      time: eventTime(e),
+      count: e.series?.count ?? e.count ?? 1,
+    })),
+  };
+}
+
+export function renderExplainText(view: ExplainView, now: number): string[] {
+  const lines: string[] = [];
+  const blocking = view.taints.filter((t) => t.blocksScheduling);
+  if (view.schedulable) {
+    lines.push(`Node ${view.node} is schedulable: no taint keeps pods off it.`);
+  } else {
+    const why = [
+      ...(view.cordoned ? ['it is cordoned (spec.unschedulable)'] : []),
+      ...(blocking.length > 0
+        ? [
+            `${blocking.length} taint${blocking.length === 1 ? '' : 's'} keep${blocking.length === 1 ? 's' : ''} pods that do not tolerate ${blocking.length === 1 ? 'it' : 'them'} off`,
+          ]
+        : []),
+    ];
+    lines.push(`Node ${view.node} is NOT schedulable: ${why.join('; ')}.`);
+  }
+  const since = view.condition.lastTransitionTime
+    ? ` since ${relative(Date.parse(view.condition.lastTransitionTime), now)}`
+    : '';
+  lines.push(
+    `nodecare state: ${view.state}; ExtensionsReady ${view.condition.status} (${view.condition.reason})${since}`,
+  );
+  if (view.condition.message) lines.push(`  ${view.condition.message}`);
+  const agentLease = view.agent.lease;
+  lines.push(
+    `Agent: ${view.agent.status}${
+      agentLease
+        ? ` (heartbeat ${agentLease.name} renewed ${relative(Date.parse(agentLease.renewTime), now)}, duration ${agentLease.leaseDurationSeconds}s)`
+        : ''
+    }`,
+  );
+
+  lines.push('', view.taints.length === 0 ? 'Taints: none.' : `Taints (${view.taints.length}):`);
+  for (const t of view.taints) {
+    const effect = t.blocksScheduling ? t.effect : `${t.effect}, does not block`;
+    const added = t.timeAdded ? `, added ${relative(Date.parse(t.timeAdded), now)}` : '';
+    lines.push(`  ${t.key}${t.value ? `=${t.value}` : ''}:${effect}`);
+    lines.push(`      owner: ${t.owner}${added}`);
+    lines.push(`      meaning: ${t.meaning}`);
+  }
+
+  lines.push(
+    '',
+    view.extensions.length === 0
+      ? 'Extensions: none required on this node.'
+      : `Extensions (${view.extensions.length} required):`,
+  );
+  for (const e of view.extensions) {
+    const symbol = STATE_SYMBOL[e.state as ExtensionState] ?? '?';
+    const sinceText = e.since ? ` since ${relative(Date.parse(e.since), now)}` : '';
+    lines.push(`  ${symbol} ${e.name}: ${e.state}${e.reason ? ` (${e.reason})` : ''}${sinceText}`);
+    if (e.message) lines.push(`      message:      ${e.message}`);
+    lines.push(`      registered:   ${e.registeredBy}`);
+    if (e.probe) lines.push(`      probe:        ${e.probe}`);
+    for (const p of e.problems ?? []) lines.push(`      problem:      ${p}`);
+    lines.push(
+      `      critical:     ${e.critical ? 'yes' : 'no'}; enforcement ${e.enforcement}${
+        e.enforcement === Enforcement.DryRun ? ' (DryRun: reported, never tainted)' : ''
+      }; condition type ${e.conditionType}; taints the node when failing: ${e.blocking ? 'yes' : 'no'}${
+        e.breakerTripped ? ' (breaker tripped)' : ''
+      }`,
+    );
+    if (e.lease) {
+      lines.push(
+        `      lease:        ${e.lease.name}, renewed ${relative(Date.parse(e.lease.renewTime), now)}, expires ${relative(Date.parse(e.lease.expiresAt), now)}`,
+      );
+    } else {
+      lines.push('      lease:        none written yet');
+    }
+  }
+  if (view.extensions.length > 0) {
+    lines.push('  (✓ Healthy  ✗ Unhealthy  … Progressing  ? Unknown)');
+  }
+  for (const c of view.conflicts) lines.push(`  Conflict: ${c}`);
+  for (const l of view.ignoredLeases) lines.push(`  Ignored lease ${l.name}: ${l.problem}`);
+  if (view.unregisteredLeases.length > 0) {
+    lines.push(
+      `  Reported but not required by the controller (the agent's config file, or no longer registered): ${view.unregisteredLeases.join(', ')}`,
+    );
+  }
+
+  lines.push('');
+  if (view.pendingWrites.length > 0) {
+    lines.push(
+      `Now: the controller should ${view.pendingWrites.join(', ')} — it does on its next reconcile (if this persists, is the nodecare controller running and leading?).`,
+    );
+  }
+  if (view.next) {
+    lines.push(
+      `Next: ${relative(Date.parse(view.next.at), now)} the controller will ${view.next.changes.join(', ')}, ${view.next.unless}.`,
+    );
+    for (const b of view.next.because) lines.push(`  because ${b}`);
+  } else {
+    lines.push('Next: nothing scheduled; the controller acts when a Lease or the node changes.');
+  }
+  if (view.ifAgentStops) {
+    lines.push(
+      `If the agent stops renewing its Leases now: ${relative(Date.parse(view.ifAgentStops.at), now)} the controller will ${view.ifAgentStops.changes.join(', ')}.`,
+    );
+  }
+
+  if (view.bootstrap) {
+    const b = view.bootstrap;
+    if (b.heldSeconds === null) {
+      lines.push(
+        'Bootstrap: completed; when is not known (no BootstrapTaintRemoved event regarding the node: events expire, after 1 h by default).',
+      );
+    } else {
+      const parts = b.extensions
+        .filter((e) => e.heldSeconds !== null)
+        .sort((x, y) => (y.heldSeconds ?? 0) - (x.heldSeconds ?? 0))
+        .map((e) => `${e.name} ${humanDuration((e.heldSeconds ?? 0) * 1000)}`);
+      if (b.restSeconds) parts.push(`agent and controller ${humanDuration(b.restSeconds * 1000)}`);
+      const unknown = b.extensions.filter((e) => e.heldSeconds === null).map((e) => e.name);
+      lines.push(
+        `Bootstrap: schedulable ${humanDuration(b.heldSeconds * 1000)} after creation (held ${humanDuration(
+          b.heldSeconds * 1000,
+        )}${parts.length > 0 ? `: ${parts.join(', ')}` : ''})${
+          unknown.length > 0 ? `; ${unknown.join(', ')} changed state since, not counted` : ''
+        }.`,
+      );
+    }
+  }
+
+  if (view.events.length > 0) {
+    lines.push('', `Recent events (${view.events.length}):`);
+    for (const e of view.events) {
+      const when = e.time ? humanDuration(now - Date.parse(e.time)) : '?';
+      lines.push(
+        `  ${when.padStart(6)}  ${e.type.padEnd(7)}  ${e.reason}${e.count > 1 ? ` (x${e.count})` : ''}: ${cut(e.message, 160)}`,
+      );
+    }
+  }
+  return lines;
+}
+
+export const explainVerb: Verb = {
+  summary:
+    'explain <node>: why the node is or is not schedulable (every taint, each required extension, what the controller does next); exit 0 schedulable and healthy, 1 not, 2 error.',
+  options: EXPLAIN_OPTIONS,
+  normalizeArgs: (argv) => kubectlArgs(argv, 'node'),
+  async run(values: OptionValues, io: CliIo): Promise<number> {
+    const name = values.node as string | undefined;
+    if (!name) {
+      io.err('kubectl nodecare explain: name a node: kubectl nodecare explain <node>');
+      return Exit.error;
+    }
+    return withClient('explain', values, io, async (client) => {
+      const { snapshot } = await readSnapshot(client, values['lease-namespace'] as string);
+      const now = Date.now();
+      const analysis = analyze(snapshot, policyOf(values), now);
+      const report = analysis.nodes.find((r) => r.name === name);
+      if (!report) {
+        throw new CliError(
+          `node "${name}" not found (kubectl nodecare status lists the nodes${
+            analysis.nodes.length > 0
+              ? `; e.g. ${analysis.nodes
+                  .slice(0, 3)
+                  .map((r) => r.name)
+                  .join(', ')}`
+              : ''
+          })`,
+        );
+      }
+      const events = await readNodeEvents(client, name);
+      const view = explainView(report, analysis.tripped, events, values.events as number, now);
+      const format = outputOf(values);
+      if (format === 'json' || format === 'yaml') io.out(structured(format, view));
+      else for (const line of renderExplainText(view, now)) io.out(line);
+      return view.schedulable && view.healthy ? Exit.healthy : Exit.notHealthy;
+    });
+  },
+};
