@@ -1,0 +1,117 @@
+// manifests/monitoring/: the Prometheus alert rules pass `promtool check rules`, their expressions pass the
+// unit tests in nodecare.rules.test.yaml (`promtool test rules`), and every nodecare metric the rules and the
+// Grafana dashboard query is one the real programs export (scraped from a controller and an agent running
+// against the real control plane). promtool is built from the Go module proxy by test/tools/build-promtool.sh
+// (cached); a failed build fails this file, it never skips.
+
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { lintMetrics } from '../../lib/metrics-lint.ts';
+import { uniqueName } from './helpers.ts';
+import { startAgent, startProgram } from './processes.ts';
+import { applyBaseManifests } from './setup.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const MONITORING = join(ROOT, 'manifests', 'monitoring');
+const RULES = join(MONITORING, 'nodecare.rules.yaml');
+const DASHBOARD = join(MONITORING, 'nodecare-dashboard.json');
+let promtool = '';
+
+function run(
+  command: string,
+  args: string[],
+  onStderr?: (line: string) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: MONITORING, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (onStderr) for (const line of d.toString().split('\n').filter(Boolean)) onStderr(line);
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  // Builds promtool on first use (several minutes cold); progress goes to stderr.
+  const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-promtool.sh')], (line) =>
+    process.stderr.write(`${line}\n`),
+  );
+  if (built.code !== 0) throw new Error(`test/tools/build-promtool.sh failed:\n${built.stderr}`);
+  promtool = built.stdout.trim().split('\n').pop() ?? '';
+}, 1_500_000);
+
+/** Every nodecare_* metric name in a PromQL text (histogram series suffixes stripped). */
+function metricNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const m of text.matchAll(/\bnodecare_[a-z0-9_]+/g)) {
+    names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
+  }
+  return names;
+}
+
+/** Metric family names in an exposition. */
+function exported(exposition: string): Set<string> {
+  return new Set([...exposition.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1] as string));
+}
+
+describe('manifests/monitoring', () => {
+  it('promtool check rules accepts the alert rules', async () => {
+    const result = await run(promtool, ['check', 'rules', RULES]);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain('SUCCESS: 5 rules found');
+  });
+
+  it('promtool test rules passes the unit tests of every alert expression', async () => {
+    const result = await run(promtool, ['test', 'rules', 'nodecare.rules.test.yaml']);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain('SUCCESS');
+    const tested = readFileSync(join(MONITORING, 'nodecare.rules.test.yaml'), 'utf8');
+    for (const alert of readFileSync(RULES, 'utf8').matchAll(/- alert: (\S+)/g)) {
+      expect(tested, `no unit test for ${alert[1]}`).toContain(`alertname: ${alert[1]}`);
+    }
+  });
+
+  it('the dashboard is valid Grafana JSON whose panels query metrics the programs export', async () => {
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+      title: string;
+      uid: string;
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
+    expect(dashboard.uid).toBe('nodecare');
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    expect(exprs.length).toBeGreaterThan(5);
+
+    await applyBaseManifests();
+    const kubeconfig = inject('kubeconfig');
+    const controller = startProgram('controller', [
+      `--kubeconfig=${kubeconfig}`,
+      '--health-port=0',
+      `--identity=${uniqueName('monitoring')}`,
+      '--leader-elect=false',
+    ]);
+    const agent = await startAgent({ kubeconfig, nodeName: uniqueName('monitoring-node') });
+    try {
+      const started = await controller.waitForLog('Started nodecare-controller');
+      const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const controllerText = await scrape(started.port as number);
+      const agentText = await scrape(agent.healthPort);
+      expect(lintMetrics(controllerText, 'nodecare_controller_')).toEqual([]);
+      expect(controllerText).toMatch(
+        /^nodecare_controller_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m,
+      );
+      expect(agentText).toMatch(/^nodecare_agent_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m);
+      const available = new Set([...exported(controllerText), ...exported(agentText)]);
+      const queried = metricNames([readFileSync(RULES, 'utf8'), ...exprs].join('\n'));
+      for (const name of queried) expect(available, `${name} is queried but not exported`).toContain(name);
+    } finally {
+      await Promise.all([controller.kill(), agent.kill()]);
+    }
+  });
+});
