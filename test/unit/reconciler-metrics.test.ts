@@ -94,9 +94,9 @@ function setup(node: NodeObject) {
 }
 
 async function histogram(h: ControllerMetrics['bootstrapDuration']): Promise<{ count: number; sum: number }> {
-  const values = (await h.get()).values;
-  const pick = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
-  return { count: pick(`${h.name}_count`), sum: pick(`${h.name}_sum`) };
+  const { name, values } = await h.get();
+  const pick = (metric: string) => values.find((v) => v.metricName === metric)?.value ?? 0;
+  return { count: pick(`${name}_count`), sum: pick(`${name}_sum`) };
 }
 
 describe('reconciler metrics', () => {
