@@ -1,0 +1,147 @@
+// The autoscaling tools of the autoscaler tests as local processes: KWOK (drives the fake nodes: Ready,
+// heartbeats, pods Running) and Karpenter with its KWOK cloud provider. Binaries come from build.sh (built
+// from the Go module proxy, cached by version); a build that fails throws, so the tests fail, never skip.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { open, readFile, readdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const BUILD = join(import.meta.dirname, 'build.sh');
+
+export type Tool = 'kwok' | 'karpenter';
+
+/** Builds (or reuses) a tool; progress lines go to stderr. Returns the tool's cache directory. */
+export function ensureTool(tool: Tool, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)) {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [BUILD, tool], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      for (const line of d.toString().split('\n')) if (line.startsWith('[')) log(line);
+    });
+    child.on('error', (err) => reject(new Error(`build.sh ${tool}: ${err.message}`)));
+    child.on('close', (code) => {
+      const dir = stdout.trim().split('\n').pop() ?? '';
+      if (code === 0 && dir && existsSync(dir)) return resolve(dir);
+      reject(new Error(`building ${tool} failed (build.sh exited ${code}):\n${tail(stderr, 30)}`));
+    });
+  });
+}
+
+export interface ToolProcess {
+  name: string;
+  child: ChildProcess;
+  logPath: string;
+  /** The last lines of its log, for failure messages. */
+  logTail(lines?: number): Promise<string>;
+  /** SIGTERM, SIGKILL after 5 s. */
+  stop(): Promise<void>;
+}
+
+async function launch(
+  name: string,
+  bin: string,
+  args: string[],
+  env: Record<string, string>,
+  logDir: string,
+): Promise<ToolProcess> {
+  const logPath = join(logDir, `${name}.log`);
+  const out = await open(logPath, 'a');
+  const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', out.fd, out.fd] });
+  await out.close();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name,
+    child,
+    logPath,
+    logTail: async (lines = 30) => tail(await readFile(logPath, 'utf8').catch(() => ''), lines),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The annotation Karpenter's KWOK provider puts on the nodes it creates; KWOK manages only those. */
+export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node=fake';
+
+/**
+ * KWOK with the default stages kwokctl uses (nodes turn Ready and keep a heartbeat Lease, bound pods turn
+ * Running, deleted pods are finalised), managing only nodes annotated `kwok.x-k8s.io/node: fake`.
+ */
+export async function startKwok(dir: string, kubeconfig: string, logDir: string): Promise<ToolProcess> {
+  const stages = (await readdir(join(dir, 'stages'))).sort().map((f) => `--config=${join(dir, 'stages', f)}`);
+  const [port] = await freePorts(1);
+  const proc = await launch(
+    'kwok',
+    join(dir, 'kwok'),
+    [
+      `--kubeconfig=${kubeconfig}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}`,
+      '--manage-nodes-with-label-selector=',
+      '--manage-single-node=',
+      '--cidr=10.244.0.0/16',
+      '--node-ip=10.244.0.1',
+      '--node-lease-duration-seconds=40',
+      `--server-address=127.0.0.1:${port}`,
+      ...stages,
+    ],
+    {},
+    logDir,
+  );
+  return proc;
+}
+
+/**
+ * Karpenter (KWOK cloud provider) outside a cluster: no leader election, metrics and health on free loopback
+ * ports. Its CRDs must be installed first (karpenterCrds).
+ */
+export async function startKarpenter(dir: string, kubeconfig: string, logDir: string): Promise<ToolProcess> {
+  const [metrics, health] = await freePorts(2);
+  return launch(
+    'karpenter',
+    join(dir, 'karpenter'),
+    [],
+    {
+      KUBECONFIG: kubeconfig,
+      SYSTEM_NAMESPACE: 'kube-system',
+      DISABLE_LEADER_ELECTION: 'true',
+      METRICS_PORT: String(metrics),
+      HEALTH_PROBE_PORT: String(health),
+      LOG_LEVEL: 'debug',
+    },
+    logDir,
+  );
+}
+
+/** The CRD files shipped with the Karpenter build (NodePool, NodeClaim, KWOKNodeClass, ...). */
+export async function karpenterCrds(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'crds'))).sort().map((f) => join(dir, 'crds', f));
+}
+
+function tail(text: string, lines: number): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => {
+      const srv = createServer();
+      return new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(0, '127.0.0.1', () => resolve(srv));
+      });
+    }),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
