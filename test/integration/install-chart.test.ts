@@ -114,7 +114,7 @@ describe('charts/nodecare', () => {
       'dryRun=true',
       'eviction.evictAfterSeconds=600',
       'eviction.dryRun=true',
-      'agent.resources.limits.memory=256Mi',
+      'agent.resources.limits.memory=300Mi',
       'agent.nodeSelector.pool=gpu',
       'agent.hostPID=true',
       'controller.nodeSelector.role=infra',
@@ -147,8 +147,8 @@ describe('charts/nodecare', () => {
     expect(agent.nodeSelector).toEqual({ pool: 'gpu' });
     expect(agent.hostPID).toBe(true);
     expect(agent.containers[0]!.resources).toEqual({
-      requests: { cpu: '10m', memory: '64Mi' },
-      limits: { cpu: '200m', memory: '256Mi' },
+      requests: { cpu: '10m', memory: '96Mi' },
+      limits: { cpu: '200m', memory: '300Mi' },
     });
     expect(agent.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
     expect(controller.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
