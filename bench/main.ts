@@ -112,6 +112,10 @@ function parseOptions(argv: string[]): Options | undefined {
   return opts;
 }
 
+/** ", misses by X" when `value` is over `goal` (formatted by `fmt`), else ''. */
+const over = (value: number | undefined, goal: number, fmt: (n: number) => string): string =>
+  value !== undefined && value > goal ? `; misses by ${fmt(value - goal)}` : '';
+
 const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const load1 = (): number => loadavg()[0] ?? 0;
@@ -292,7 +296,7 @@ function distributionRow(
     id,
     measure,
     goal: `p99 ≤ ${fmtMs(goalMs)}`,
-    measured: `p50 ${fmtMs(p50)}, p99 ${fmtMs(p99)}, max ${fmtMs(max)} (n=${n}${result.missed ? `, ${result.missed} missed` : ''})`,
+    measured: `p50 ${fmtMs(p50)}, p99 ${fmtMs(p99)}, max ${fmtMs(max)} (n=${n}${result.missed ? `, ${result.missed} missed` : ''})${over(p99, goalMs, fmtMs)}`,
     pass: p99 !== undefined && result.missed === 0 && p99 <= goalMs,
     load: load1(),
     values: { p50Ms: p50 ?? null, p99Ms: p99 ?? null, maxMs: max ?? null, samples: n, missed: result.missed },
@@ -559,7 +563,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P4',
       measure: 'steady API writes per node (heartbeat included)',
       goal: '≤ 0.2 writes/s',
-      measured: `${perNode.toFixed(3)} writes/s (${w1.leases - w0.leases} lease, ${w1.nodes - w0.nodes} node, ${w1.events - w0.events} event writes in ${windowS.toFixed(0)} s)`,
+      measured: `${perNode.toFixed(3)} writes/s (${w1.leases - w0.leases} lease, ${w1.nodes - w0.nodes} node, ${w1.events - w0.events} event writes in ${windowS.toFixed(0)} s)${over(perNode, 0.2, (n) => n.toFixed(3))}`,
       pass: perNode <= 0.2,
       load: load1(),
       values: {
@@ -576,7 +580,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P5',
       measure: 'controller RSS, steady (end of the quiet window)',
       goal: '≤ 256 MiB',
-      measured: `${fmtMiB(controllerSteady)} (max in window ${fmtMiB(maxOf(controllerRss))})`,
+      measured: `${fmtMiB(controllerSteady)} (max in window ${fmtMiB(maxOf(controllerRss))})${over(controllerSteady, 256 * 2 ** 20, fmtMiB)}`,
       pass: controllerSteady <= 256 * 2 ** 20,
       load: load1(),
       values: { rssBytes: controllerSteady, windowMaxRssBytes: maxOf(controllerRss) },
@@ -585,7 +589,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P5',
       measure: 'controller RSS, peak during the initial list and convergence',
       goal: '≤ 256 MiB',
-      measured: fmtMiB(afterStart.peakRssBytes),
+      measured: `${fmtMiB(afterStart.peakRssBytes)}${over(afterStart.peakRssBytes, 256 * 2 ** 20, fmtMiB)}`,
       pass: afterStart.peakRssBytes <= 256 * 2 ** 20,
       load: load1(),
       values: { peakRssBytes: afterStart.peakRssBytes, peakRssWholeRunBytes: controllerMem.peakRssBytes },
@@ -596,7 +600,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P6',
       measure: `agent RSS, ${E} extensions, default periods`,
       goal: '≤ 64 MiB',
-      measured: `max ${fmtMiB(agentMax)}, mean ${fmtMiB(agentMean)}`,
+      measured: `max ${fmtMiB(agentMax)}, mean ${fmtMiB(agentMean)}${over(agentMax, 64 * 2 ** 20, fmtMiB)}`,
       pass: agentMax <= 64 * 2 ** 20,
       load: load1(),
       values: { maxRssBytes: agentMax, meanRssBytes: agentMean, samples: agentRss.length },
@@ -606,7 +610,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P6',
       measure: `agent CPU, averaged over ${windowS.toFixed(0)} s`,
       goal: '≤ 5 mCPU',
-      measured: `${millicores.toFixed(2)} mCPU`,
+      measured: `${millicores.toFixed(2)} mCPU${over(millicores, 5, (n) => `${n.toFixed(2)} mCPU`)}`,
       pass: millicores <= 5,
       load: load1(),
       values: { millicores, cpuMs: cpu1 - cpu0, windowSeconds: windowS },
@@ -628,7 +632,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P3',
       measure: `agent killed → Unknown + runtime taint (lease ${opts.agentHeartbeatSeconds} s)`,
       goal: `≤ ${fmtMs(p3Goal)}`,
-      measured: fmtMs(p3),
+      measured: `${fmtMs(p3)}${over(p3, p3Goal, fmtMs)}`,
       pass: p3 !== undefined && p3 <= p3Goal,
       load: load1(),
       values: { ms: p3 ?? null, heartbeatLeaseSeconds: opts.agentHeartbeatSeconds },
@@ -670,7 +674,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P7',
       measure: 'leader SIGKILL → standby writing',
       goal: '≤ 15 s',
-      measured: fmtMs(crash.ms),
+      measured: `${fmtMs(crash.ms)}${over(crash.ms, 15_000, fmtMs)}`,
       pass: crash.ms !== undefined && crash.ms <= 15_000,
       load: load1(),
       values: { ms: crash.ms ?? null },
@@ -681,7 +685,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P7',
       measure: 'leader SIGTERM → standby writing (hand-off)',
       goal: '≤ 3 s',
-      measured: fmtMs(graceful.ms),
+      measured: `${fmtMs(graceful.ms)}${over(graceful.ms, 3_000, fmtMs)}`,
       pass: graceful.ms !== undefined && graceful.ms <= 3_000,
       load: load1(),
       values: { ms: graceful.ms ?? null },
