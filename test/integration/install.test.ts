@@ -647,14 +647,29 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
 
   describe('the real programs', () => {
     it('bootstrap: agents and controller on their own tokens take every node out of bootstrap', async () => {
-      controller = startProgram('controller', [
-        `--kubeconfig=${controllerKubeconfig}`,
-        '--health-port=0',
-        '--health-address=127.0.0.1',
-        '--log-level=debug',
-        `--identity=${uniqueName('install-controller')}`,
-        ...CONTROLLER_ARGS,
-      ]);
+      // The environment the Deployment gives the controller (its literal values; the downward API ones are
+      // flags here), so what the manifest sets is what runs.
+      const deployment = (await render(MANIFESTS)).find((o) => o.kind === 'Deployment') as never as {
+        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      };
+      const env = Object.fromEntries(
+        deployment.spec.template.spec.containers[0]!.env.flatMap((e) =>
+          e.value === undefined ? [] : [[e.name, e.value]],
+        ),
+      );
+      expect(Object.keys(env)).toContain('NODE_OPTIONS');
+      controller = startProgram(
+        'controller',
+        [
+          `--kubeconfig=${controllerKubeconfig}`,
+          '--health-port=0',
+          '--health-address=127.0.0.1',
+          '--log-level=debug',
+          `--identity=${uniqueName('install-controller')}`,
+          ...CONTROLLER_ARGS,
+        ],
+        env,
+      );
       await controller.waitForLog('Started nodecare-controller');
       for (const node of nodeNames) await startAgentAs(node);
       for (const node of nodeNames) {
