@@ -1,16 +1,18 @@
 // Karpenter (its KWOK cloud provider) against nodecare on the real control plane: KWOK turns the nodes that
 // Karpenter launches Ready, one nodecare-agent process per node probes a real loopback endpoint standing in
-// for the node's device plugin, and the real nodecare-controller owns the taints. Three runs of the same
+// for the node's device plugin, and the real nodecare-controller owns the taints. Four runs of the same
 // story (a pending pod → Karpenter launches a node → the extension is still starting for a while → it turns
 // healthy) show what nodecare changes:
 //   1. nodecare, bootstrap taint in the NodePool's startupTaints (docs/autoscalers.md): one node, the
 //      NodeClaim stays not initialized while the extension starts, the pod lands once the taint is gone;
-//   2. nodecare, taint not in startupTaints: Karpenter takes the node for initialized, sees the pod still
-//      pending against a taint it does not know, and launches more nodes for the same pod;
-//   3. no nodecare at all: the pod lands on a node whose extension is not healthy.
+//   2. nodecare, taint not in startupTaints: Karpenter initializes the node at once; either the pod lands
+//      before the controller's taint is on, or Karpenter, not expecting the taint, launches more nodes;
+//   3. as 2, with the taint on every node from creation (nodecare's MutatingAdmissionPolicy): Karpenter
+//      launches more nodes for the same pod;
+//   4. no nodecare at all: the pod lands on a node whose extension is not healthy.
 // The numbers (nodes launched, time to pod Running) are printed and recorded in docs/autoscalers.md.
 
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -45,6 +47,15 @@ const custom = admin.makeApiClient(CustomObjectsApi);
 const kubeconfig = inject('kubeconfig');
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'autoscalers', 'karpenter-nodepool.yaml');
+const POLICY = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  'manifests',
+  'components',
+  'bootstrap-taint-at-registration',
+  'mutating-admission-policy.yaml',
+);
 const POOL_LABEL = 'karpenter.sh/nodepool';
 const NAMESPACE = 'default';
 
@@ -53,6 +64,8 @@ const NAMESPACE = 'default';
  * not a timing assertion: longer than Karpenter's batching (1 s idle, 10 s max) plus a provisioning round.
  */
 const STARTING_MS = 30_000;
+/** How long the extension keeps starting after the reboot in place (again a window, not an assertion). */
+const REBOOT_STARTING_MS = 10_000;
 const AGENT_ARGS = ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'];
 const CONTROLLER_ARGS = [
   '--missing-lease-grace-seconds=20',
@@ -106,17 +119,43 @@ interface Observations {
   /** The extension's Lease state on the pod's node when the pod was first seen Running. */
   leaseStateAtPodRunning: string;
   podNode: string;
+  reboot?: RebootObservations;
+}
+
+interface RebootObservations {
+  /** The bootstrap taint came back after the boot ID changed. */
+  heldAgain: boolean;
+  /** Still on after the extension had been starting on the new boot for REBOOT_STARTING_MS. */
+  heldWhileStarting: boolean;
+  /** From the boot ID change until the taint was gone again (ms). */
+  heldMs: number;
+  /** The boot ID on the extension's Lease when the taint went: the agent had reported on the new boot. */
+  leaseBootIdAtRelease: string;
+  bootId: string;
+  /** NodeClaims of the pool after the reboot (Karpenter launched nothing for it). */
+  nodeClaimsAfter: number;
+  podStillRunning: boolean;
 }
 
 /** A loopback endpoint that answers 503 while `starting`, then 200: the node's device plugin coming up. */
-async function extensionEndpoint(): Promise<{ server: Server; port: number; healthy: () => void }> {
+async function extensionEndpoint(): Promise<{
+  server: Server;
+  port: number;
+  healthy: () => void;
+  restarting: () => void;
+}> {
   let starting = true;
   const server = createServer((_req, res) => {
     res.statusCode = starting ? 503 : 200;
     res.end(starting ? 'starting' : 'ok');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, port: (server.address() as AddressInfo).port, healthy: () => (starting = false) };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    healthy: () => (starting = false),
+    restarting: () => (starting = true),
+  };
 }
 
 interface NodeClaim {
@@ -234,6 +273,91 @@ async function cleanUp(name: string, extension: string): Promise<void> {
     .catch(ignore);
 }
 
+/**
+ * nodecare's optional MutatingAdmissionPolicy (manifests/components/bootstrap-taint-at-registration): the
+ * bootstrap taint is on every Node from its creation. Bound here to the nodes of one NodePool only, since the
+ * control plane is shared with other test files.
+ */
+async function bootstrapTaintPolicy(pool: string): Promise<void> {
+  const docs = (await readFile(POLICY, 'utf8')).split(/^---$/m).map((d) => load(d) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
+  const policy = docs.find((d) => d?.kind === 'MutatingAdmissionPolicy');
+  const binding = docs.find((d) => d?.kind === 'MutatingAdmissionPolicyBinding');
+  if (!policy || !binding) throw new Error(`${POLICY}: expected a policy and its binding`);
+  policy.metadata.name = pool;
+  binding.metadata.name = pool;
+  binding.spec.policyName = pool;
+  binding.spec.matchResources = { objectSelector: { matchLabels: { [POOL_LABEL]: pool } } };
+  const path = join(logDir, `${pool}-policy.json`);
+  await writeFile(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
+  await kubectl('apply', '--server-side', '-f', path);
+  // In force once the API server has loaded it: a server-side dry run of a node creation shows the taint.
+  await eventually(
+    async () => {
+      const probe = await core.createNode({
+        body: { metadata: { name: uniqueName('policy-probe'), labels: { [POOL_LABEL]: pool } } },
+        dryRun: 'All',
+      });
+      return taintKeys(probe).includes(BOOTSTRAP) || undefined;
+    },
+    { what: 'the bootstrap-taint MutatingAdmissionPolicy in force', timeoutMs: 30_000, intervalMs: 500 },
+  );
+}
+
+/**
+ * Reboots a node in place the way Karpenter's KWOK provider simulates it (its Reboot writes a new
+ * status.nodeInfo.bootID, nothing else), with the extension starting again on the new boot.
+ */
+async function rebootInPlace(
+  nodeName: string,
+  extension: string,
+  pool: string,
+  endpoint: { healthy: () => void; restarting: () => void },
+): Promise<RebootObservations> {
+  const bootId = `kwok-${uniqueName('reboot')}`;
+  endpoint.restarting();
+  const rebootedAt = Date.now();
+  await core.patchNodeStatus(
+    { name: nodeName, body: { status: { nodeInfo: { bootID: bootId } } } },
+    mergePatch,
+  );
+  const hasTaint = async () => taintKeys(await core.readNode({ name: nodeName })).includes(BOOTSTRAP);
+  const heldAgain = await eventually(async () => ((await hasTaint()) ? true : undefined), {
+    timeoutMs: 30_000,
+    what: `the bootstrap taint back on ${nodeName} after its reboot`,
+  }).catch(() => false);
+  await new Promise((r) => setTimeout(r, REBOOT_STARTING_MS));
+  const heldWhileStarting = await hasTaint();
+  endpoint.healthy();
+  let leaseBootIdAtRelease = '';
+  await eventually(
+    async () => {
+      if (await hasTaint()) return undefined;
+      const leases = await coordination.listNamespacedLease({
+        namespace: LEASE_NAMESPACE,
+        labelSelector: `nodecare.io/extension=${extension}`,
+      });
+      const lease = leases.items.find((l) => l.metadata?.annotations?.['nodecare.io/node'] === nodeName);
+      leaseBootIdAtRelease = lease?.metadata?.annotations?.['nodecare.io/boot-id'] ?? '';
+      return true;
+    },
+    {
+      timeoutMs: 60_000,
+      what: `the bootstrap taint gone from ${nodeName} after the new boot turned healthy`,
+    },
+  );
+  const heldMs = Date.now() - rebootedAt;
+  const pod = await core.readNamespacedPod({ name: pool, namespace: NAMESPACE });
+  return {
+    heldAgain,
+    heldWhileStarting,
+    heldMs,
+    leaseBootIdAtRelease,
+    bootId,
+    nodeClaimsAfter: (await listNodeClaims(pool)).length,
+    podStillRunning: pod.status?.phase === 'Running' && pod.spec?.nodeName === nodeName,
+  };
+}
+
 async function leaseState(nodeName: string, extension: string): Promise<string> {
   const leases = await coordination.listNamespacedLease({
     namespace: LEASE_NAMESPACE,
@@ -247,7 +371,13 @@ async function leaseState(nodeName: string, extension: string): Promise<string> 
  * One run of the story. `nodecare`: run the controller; `startupTaint`: list the bootstrap taint in the
  * NodePool's startupTaints. Agents run in every case (one per node, started as Karpenter's nodes appear).
  */
-async function scenario(options: { nodecare: boolean; startupTaint: boolean }): Promise<Observations> {
+async function scenario(options: {
+  nodecare: boolean;
+  startupTaint: boolean;
+  taintAtCreation?: boolean;
+  /** After the pod runs, reboot its node in place (new boot ID) with the extension starting again. */
+  reboot?: boolean;
+}): Promise<Observations> {
   const name = uniqueName('nc-karpenter');
   const extension = uniqueName('gpu-plugin');
   const endpoint = await extensionEndpoint();
@@ -301,6 +431,7 @@ async function scenario(options: { nodecare: boolean; startupTaint: boolean }): 
   })();
 
   try {
+    if (options.taintAtCreation) await bootstrapTaintPolicy(name);
     await createSystemExtension(custom, extension, {
       nodeSelector: { matchLabels: { [POOL_LABEL]: name } },
       probe: { http: { url: `http://127.0.0.1:${endpoint.port}/healthz` } },
@@ -387,18 +518,30 @@ async function scenario(options: { nodecare: boolean; startupTaint: boolean }): 
       intervalMs: 500,
       what: `pod ${name} Running (NodeClaims while starting: ${JSON.stringify(claimsWhileStarting)})`,
     });
+    const podNode = pod?.spec?.nodeName ?? '';
+    const launched = claimsSeen.size;
+    const reboot = options.reboot ? await rebootInPlace(podNode, extension, name, endpoint) : undefined;
     return {
-      nodeClaimsLaunched: claimsSeen.size,
+      ...(reboot ? { reboot } : {}),
+      nodeClaimsLaunched: launched,
       initializedWhileStarting,
       podRunningMs: podRunningAt! - podCreatedAt,
       podRanWhileStarting,
       leaseStateAtPodRunning,
-      podNode: pod?.spec?.nodeName ?? '',
+      podNode,
     };
   } finally {
     stopped = true;
     await monitor;
     await cleanUp(name, extension);
+    if (options.taintAtCreation) {
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        `mutatingadmissionpolicybinding/${name}`,
+        `mutatingadmissionpolicy/${name}`,
+      );
+    }
     await controller?.kill();
     for (const agent of agents.values()) await (await agent.catch(() => undefined))?.kill();
     endpoint.server.closeAllConnections();
@@ -408,15 +551,23 @@ async function scenario(options: { nodecare: boolean; startupTaint: boolean }): 
 
 describe('Karpenter (KWOK provider) with nodecare', () => {
   it(
-    "holds the node it launched as not initialized until the extension is healthy, launches no second node, and the pod lands after nodecare's taint is gone",
+    "holds the node it launched as not initialized until the extension is healthy, launches no second node, and the pod lands after nodecare's taint is gone; rebooted in place, the node is held again until the extension reports on the new boot",
     async () => {
-      const run = await scenario({ nodecare: true, startupTaint: true });
+      const run = await scenario({ nodecare: true, startupTaint: true, reboot: true });
       results.withNodecareStartupTaint = run;
       expect(run.nodeClaimsLaunched).toBe(1);
       expect(run.initializedWhileStarting).toBe(false);
       expect(run.podRanWhileStarting).toBe(false);
       expect(run.leaseStateAtPodRunning).toBe('Healthy');
       expect(run.podNode).toMatch(/^kwok-/);
+      // Rebooted in place: held again until the agent reports the extension healthy on the new boot.
+      expect(run.reboot).toMatchObject({
+        heldAgain: true,
+        heldWhileStarting: true,
+        leaseBootIdAtRelease: run.reboot?.bootId,
+        nodeClaimsAfter: 1,
+        podStillRunning: true,
+      });
     },
     5 * 60_000,
   );
@@ -433,6 +584,18 @@ describe('Karpenter (KWOK provider) with nodecare', () => {
       // launching nodes for the pod. The first run above shows neither.
       if (run.podRanWhileStarting) expect(run.leaseStateAtPodRunning).not.toBe('Healthy');
       else expect(run.nodeClaimsLaunched).toBeGreaterThanOrEqual(2);
+    },
+    5 * 60_000,
+  );
+
+  it(
+    'contrast: with the taint on every node from creation (the admission policy) but not in startupTaints, Karpenter launches more nodes for the same pod',
+    async () => {
+      const run = await scenario({ nodecare: true, startupTaint: false, taintAtCreation: true });
+      results.withNodecareAdmissionPolicyNoStartupTaint = run;
+      expect(run.initializedWhileStarting).toBe(true);
+      expect(run.podRanWhileStarting).toBe(false);
+      expect(run.nodeClaimsLaunched).toBeGreaterThanOrEqual(2);
     },
     5 * 60_000,
   );
