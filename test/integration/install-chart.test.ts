@@ -4,7 +4,9 @@
 // the real API server. helm is built from the Go module proxy by test/tools/build-helm.sh (cached).
 
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -153,6 +155,25 @@ describe('charts/nodecare', () => {
     expect(agent.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
     expect(controller.containers[0]!.image).toBe('registry.example/nodecare:1.2.3');
     expect(objects.has('MutatingAdmissionPolicy /nodecare-bootstrap-taint')).toBe(false);
+  });
+
+  it('agent.hostPID renders what the kustomize component agent-host-pid does', async () => {
+    // A kustomization outside the repository that composes the base with the component, as a user's would.
+    const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
+    const manifests = relative(dir, join(ROOT, 'manifests'));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        `resources: [${manifests}/base]`,
+        `components: [${manifests}/components/agent-host-pid]`,
+      ].join('\n'),
+    );
+    const withComponent = new Map(parse(await kubectl('kustomize', dir)).map((o) => [key(o), o]));
+    const daemonSet = 'DaemonSet nodecare-system/nodecare-agent';
+    expect(podSpec(withComponent, 'DaemonSet').hostPID).toBe(true);
+    expect((await renderChart('agent.hostPID=true')).get(daemonSet)).toEqual(withComponent.get(daemonSet));
   });
 
   it('bootstrapTaintPolicy.enabled renders the kustomize component, with the configured key', async () => {
