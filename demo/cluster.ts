@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { EXTENSION_ANNOTATION_PREFIX } from '../api/index.ts';
 import { startControlPlane, type ControlPlane } from '../test/controlplane/controlplane.ts';
 import { startProgram, type LogLine, type ProgramProcess } from '../test/integration/processes.ts';
@@ -26,6 +26,10 @@ export interface SimulatedNode {
   name: string;
   endpoints: Endpoint[];
   agent: ProgramProcess | undefined;
+  /** When its agent last started (the extensions' startup grace runs from there). */
+  agentStartedMs?: number;
+  /** Whether the simulated kubelet posted the node's boot ID yet. */
+  bootPosted?: boolean;
 }
 
 export class DemoCluster {
@@ -65,10 +69,19 @@ export class DemoCluster {
     ]);
     this.kubectlPath = join(this.dir, 'kubectl');
     const quote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`;
+    // kubectl-nodecare on the wrapper's PATH, so `$K nodecare status` runs this checkout's plugin; the
+    // kubeconfig goes in KUBECONFIG because kubectl takes no flags before a plugin's name.
+    const bin = join(this.dir, 'bin');
+    await mkdir(bin, { recursive: true });
+    await writeFile(
+      join(bin, 'kubectl-nodecare'),
+      `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(join(ROOT, 'cli', 'main.ts'))} "$@"\n`,
+      { mode: 0o755 },
+    );
     await writeFile(
       this.kubectlPath,
-      `#!/bin/sh\nexec ${quote(join(plane.binDir, 'kube-testenv'))} kubectl ` +
-        `--kubeconfig=${quote(plane.kubeconfigPath)} "$@"\n`,
+      `#!/bin/sh\nexport KUBECONFIG=${quote(plane.kubeconfigPath)}\nexport PATH=${quote(bin)}:"$PATH"\n` +
+        `exec ${quote(join(plane.binDir, 'kube-testenv'))} kubectl "$@"\n`,
       { mode: 0o755 },
     );
     return plane;
@@ -138,7 +151,8 @@ export class DemoCluster {
           capacity: { cpu: '4', memory: '16Gi', pods: '110' },
           nodeInfo: {
             architecture: 'amd64',
-            bootID: randomUUID(),
+            // Posted once the node's agent runs (postBootId): see there.
+            bootID: '',
             containerRuntimeVersion: 'containerd://2.1.0',
             kernelVersion: '6.12.0',
             kubeProxyVersion: '',
@@ -178,7 +192,27 @@ export class DemoCluster {
       ),
     );
     node.agent = agent;
+    node.agentStartedMs = Date.now();
     await agent.waitForLog('Started nodecare-agent', 60_000);
+    if (!node.bootPosted) {
+      await agent.waitForLog('Registered extension', 30_000);
+      await this.postBootId(node);
+    }
+  }
+
+  /**
+   * The simulated kubelet reports its node's boot ID. The agent starts each extension's startup grace at the
+   * node's boot (docs/agent.md, "Startup grace"), which it takes from the machine's uptime — for the demo's
+   * simulated nodes that is the host's boot, long past. A boot ID it sees appear starts the grace afresh, so the
+   * demo's nodes get their grace from their (simulated) boot: a normal boot shows Progressing, not ✗.
+   */
+  private async postBootId(node: SimulatedNode): Promise<void> {
+    if (!this.core) throw new Error('the control plane is not running');
+    await this.core.patchNodeStatus(
+      { name: node.name, body: { status: { nodeInfo: { bootID: randomUUID() } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    node.bootPosted = true;
   }
 
   /** SIGKILL, as when the agent's pod is lost: it writes nothing more, its leases simply stop renewing. */

@@ -11,8 +11,19 @@ import type { Server as GrpcServer, ServerWritableStream } from '@grpc/grpc-js';
 import { PROTO_FILES, service } from '../agent/probes/proto.ts';
 import { serveGrpc } from '../agent/probes/testing.ts';
 
+/**
+ * How long a starting extension may fail without counting as failed (Progressing, no ✗, no Warning event):
+ * longer than the demo's extensions take to come up on a new node, short enough for the failure later.
+ */
+export const STARTUP_GRACE_SECONDS = 15;
+
 /** Fast probing, so the demo moves in seconds: probe every second, two failures in a row count. */
-const TIMING = { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, startupGraceSeconds: 0 };
+const TIMING = {
+  periodSeconds: 1,
+  timeoutSeconds: 1,
+  failureThreshold: 2,
+  startupGraceSeconds: STARTUP_GRACE_SECONDS,
+};
 
 export interface Endpoint {
   /** The extension name (the node annotation `extensions.nodecare.io/<name>`). */

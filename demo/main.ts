@@ -105,11 +105,19 @@ async function main(): Promise<void> {
   );
   const plane = await cluster.start((line) => out.say(line.replace(/^\[controlplane\] /, 'control plane: ')));
   const k = cluster.kubectlPath;
+  // --once stops the cluster at the end: no commands to try against it.
+  const hints = once
+    ? []
+    : [
+        `kubectl against it, e.g. from another terminal: K=${k}`,
+        '  $K nodecare status   $K nodecare explain demo-node-2   $K nodecare extensions',
+        '  $K get nodes -L nodecare.io/status   $K get clusterhealth   $K get leases -n nodecare-leases',
+        `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl with KUBECONFIG=${plane.kubeconfigPath}` +
+          " and this checkout's kubectl-nodecare plugin on its PATH)",
+      ];
   out.setHeader([
     `nodecare demo — Kubernetes ${plane.version} at ${plane.server}${once ? '' : ' — Ctrl-C stops everything'}`,
-    `kubectl against it, e.g. from another terminal: K=${k}`,
-    '  $K get nodes -L nodecare.io/status   $K get leases -n nodecare-leases   $K describe node demo-node-2',
-    `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl --kubeconfig=${plane.kubeconfigPath})`,
+    ...hints,
   ]);
 
   const obs = new ClusterObserver(plane.kubeconfigPath);
@@ -163,15 +171,18 @@ async function main(): Promise<void> {
     }
     for (const line of summary()) out.say(line);
     if (once) await shutdown(1);
-    out.say('The cluster keeps running for a look with kubectl; Ctrl-C stops everything.');
+    out.say('The cluster keeps running for a look with kubectl:');
+    for (const line of hints) out.say(line);
+    out.say('Ctrl-C stops everything.');
     return;
   }
 
   for (const line of summary()) out.say(line);
   if (once) await shutdown(0, `Every phase reached in ${Math.floor((Date.now() - startMs) / 1000)} s.`);
-  out.say(
-    'The story is over; the cluster keeps running — try the kubectl commands above. Ctrl-C stops everything.',
-  );
+  // Printed again at the end: in a pipe or a log the header has long scrolled away.
+  out.say('The story is over; the cluster keeps running. Ask it, from another terminal:');
+  for (const line of hints) out.say(line);
+  out.say('Ctrl-C stops everything.');
 }
 
 main().catch((err: unknown) => {

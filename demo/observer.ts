@@ -1,15 +1,31 @@
 // What the demo sees of the cluster: it lists the nodes and nodecare's Leases about once a second (the demo is
 // not resource-constrained, so plain polling keeps it simple) and lets the scenario wait for a state.
 
-import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
-import { LEASE_NAMESPACE, LeaseLabel, decodeLease, type ObservedLease } from '../api/index.ts';
-import { nodeStatuses, type NodeStatus } from './view.ts';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type V1Node,
+} from '@kubernetes/client-node';
+import {
+  API_GROUP,
+  API_VERSION,
+  CLUSTER_HEALTH,
+  LEASE_NAMESPACE,
+  LeaseLabel,
+  decodeLease,
+  type ObservedLease,
+} from '../api/index.ts';
+import { nodeStatuses, type HealthCondition, type NodeStatus } from './view.ts';
 
 export interface Snapshot {
   at: Date;
   nodes: V1Node[];
   leases: ObservedLease[];
   statuses: NodeStatus[];
+  /** ClusterHealth `cluster`'s conditions; undefined while the controller has not written it. */
+  clusterHealth: HealthCondition[] | undefined;
 }
 
 interface Waiter {
@@ -31,6 +47,7 @@ export class ClusterObserver {
   lastError: string | undefined;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
+  private readonly custom: CustomObjectsApi;
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: Array<(snapshot: Snapshot) => void> = [];
   private timer: NodeJS.Timeout | undefined;
@@ -43,6 +60,7 @@ export class ClusterObserver {
     kc.loadFromFile(kubeconfigPath);
     this.core = kc.makeApiClient(CoreV1Api);
     this.coordination = kc.makeApiClient(CoordinationV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
   }
 
   onSnapshot(listener: (snapshot: Snapshot) => void): void {
@@ -64,9 +82,24 @@ export class ClusterObserver {
     if (this.polling) return;
     this.polling = true;
     try {
-      const [nodes, leases] = await Promise.all([
+      const [nodes, leases, health] = await Promise.all([
         this.core.listNode(),
         this.coordination.listNamespacedLease({ namespace: LEASE_NAMESPACE, labelSelector: LeaseLabel.role }),
+        this.custom
+          .getClusterCustomObject({
+            group: API_GROUP,
+            version: API_VERSION,
+            plural: CLUSTER_HEALTH.plural,
+            name: CLUSTER_HEALTH.name,
+          })
+          .then(
+            (obj) => (obj as { status?: { conditions?: HealthCondition[] } }).status?.conditions ?? [],
+            (err: unknown) => {
+              // Not written yet (404) is normal before the controller's first roll-up.
+              if ((err as { code?: number }).code === 404) return undefined;
+              throw err;
+            },
+          ),
       ]);
       const observed = leases.items.flatMap((lease) => {
         const decoded = decodeLease({ metadata: lease.metadata ?? {}, spec: lease.spec });
@@ -78,6 +111,7 @@ export class ClusterObserver {
         nodes: nodes.items,
         leases: observed,
         statuses: nodeStatuses(nodes.items, observed, at),
+        clusterHealth: health,
       };
       this.latest = snapshot;
       this.lastError = undefined;

@@ -3,7 +3,9 @@
 // whenever a node's row changes.
 
 import {
+  LEGEND,
   STATUS_HEADER,
+  clusterHealthLine,
   formatTable,
   renderStatus,
   statusCells,
@@ -49,6 +51,7 @@ function rowKey(status: NodeStatus): string {
 export class LineOutput implements Output {
   private readonly startMs = Date.now();
   private readonly rows = new Map<string, string>();
+  private health: string | undefined;
   private isLive = false;
   private readonly write: (text: string) => void;
 
@@ -65,11 +68,17 @@ export class LineOutput implements Output {
   }
 
   live(): void {
+    if (!this.isLive) this.write(`${LEGEND}\n`);
     this.isLive = true;
   }
 
   snapshot(snapshot: Snapshot): void {
     if (!this.isLive) return;
+    const health = clusterHealthLine(snapshot.clusterHealth);
+    if (health !== this.health) {
+      this.health = health;
+      this.write(`${elapsed(this.startMs)}  │ ${health}\n`);
+    }
     const changed = snapshot.statuses.filter((s) => this.rows.get(s.name) !== rowKey(s));
     if (changed.length === 0) return;
     for (const s of changed) this.rows.set(s.name, rowKey(s));
@@ -175,6 +184,8 @@ export class TtyOutput implements Output {
       ...this.header.flatMap((line) => wrap(line, width, 4)),
       '',
       ...table.map((line) => fit(line, width)),
+      ...(this.latest ? wrap(clusterHealthLine(this.latest.clusterHealth, true), width, 4) : []),
+      ...wrap(`\u001b[2m${LEGEND}\u001b[0m`, width, 4),
       '',
       '\u001b[1mWhat is happening\u001b[0m',
     ];

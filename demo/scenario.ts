@@ -6,14 +6,19 @@
 import { ConditionReason, ExtensionState } from '../api/index.ts';
 import type { DemoCluster, SimulatedNode } from './cluster.ts';
 import { HEARTBEAT_SECONDS } from './cluster.ts';
+import { STARTUP_GRACE_SECONDS } from './endpoints.ts';
 import { ClusterObserver, type Snapshot } from './observer.ts';
 import { NodeState, type NodeStatus } from './view.ts';
 
 export const PHASES = {
   'bootstrap-taint': 'every new node was held with the bootstrap taint until its extensions were up',
+  'health-progressing': 'ClusterHealth EveryNodeReady was Progressing while the nodes booted',
   'all-ready': 'every node turned Ready: extensions Healthy, bootstrap taint removed',
+  'health-true': 'ClusterHealth EveryNodeReady turned True',
   'runtime-taint': 'a failing extension put the runtime taint on a Ready node',
+  'health-failing': 'ClusterHealth EveryNodeReady reported the failure (HealthCheckUnsuccessful)',
   recovered: 'the extension recovered and the runtime taint was removed',
+  'health-recovered': 'ClusterHealth EveryNodeReady was True again',
   'agent-not-reporting': 'a lost agent made its node Unknown (AgentNotReporting) with the runtime taint',
   'agent-back': 'the restarted agent reported again and the node turned Ready',
 } as const;
@@ -62,6 +67,15 @@ function isReady(status: NodeStatus | undefined): boolean {
   );
 }
 
+/** The roll-up condition every node's extensions feed in the demo. */
+const EVERY_NODE_READY = 'EveryNodeReady';
+
+function everyNodeReady(
+  snapshot: Snapshot,
+): { status: string; reason?: string; message?: string } | undefined {
+  return snapshot.clusterHealth?.find((c) => c.type === EVERY_NODE_READY);
+}
+
 function describeExtension(status: NodeStatus | undefined, name: string): string {
   const ext = status?.extensions.find((e) => e.name === name);
   return ext ? `${name} ${ext.state ?? 'no lease'} (${ext.reason})` : `${name} (not reported)`;
@@ -92,6 +106,25 @@ export async function runScenario(
   const nodes = cluster.nodes;
   const [node1, node2, node3] = nodes;
   if (!node1 || !node2 || !node3) throw new Error('the scenario needs 3 nodes');
+  // Every ClusterHealth state seen, so a short-lived one (Progressing while booting) is not missed.
+  const healthSeen = new Set<string>();
+  observer.onSnapshot((snapshot) => {
+    const c = everyNodeReady(snapshot);
+    if (c) healthSeen.add(`${c.status}/${c.reason ?? ''}`);
+  });
+  const waitHealth = (
+    phase: PhaseId,
+    what: string,
+    check: (c: ReturnType<typeof everyNodeReady>) => boolean,
+    timeoutMs: number,
+  ): Promise<Snapshot> =>
+    observer.waitFor(
+      phase,
+      `ClusterHealth ${EVERY_NODE_READY} ${what}`,
+      (s) => check(everyNodeReady(s)),
+      t(timeoutMs),
+      signal,
+    );
 
   // 1. Nodes join one after another; their extensions come up a few seconds later.
   const endpointStarts: Array<Promise<void>> = [];
@@ -133,6 +166,17 @@ export async function runScenario(
     'bootstrap-taint',
     nodes.map((n) => n.name).join(', ') + ' were Bootstrapping with the bootstrap taint',
   );
+  await observer.waitFor(
+    'health-progressing',
+    `ClusterHealth ${EVERY_NODE_READY} Progressing`,
+    () => healthSeen.has('Progressing/HealthCheckProgressing'),
+    t(30_000),
+    signal,
+  );
+  out.phase(
+    'health-progressing',
+    `${EVERY_NODE_READY} Progressing (HealthCheckProgressing): extensions starting within their ${STARTUP_GRACE_SECONDS} s grace`,
+  );
   await Promise.all(endpointStarts);
 
   // 2. All extensions up: every node Ready.
@@ -148,9 +192,20 @@ export async function runScenario(
     `${nodes.length} nodes Ready, ExtensionsReady=True, no nodecare taint ` +
       `(${ready.leases.filter((l) => l.state === ExtensionState.Healthy).length} extension leases Healthy)`,
   );
+  const healthy = await waitHealth('health-true', 'True', (c) => c?.status === 'True', 30_000);
+  out.phase('health-true', `${EVERY_NODE_READY} True (${everyNodeReady(healthy)?.reason})`);
   await sleep(timing.holdMs / 2, signal);
 
-  // 3. An extension fails on a Ready node.
+  // 3. An extension fails on a Ready node (once its startup grace is over: within it, a failure would count
+  //    as still starting).
+  const graceEndsMs = (node2.agentStartedMs ?? 0) + (STARTUP_GRACE_SECONDS + 3) * 1000;
+  if (Date.now() < graceEndsMs) {
+    out.say(
+      `Waiting ${Math.ceil((graceEndsMs - Date.now()) / 1000)} s for the startup grace of ${node2.name}'s extensions to end ` +
+        '(within it a failure counts as still starting: Progressing).',
+    );
+    await sleep(graceEndsMs - Date.now(), signal);
+  }
   const proxy = node2.endpoints.find((e) => e.name === 'kube-proxy');
   if (!proxy) throw new Error(`${node2.name} has no kube-proxy`);
   out.say(
@@ -175,6 +230,18 @@ export async function runScenario(
     `${node2.name} Degraded after ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s: runtime taint, ` +
       `ExtensionsReady=${seen?.condition?.status}/${seen?.condition?.reason}, ${describeExtension(seen, 'kube-proxy')}`,
   );
+  const failing = await waitHealth(
+    'health-failing',
+    'failing (HealthCheckUnsuccessful)',
+    (c) => c?.reason === 'HealthCheckUnsuccessful' && (c.status === 'Progressing' || c.status === 'False'),
+    30_000,
+  );
+  const f = everyNodeReady(failing);
+  out.phase(
+    'health-failing',
+    `${EVERY_NODE_READY} ${f?.status} (${f?.reason}): ${f?.message ?? ''} ` +
+      '(Progressing until the 5 min threshold, then False)',
+  );
   await sleep(timing.holdMs, signal);
 
   // 4. It comes back.
@@ -186,6 +253,8 @@ export async function runScenario(
     'recovered',
     `${node2.name} Ready again ${((Date.now() - restartedAt) / 1000).toFixed(1)} s after kube-proxy restarted`,
   );
+  await waitHealth('health-recovered', 'True again', (c) => c?.status === 'True', 30_000);
+  out.phase('health-recovered', `${EVERY_NODE_READY} True again`);
   await sleep(timing.holdMs / 2, signal);
 
   // 5. An agent is lost, then comes back.

@@ -11,7 +11,15 @@ import {
   type ExtensionState,
   type ObservedLease,
 } from '../api/index.ts';
-import { formatAge, formatTable, nodeStatuses, renderStatus, visibleLength } from './view.ts';
+import {
+  LEGEND,
+  clusterHealthLine,
+  formatAge,
+  formatTable,
+  nodeStatuses,
+  renderStatus,
+  visibleLength,
+} from './view.ts';
 
 const NOW = new Date('2026-05-01T12:00:00Z');
 const secondsAgo = (s: number): Date => new Date(NOW.getTime() - s * 1000);
@@ -182,10 +190,11 @@ describe('renderStatus', () => {
       NOW,
     );
     expect(rows).toEqual([
-      'NODE          STATE           TAINTS      CONDITION                     AGENT        AGE     EXTENSIONS',
-      'demo-node-1   Bootstrapping   bootstrap   False ExtensionsProgressing   up           5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
-      'demo-node-2   Degraded        runtime     False ExtensionsUnhealthy     up           3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
-      'demo-node-3   Unknown         runtime     Unknown AgentNotReporting     silent 12s   66m     kube-proxy ✓',
+      'NODE          STATE           TAINTS      CONDITION                     AGENT   AGE     EXTENSIONS',
+      'demo-node-1   Bootstrapping   bootstrap   False ExtensionsProgressing   up      5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
+      'demo-node-2   Degraded        runtime     False ExtensionsUnhealthy     up      3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
+      // The agent is gone: its last lease is not trusted (no stale ✓), the controller's verdict shows at once.
+      'demo-node-3   Unknown         runtime     Unknown AgentNotReporting     lost    66m     kube-proxy ? stale',
     ]);
   });
 
@@ -257,5 +266,83 @@ describe('formatTable', () => {
         ['aaa', 'b', 'c'],
       ]),
     ).toEqual(['A     BB   C', 'aaa   b    c']);
+  });
+});
+
+describe('a lost agent and the roll-up in the live view', () => {
+  const healthy = { state: 'Healthy' as ExtensionState, reason: 'ProbeSucceeded' };
+
+  it("shows a dead agent's extensions as stale, not with its last ✓ (regression: stale leases)", () => {
+    const nodes = [
+      node('n1', {
+        label: 'unknown',
+        taints: [RUNTIME],
+        condition: ['Unknown', 'AgentNotReporting'],
+        extensions: ['kube-proxy'],
+      }),
+    ];
+    const leases = [lease('n1', undefined, undefined, 20), lease('n1', 'kube-proxy', healthy, 20)];
+    const [row] = renderStatus(nodes, leases, NOW).slice(1);
+    expect(row).toContain('kube-proxy ? stale');
+    expect(row).not.toContain('✓');
+  });
+
+  it('says the agent is lost as soon as the condition does, before its heartbeat looks old (regression: AGENT up)', () => {
+    const nodes = [
+      node('n1', {
+        label: 'unknown',
+        taints: [RUNTIME],
+        condition: ['Unknown', 'AgentNotReporting'],
+        extensions: ['kube-proxy'],
+      }),
+    ];
+    const leases = [lease('n1', undefined, undefined, 2), lease('n1', 'kube-proxy', healthy, 2)];
+    const [row] = renderStatus(nodes, leases, NOW).slice(1);
+    expect(row).toMatch(/ lost /);
+    expect(row).not.toMatch(/ up /);
+  });
+
+  it('marks extensions stale once the heartbeat expired, even before the controller says so', () => {
+    const nodes = [
+      node('n1', {
+        label: 'healthy',
+        condition: ['True', 'AllExtensionsHealthy'],
+        extensions: ['kube-proxy'],
+      }),
+    ];
+    const leases = [lease('n1', undefined, undefined, 30), lease('n1', 'kube-proxy', healthy, 30)];
+    const [row] = renderStatus(nodes, leases, NOW).slice(1);
+    expect(row).toContain('silent 30s');
+    expect(row).toContain('kube-proxy ? stale');
+  });
+
+  it('keeps a live agent’s results', () => {
+    const nodes = [
+      node('n1', {
+        label: 'healthy',
+        condition: ['True', 'AllExtensionsHealthy'],
+        extensions: ['kube-proxy'],
+      }),
+    ];
+    const leases = [lease('n1', undefined, undefined, 1), lease('n1', 'kube-proxy', healthy, 1)];
+    const [row] = renderStatus(nodes, leases, NOW).slice(1);
+    expect(row).toMatch(/ up /);
+    expect(row).toContain('kube-proxy ✓');
+  });
+
+  it('renders the ClusterHealth conditions on one line, and says when there are none yet', () => {
+    expect(
+      clusterHealthLine([
+        { type: 'SystemComponentsHealthy', status: 'True', reason: 'HealthCheckSuccessful' },
+        { type: 'EveryNodeReady', status: 'Progressing', reason: 'HealthCheckUnsuccessful' },
+      ]),
+    ).toBe(
+      'ClusterHealth: EveryNodeReady Progressing (HealthCheckUnsuccessful) · SystemComponentsHealthy True (HealthCheckSuccessful)',
+    );
+    expect(clusterHealthLine(undefined)).toContain('not written yet');
+  });
+
+  it('has a legend for every mark it uses', () => {
+    for (const mark of ['✓', '✗', '…', '?', '·', 'stale', 'lost']) expect(LEGEND).toContain(mark);
   });
 });

@@ -51,6 +51,40 @@ export interface NodeStatus {
   ageSeconds: number | undefined;
 }
 
+/** A ClusterHealth condition as the demo shows it. */
+export interface HealthCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** What the marks in the table mean (the live view prints it under the table). */
+export const LEGEND =
+  'Legend: ✓ Healthy  ✗ Unhealthy  … Progressing (starting, within its grace)  ? Unknown  · no lease yet; ' +
+  '? stale: the agent stopped reporting, its last result is not trusted. AGENT: up | silent Ns | lost.';
+
+/** One line with every ClusterHealth condition: `ClusterHealth: EveryNodeReady True (HealthCheckSuccessful) …`. */
+export function clusterHealthLine(conditions: readonly HealthCondition[] | undefined, color = false): string {
+  if (conditions === undefined)
+    return 'ClusterHealth: not written yet (the controller writes it once it leads)';
+  if (conditions.length === 0) return 'ClusterHealth: no conditions yet';
+  const parts = [...conditions]
+    .sort((a, b) => a.type.localeCompare(b.type))
+    .map((c) => {
+      const tint: Color =
+        c.status === 'True'
+          ? 'green'
+          : c.status === 'False'
+            ? 'red'
+            : c.status === 'Progressing'
+              ? 'yellow'
+              : 'magenta';
+      return `${c.type} ${paint(c.status, tint, color)}${c.reason ? ` (${c.reason})` : ''}`;
+    });
+  return `ClusterHealth: ${parts.join(' · ')}`;
+}
+
 export interface StatusOptions {
   bootstrapTaintKey?: string;
   runtimeTaintKey?: string;
@@ -128,6 +162,22 @@ export function nodeStatuses(
           message: lease.message,
         });
       }
+      // A lost agent's leases still say what it last saw: show them as stale, not as its last verdict.
+      const heartbeatExpired =
+        renewedMs !== undefined &&
+        heartbeat !== undefined &&
+        nowMs - renewedMs > heartbeat.leaseDurationSeconds * 1000;
+      if (condition?.reason === ConditionReason.AgentNotReporting || heartbeatExpired) {
+        for (const [ext, status] of byName) {
+          if (status.state === undefined) continue;
+          byName.set(ext, {
+            name: ext,
+            state: ExtensionState.Unknown,
+            reason: 'stale',
+            message: `last reported ${status.state}`,
+          });
+        }
+      }
       const createdMs = toMs(node.metadata?.creationTimestamp);
       return {
         name,
@@ -195,6 +245,8 @@ function extensionCell(ext: ExtensionStatus, color: boolean): string {
 }
 
 function agentCell(status: NodeStatus, color: boolean): string {
+  // The controller's verdict first: it may declare the agent gone before this view's clock says so.
+  if (status.condition?.reason === ConditionReason.AgentNotReporting) return paint('lost', 'red', color);
   const age = status.heartbeatAgeSeconds;
   if (age === undefined) return paint('-', 'dim', color);
   const expired = status.heartbeatDurationSeconds !== undefined && age > status.heartbeatDurationSeconds;

@@ -39,6 +39,40 @@ describe('demo (npm start -- --once)', () => {
       expect(output).toMatch(
         /demo-node-2 +Degraded +runtime +False ExtensionsUnhealthy .*kube-proxy ✗ ConnectionRefused/,
       );
+      // The ClusterHealth line follows the story: Progressing while booting, True, failing, True again.
+      const health = [...output.matchAll(/│ ClusterHealth: EveryNodeReady (\S+) \((\w+)\)/g)].map(
+        (m) => `${m[1]}/${m[2]}`,
+      );
+      const order = [
+        'Progressing/HealthCheckProgressing',
+        'True/HealthCheckSuccessful',
+        'Progressing/HealthCheckUnsuccessful',
+      ];
+      let at = -1;
+      for (const state of order) {
+        const next = health.indexOf(state, at + 1);
+        expect(
+          next,
+          `${state} after ${order.slice(0, order.indexOf(state)).join(', ')} in ${health.join(' → ')}`,
+        ).toBeGreaterThan(at);
+        at = next;
+      }
+      expect(health.indexOf('True/HealthCheckSuccessful', at + 1), health.join(' → ')).toBeGreaterThan(at);
+      expect(output).toContain('Legend: ✓ Healthy');
+      // A normal boot (extensions starting within their grace) shows no failure.
+      const boot = output.slice(0, output.indexOf('✔ PHASE all-ready'));
+      const rows = boot.split('\n').filter((line) => line.includes('│ demo-node-'));
+      expect(rows.length).toBeGreaterThan(3);
+      expect(rows.filter((row) => row.includes('✗'))).toEqual([]);
+      expect(boot).toContain('… StartupGrace');
+      // A dead agent: the controller's verdict at once, and its last results not shown as ✓.
+      expect(output).toMatch(
+        /demo-node-3 +Unknown +runtime +Unknown AgentNotReporting +lost .*kube-proxy \? stale/,
+      );
+      expect(output).not.toMatch(/AgentNotReporting +up /);
+      // --once stops the cluster: no commands to try against it are printed.
+      expect(output).not.toContain('nodecare status');
+      expect(output).not.toContain('K=');
       expect(output).toContain('Stopped.');
     },
     TIMEOUT_MS,
