@@ -42,7 +42,13 @@ const NODE = {
   booting: `${RUN}-booting`,
   noAgent: `${RUN}-noagent`,
 };
-const EXT = { net: `${RUN}-net`, logs: `${RUN}-logs`, slow: `${RUN}-slow`, gpu: `${RUN}-gpu` };
+const EXT = {
+  net: `${RUN}-net`,
+  logs: `${RUN}-logs`,
+  slow: `${RUN}-slow`,
+  gpu: `${RUN}-gpu`,
+  bad: `${RUN}-bad`,
+};
 /** The controller's and the plugin's settings must agree: the plugin decides with the same core. */
 const BOOTSTRAP_TIMEOUT_SECONDS = 60;
 const GRACE_SECONDS = 20;
@@ -169,7 +175,10 @@ beforeAll(async () => {
     },
     { taints: FOREIGN_TAINTS },
   );
-  await createNode(NODE.booting, { [EXT.slow]: http(down, { startupGraceSeconds: 3600 }) });
+  await createNode(NODE.booting, {
+    [EXT.slow]: http(down, { startupGraceSeconds: 3600 }),
+    [EXT.bad]: JSON.stringify({ probe: { http: { url: 'ftp://x' } } }),
+  });
   await createNode(NODE.noAgent, { [EXT.net]: http(ok.port) });
   // The controller first, as in a cluster where nodes join later: it puts the bootstrap taint on, then lifts it.
   const controller = startProgram('controller', [
@@ -276,6 +285,9 @@ describe('kubectl nodecare against the real control plane', () => {
     expect(slow?.probe).toMatch(/^http GET http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(slow?.since).toBeTruthy();
     expect(booting.value.next?.changes).toContain('state Bootstrapping → BootstrapTimeout');
+    const bad = booting.value.extensions.find((e) => e.name === EXT.bad);
+    expect(bad).toMatchObject({ state: 'Unknown', reason: 'InvalidRegistration' });
+    expect(bad?.problems?.join(' ')).toContain('probe.http.url');
     expect(booting.value.bootstrap).toBeNull();
 
     // An extension fails on a Ready node: the runtime taint.
@@ -406,13 +418,17 @@ describe('kubectl nodecare against the real control plane', () => {
       expect(new Set(changes).size, changes.join('\n')).toBe(changes.length);
       expect(events.every((e) => (e.count ?? 1) <= 1 && (e.series?.count ?? 1) <= 1)).toBe(true);
       for (const e of events) {
-        const failure = ['RuntimeTaintAdded', 'ExtensionUnhealthy', 'BootstrapTimeout'].includes(
-          e.reason ?? '',
-        );
+        const failure = [
+          'RuntimeTaintAdded',
+          'ExtensionUnhealthy',
+          'BootstrapTimeout',
+          'InvalidRegistration',
+        ].includes(e.reason ?? '');
         expect(e.type, `${name} ${e.reason}`).toBe(failure ? 'Warning' : 'Normal');
       }
       if (name === NODE.degraded) expect(reasons).toContain('RuntimeTaintAdded');
       if (name === NODE.booting || name === NODE.noAgent) expect(reasons).toContain('BootstrapTimeout');
+      if (name === NODE.booting) expect(reasons).toContain('InvalidRegistration');
     }
 
     // extensions: node counts per state, by source.
