@@ -5,7 +5,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { open, readFile, readdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 const BUILD = join(import.meta.dirname, 'build.sh');
@@ -144,4 +145,34 @@ async function freePorts(count: number): Promise<number[]> {
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports;
+}
+
+export interface ExtensionEndpoint {
+  server: Server;
+  port: number;
+  /** From now on answer 200. */
+  healthy(): void;
+  /** From now on answer 503 again (the extension restarts). */
+  restarting(): void;
+  close(): void;
+}
+
+/** A loopback endpoint that answers 503 while starting, then 200: a node's device plugin coming up. */
+export async function extensionEndpoint(): Promise<ExtensionEndpoint> {
+  let starting = true;
+  const server = createHttpServer((_req, res) => {
+    res.statusCode = starting ? 503 : 200;
+    res.end(starting ? 'starting' : 'ok');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    healthy: () => (starting = false),
+    restarting: () => (starting = true),
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }

@@ -13,8 +13,6 @@
 // The numbers (nodes launched, time to pod Running) are printed and recorded in docs/autoscalers.md.
 
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -31,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, LEASE_NAMESPACE } from '../../api/index.ts';
 import {
   ensureTool,
+  extensionEndpoint,
   karpenterCrds,
   startKarpenter,
   startKwok,
@@ -135,27 +134,6 @@ interface RebootObservations {
   /** NodeClaims of the pool after the reboot (Karpenter launched nothing for it). */
   nodeClaimsAfter: number;
   podStillRunning: boolean;
-}
-
-/** A loopback endpoint that answers 503 while `starting`, then 200: the node's device plugin coming up. */
-async function extensionEndpoint(): Promise<{
-  server: Server;
-  port: number;
-  healthy: () => void;
-  restarting: () => void;
-}> {
-  let starting = true;
-  const server = createServer((_req, res) => {
-    res.statusCode = starting ? 503 : 200;
-    res.end(starting ? 'starting' : 'ok');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    server,
-    port: (server.address() as AddressInfo).port,
-    healthy: () => (starting = false),
-    restarting: () => (starting = true),
-  };
 }
 
 interface NodeClaim {
@@ -544,8 +522,7 @@ async function scenario(options: {
     }
     await controller?.kill();
     for (const agent of agents.values()) await (await agent.catch(() => undefined))?.kill();
-    endpoint.server.closeAllConnections();
-    endpoint.server.close();
+    endpoint.close();
   }
 }
 

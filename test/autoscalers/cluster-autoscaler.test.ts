@@ -1,0 +1,392 @@
+// The Cluster Autoscaler (its KWOK cloud provider, default flags for everything about taints) against
+// nodecare on the real control plane, KWOK driving the nodes it adds, one nodecare-agent per node probing a
+// loopback endpoint that stands in for a device plugin, and the real controller.
+//
+// Not part of `npm test`: the Cluster Autoscaler is not served by the Go module proxy, so no script here can
+// build it (docs/autoscalers.md). Run it with a binary you built yourself:
+//   NODECARE_CLUSTER_AUTOSCALER=/path/to/cluster-autoscaler npm run test:cluster-autoscaler
+// Without that variable every test fails with that explanation (it never skips).
+//
+// Runs (each with its own node group and its own Cluster Autoscaler process):
+//   1. the bootstrap taint with its default key (startup-taint prefix), on the node from creation (nodecare's
+//      MutatingAdmissionPolicy): the held node counts as upcoming capacity, one node for the pod;
+//   2. contrast, a key without the prefix (--bootstrap-taint-key): the autoscaler takes the node for ready
+//      and, the pod still pending, adds more nodes;
+//   3. the runtime taint (status-taint prefix) on the group's only node: the node still counts as ready, the
+//      taint is left out of the group's template, and a pod that does not tolerate it gets a new node;
+//      contrast with a key without the prefix: the template keeps the taint and no node is added.
+
+import { existsSync } from 'node:fs';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import { dump, load } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  LEASE_NAMESPACE,
+} from '../../api/index.ts';
+import {
+  adminKubeConfig,
+  createSystemExtension,
+  eventually,
+  FAST_PROBING,
+  uniqueName,
+} from '../integration/helpers.ts';
+import { startAgent, startProgram, type ProgramProcess } from '../integration/processes.ts';
+import { applyBaseManifests, kubectl } from '../integration/setup.ts';
+import { ensureTool, extensionEndpoint, startKwok, type ToolProcess } from './tools.ts';
+
+const admin = adminKubeConfig();
+const core = admin.makeApiClient(CoreV1Api);
+const coordination = admin.makeApiClient(CoordinationV1Api);
+const custom = admin.makeApiClient(CustomObjectsApi);
+const kubeconfig = inject('kubeconfig');
+const CA = process.env.NODECARE_CLUSTER_AUTOSCALER ?? '';
+const GROUP_LABEL = 'nodecare.test/nodegroup';
+const POLICY = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  'manifests',
+  'components',
+  'bootstrap-taint-at-registration',
+  'mutating-admission-policy.yaml',
+);
+/** A taint key the Cluster Autoscaler knows nothing about, for the contrast runs. */
+const PLAIN_BOOTSTRAP = 'nodecare.test/meta-readiness-bootstrap';
+const PLAIN_RUNTIME = 'nodecare.test/meta-readiness-runtime';
+/** Window to observe the autoscaler in: longer than its 10 s scan interval, several rounds. */
+const STARTING_MS = 40_000;
+const AGENT_ARGS = ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'];
+
+let logDir = '';
+let kwok: ToolProcess | undefined;
+const results: Record<string, unknown> = {};
+
+beforeAll(async () => {
+  if (!CA || !existsSync(CA)) {
+    throw new Error(
+      `NODECARE_CLUSTER_AUTOSCALER must name a cluster-autoscaler binary built with its KWOK provider (got '${CA}'); see docs/autoscalers.md`,
+    );
+  }
+  const kwokDir = await ensureTool('kwok');
+  await applyBaseManifests();
+  logDir = await mkdtemp(join(tmpdir(), 'nodecare-ca-'));
+  kwok = await startKwok(kwokDir, kubeconfig, logDir);
+}, 45 * 60_000);
+
+afterAll(async () => {
+  await kwok?.stop();
+  if (Object.keys(results).length > 0)
+    process.stderr.write(`[ca] results: ${JSON.stringify(results, null, 2)}\n`);
+  if (logDir) await rm(logDir, { recursive: true, force: true });
+});
+
+const taintKeys = (node: V1Node): string[] => (node.spec?.taints ?? []).map((t) => t.key);
+const groupNodes = async (group: string) =>
+  (await core.listNode({ labelSelector: `${GROUP_LABEL}=${group}` })).items;
+
+/** A node group of the KWOK provider: one template node (4 CPU), up to 5 nodes, in its own namespace. */
+async function nodeGroup(group: string): Promise<string> {
+  const namespace = group;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const template = {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: group,
+      labels: { [GROUP_LABEL]: group, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
+      annotations: { 'cluster-autoscaler.kwok.nodegroup/max-count': '5' },
+    },
+    status: {
+      allocatable: { cpu: '4', memory: '16Gi', pods: '110' },
+      capacity: { cpu: '4', memory: '16Gi', pods: '110' },
+    },
+  };
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: {
+      metadata: { name: 'kwok-provider-templates' },
+      data: { templates: dump({ apiVersion: 'v1', kind: 'List', items: [template] }) },
+    },
+  });
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: {
+      metadata: { name: 'kwok-provider-config' },
+      data: {
+        config: dump({
+          apiVersion: 'v1alpha1',
+          readNodesFrom: 'configmap',
+          nodegroups: { fromNodeLabelKey: GROUP_LABEL },
+          nodes: { skipTaint: true },
+          configmap: { name: 'kwok-provider-templates' },
+        }),
+      },
+    },
+  });
+  return namespace;
+}
+
+/**
+ * The Cluster Autoscaler with its defaults, except what running outside a cluster needs: the KWOK provider
+ * in local mode, a kubeconfig, no leader election (one process per run), metrics on a loopback port, and
+ * its status ConfigMap in the run's namespace.
+ */
+async function startClusterAutoscaler(namespace: string): Promise<ToolProcess> {
+  const logPath = join(logDir, `${namespace}-ca.log`);
+  const out = await open(logPath, 'a');
+  const child = spawn(
+    CA,
+    [
+      '--cloud-provider=kwok',
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=false',
+      `--namespace=${namespace}`,
+      '--address=127.0.0.1:0',
+      '--v=4',
+    ],
+    {
+      env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace, KWOK_PROVIDER_MODE: 'local' },
+      stdio: ['ignore', out.fd, out.fd],
+    },
+  );
+  await out.close();
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    name: 'cluster-autoscaler',
+    child,
+    logPath,
+    logTail: async (lines = 30) =>
+      (await readFile(logPath, 'utf8')).trimEnd().split('\n').slice(-lines).join('\n'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** nodecare's MutatingAdmissionPolicy for `key`, bound to one node group's nodes only. */
+async function taintPolicy(group: string, key: string): Promise<void> {
+  const text = (await readFile(POLICY, 'utf8')).replaceAll(BOOTSTRAP, key);
+  const docs = text.split(/^---$/m).map((d) => load(d) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
+  const policy = docs.find((d) => d?.kind === 'MutatingAdmissionPolicy');
+  const binding = docs.find((d) => d?.kind === 'MutatingAdmissionPolicyBinding');
+  if (!policy || !binding) throw new Error(`${POLICY}: expected a policy and its binding`);
+  policy.metadata.name = group;
+  binding.metadata.name = group;
+  binding.spec.policyName = group;
+  binding.spec.matchResources = { objectSelector: { matchLabels: { [GROUP_LABEL]: group } } };
+  const path = join(logDir, `${group}-policy.json`);
+  await writeFile(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
+  await kubectl('apply', '--server-side', '-f', path);
+  await eventually(
+    async () => {
+      const probe = await core.createNode({
+        body: { metadata: { name: uniqueName('policy-probe'), labels: { [GROUP_LABEL]: group } } },
+        dryRun: 'All',
+      });
+      return taintKeys(probe).includes(key) || undefined;
+    },
+    { what: 'the bootstrap-taint MutatingAdmissionPolicy in force', timeoutMs: 30_000, intervalMs: 500 },
+  );
+}
+
+async function leaseState(nodeName: string, extension: string): Promise<string> {
+  const leases = await coordination.listNamespacedLease({
+    namespace: LEASE_NAMESPACE,
+    labelSelector: `nodecare.io/extension=${extension}`,
+  });
+  const lease = leases.items.find((l) => l.metadata?.annotations?.['nodecare.io/node'] === nodeName);
+  return lease?.metadata?.annotations?.['nodecare.io/state'] ?? 'none';
+}
+
+/** The autoscaler's own view of the group (its status ConfigMap), compacted to one line. */
+async function caStatus(namespace: string): Promise<string> {
+  const cm = await core
+    .readNamespacedConfigMap({ name: 'cluster-autoscaler-status', namespace })
+    .catch(() => undefined);
+  return (cm?.data?.status ?? '').replace(/\s+/g, ' ').slice(0, 1500);
+}
+
+interface Run {
+  nodesAdded: number;
+  podRunningMs: number | undefined;
+  podRanWhileStarting: boolean;
+  leaseStateAtPodRunning: string;
+  statusWhileStarting: string;
+}
+
+/** A pending pod, the autoscaler adds a node, its extension starts for STARTING_MS, then turns healthy. */
+async function scaleUpRun(options: { bootstrapKey: string }): Promise<Run> {
+  const group = uniqueName('nc-ca');
+  const extension = uniqueName('gpu-plugin');
+  const endpoint = await extensionEndpoint();
+  const agents = new Map<string, Promise<ProgramProcess>>();
+  const nodesSeen = new Set<string>();
+  let stopped = false;
+  let starting = true;
+  let podCreatedAt = 0;
+  let podRunningAt: number | undefined;
+  let podRanWhileStarting = false;
+  let leaseStateAtPodRunning = '';
+  const namespace = await nodeGroup(group);
+  let ca: ToolProcess | undefined;
+  let controller: ProgramProcess | undefined;
+
+  const monitor = (async () => {
+    while (!stopped) {
+      try {
+        for (const node of await groupNodes(group)) {
+          const nodeName = node.metadata!.name!;
+          nodesSeen.add(nodeName);
+          if (!agents.has(nodeName)) {
+            const agent = startAgent({ kubeconfig, nodeName, extraArgs: AGENT_ARGS });
+            agent.catch(() => undefined);
+            agents.set(nodeName, agent);
+          }
+        }
+        if (podCreatedAt > 0 && podRunningAt === undefined) {
+          const pod = await core.readNamespacedPod({ name: group, namespace });
+          if (pod.status?.phase === 'Running') {
+            podRunningAt = Date.now();
+            podRanWhileStarting = starting;
+            leaseStateAtPodRunning = await leaseState(pod.spec!.nodeName!, extension);
+          }
+        }
+      } catch {
+        // the next round looks again
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+
+  try {
+    await taintPolicy(group, options.bootstrapKey);
+    await createSystemExtension(custom, extension, {
+      nodeSelector: { matchLabels: { [GROUP_LABEL]: group } },
+      probe: { http: { url: `http://127.0.0.1:${endpoint.port}/healthz` } },
+      ...FAST_PROBING,
+    });
+    controller = startProgram('controller', [
+      `--kubeconfig=${kubeconfig}`,
+      '--health-port=0',
+      '--health-address=127.0.0.1',
+      `--identity=${uniqueName('controller')}`,
+      `--bootstrap-taint-key=${options.bootstrapKey}`,
+      '--leader-election-lease-duration-seconds=6',
+      '--leader-election-renew-deadline-seconds=4',
+      '--leader-election-retry-period-seconds=1',
+    ]);
+    await controller.waitForLog('Started nodecare-controller');
+    ca = await startClusterAutoscaler(namespace);
+    podCreatedAt = Date.now();
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: group },
+        spec: {
+          nodeSelector: { [GROUP_LABEL]: group },
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            {
+              name: 'workload',
+              image: 'registry.invalid/gpu-workload',
+              resources: { requests: { cpu: '3' } },
+            },
+          ],
+        },
+      },
+    });
+    await eventually(async () => ((await groupNodes(group)).length > 0 ? true : undefined), {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+      what: `the Cluster Autoscaler to add a node to ${group}`,
+    }).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n--- cluster-autoscaler ---\n${await ca?.logTail(40)}`);
+    });
+    const holdUntil = Date.now() + STARTING_MS;
+    while (Date.now() < holdUntil && podRunningAt === undefined) await new Promise((r) => setTimeout(r, 500));
+    const statusWhileStarting = await caStatus(namespace);
+    starting = false;
+    endpoint.healthy();
+    await eventually(() => (podRunningAt !== undefined ? true : undefined), {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+      what: `pod ${group} Running`,
+    });
+    return {
+      nodesAdded: nodesSeen.size,
+      podRunningMs: podRunningAt! - podCreatedAt,
+      podRanWhileStarting,
+      leaseStateAtPodRunning,
+      statusWhileStarting,
+    };
+  } finally {
+    stopped = true;
+    await monitor;
+    await ca?.stop();
+    await controller?.kill();
+    await cleanUp(group, namespace, extension);
+    for (const agent of agents.values()) await (await agent.catch(() => undefined))?.kill();
+    endpoint.close();
+  }
+}
+
+async function cleanUp(group: string, namespace: string, extension: string): Promise<void> {
+  const ignore = () => undefined;
+  await kubectl(
+    'delete',
+    '--ignore-not-found',
+    `mutatingadmissionpolicybinding/${group}`,
+    `mutatingadmissionpolicy/${group}`,
+  ).catch(ignore);
+  await core.deleteNamespace({ name: namespace }).catch(ignore);
+  for (const node of await groupNodes(group).catch(() => [])) {
+    await core.deleteNode({ name: node.metadata!.name! }).catch(ignore);
+  }
+  await custom
+    .deleteClusterCustomObject({
+      group: 'nodecare.io',
+      version: 'v1alpha1',
+      plural: 'systemextensions',
+      name: extension,
+    })
+    .catch(ignore);
+}
+
+describe('Cluster Autoscaler (KWOK provider, default flags) with nodecare', () => {
+  it(
+    'a node held by the bootstrap taint (startup-taint prefix) counts as upcoming capacity: one node for the pod, which lands once the extension is healthy',
+    async () => {
+      const run = await scaleUpRun({ bootstrapKey: BOOTSTRAP });
+      results.startupTaintPrefix = run;
+      expect(run.nodesAdded).toBe(1);
+      expect(run.podRanWhileStarting).toBe(false);
+      expect(run.leaseStateAtPodRunning).toBe('Healthy');
+    },
+    5 * 60_000,
+  );
+
+  it(
+    'contrast: with a bootstrap key the autoscaler does not know, it takes the held node for ready and adds more nodes for the same pod',
+    async () => {
+      const run = await scaleUpRun({ bootstrapKey: PLAIN_BOOTSTRAP });
+      results.plainBootstrapKey = run;
+      expect(run.podRanWhileStarting).toBe(false);
+      expect(run.nodesAdded).toBeGreaterThanOrEqual(2);
+    },
+    5 * 60_000,
+  );
+
+  it.todo(
+    `the runtime taint (${RUNTIME}) leaves a broken node Ready and out of the template (${PLAIN_RUNTIME} contrast)`,
+  );
+});

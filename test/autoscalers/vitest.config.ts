@@ -1,0 +1,17 @@
+// The Cluster Autoscaler test runs apart from `npm test` (docs/autoscalers.md): it needs a binary the
+// repository cannot build. `npm run test:cluster-autoscaler` with NODECARE_CLUSTER_AUTOSCALER set.
+import { join } from 'node:path';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  root: join(import.meta.dirname, '..', '..'),
+  test: {
+    name: 'cluster-autoscaler',
+    include: ['test/autoscalers/**/*.test.ts'],
+    globalSetup: ['test/controlplane/global-setup.ts'],
+    fileParallelism: false,
+    maxWorkers: 1,
+    testTimeout: 90_000,
+    hookTimeout: 180_000,
+  },
+});
