@@ -1,15 +1,10 @@
-// A thin Kubernetes API client: raw JSON over one keep-alive node:https agent, a deadline on every request,
-// errors classified at this boundary (errors.ts), and streaming watches with an inactivity timeout. Typed
-// models are not deserialized: callers strip what they keep (docs/adr/0001). node:http(s) rather than undici:
-// undici alone adds ~25 MiB RSS to a process whose whole budget is 64 MiB (docs/adr/0006).
+// A thin Kubernetes API client: raw JSON over one keep-alive undici dispatcher, a deadline on every
+// request, errors classified at this boundary (errors.ts), and streaming watches with an inactivity
+// timeout. Typed models are not deserialized: callers strip what they keep (docs/adr/0001). Not node:http:
+// its Agent keeps a socket destroyed while connecting in its pool, and under an overloaded API server every
+// slot filled with dead sockets and no request went out again (docs/adr/0006).
 
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-} from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Agent, request, type Dispatcher } from 'undici';
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import type { Connection } from './config.ts';
 
@@ -21,11 +16,6 @@ const MAX_ERROR_BODY = 64 * 1024;
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 export type Query = Record<string, string | number | boolean | undefined>;
-
-export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** Idle keep-alive connections are closed after this long. */
-const IDLE_SOCKET_MS = 60_000;
 
 export interface RequestOptions {
   query?: Query;
@@ -60,8 +50,7 @@ export interface KubeClientOptions {
 export class KubeClient {
   readonly server: string;
   private readonly connection: Connection;
-  private readonly agent: HttpAgent;
-  private readonly send: typeof httpRequest;
+  private readonly dispatcher: Dispatcher;
   private readonly userAgent: string;
   private readonly maxWatchLineBytes: number;
 
@@ -70,22 +59,11 @@ export class KubeClient {
     this.server = connection.server;
     this.userAgent = options.userAgent ?? 'nodecare';
     this.maxWatchLineBytes = options.maxWatchLineBytes ?? MAX_WATCH_LINE_BYTES;
-    const pool = {
-      keepAlive: true,
-      // TCP keep-alive probes after 30 s of silence find a dead peer under a long-running watch.
-      keepAliveMsecs: 30_000,
-      maxSockets: options.connections ?? 32,
-      // Only free (idle) sockets are closed on this timeout; a request in flight is bounded by its deadline.
-      timeout: IDLE_SOCKET_MS,
-      scheduling: 'lifo' as const,
-    };
-    if (connection.server.startsWith('https:')) {
-      this.agent = new HttpsAgent({ ...pool, ...connection.tls });
-      this.send = httpsRequest;
-    } else {
-      this.agent = new HttpAgent(pool);
-      this.send = httpRequest;
-    }
+    this.dispatcher = new Agent({
+      connect: { ...connection.tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
+      keepAliveTimeout: 60_000,
+      connections: options.connections ?? 32,
+    });
   }
 
   private url(path: string, query?: Query): string {
@@ -94,21 +72,6 @@ export class KubeClient {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     return url.toString();
-  }
-
-  /** Sends one request; resolves with the response head (its body still to be read), rejects on transport failure. */
-  private open(
-    method: HttpMethod,
-    url: string,
-    headers: OutgoingHttpHeaders,
-    body: string | undefined,
-    signal: AbortSignal,
-  ): Promise<IncomingMessage> {
-    return new Promise((resolve, reject) => {
-      const req = this.send(url, { method, agent: this.agent, headers, signal }, resolve);
-      req.on('error', reject);
-      req.end(body);
-    });
   }
 
   private async headers(contentType?: string): Promise<Record<string, string>> {
@@ -121,25 +84,30 @@ export class KubeClient {
   }
 
   /** One API call. Resolves with the parsed JSON body; rejects with a KubeError. */
-  async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
+  async request<T>(method: Dispatcher.HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
     const timeout = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
-    const payload = options.body !== undefined ? JSON.stringify(options.body) : undefined;
-    const headers: OutgoingHttpHeaders = await this.headers(
-      payload !== undefined ? (options.contentType ?? 'application/json') : undefined,
-    );
-    if (payload !== undefined) headers['content-length'] = Buffer.byteLength(payload);
-    let response: IncomingMessage;
-    let text: string;
+    const hasBody = options.body !== undefined;
+    let response: Dispatcher.ResponseData;
     try {
-      response = await this.open(method, this.url(path, options.query), headers, payload, signal);
-      text = await readText(response);
+      response = await request(this.url(path, options.query), {
+        method,
+        dispatcher: this.dispatcher,
+        headers: await this.headers(hasBody ? (options.contentType ?? 'application/json') : undefined),
+        body: hasBody ? JSON.stringify(options.body) : undefined,
+        signal,
+      });
     } catch (err) {
       throw classifyTransportError(err, what);
     }
-    const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (err) {
+      throw classifyTransportError(err, what);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) {
       return (text ? JSON.parse(text) : {}) as T;
     }
     let body: unknown;
@@ -149,7 +117,12 @@ export class KubeClient {
       body = { message: text.slice(0, 200) };
     }
     const retryAfter = response.headers['retry-after'];
-    throw classifyResponse(status, body, retryAfter, what);
+    throw classifyResponse(
+      response.statusCode,
+      body,
+      Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      what,
+    );
   }
 
   get<T>(path: string, options?: RequestOptions): Promise<T> {
@@ -184,15 +157,15 @@ export class KubeClient {
     };
     try {
       touch();
-      let response: IncomingMessage;
+      let response: Dispatcher.ResponseData;
       try {
-        response = await this.open(
-          'GET',
-          this.url(path, { ...query, watch: true }),
-          await this.headers(),
-          undefined,
-          local.signal,
-        );
+        response = await request(this.url(path, { ...query, watch: true }), {
+          method: 'GET',
+          dispatcher: this.dispatcher,
+          headers: await this.headers(),
+          signal: local.signal,
+          bodyTimeout: 0,
+        });
       } catch (err) {
         if (signal.aborted) return;
         throw local.signal.reason instanceof KubeError
@@ -200,17 +173,17 @@ export class KubeClient {
           : classifyTransportError(err, what);
       }
       if (response.statusCode !== 200) {
-        const text = await readText(response).catch(() => '');
+        const text = await response.body.text().catch(() => '');
         let body: unknown;
         try {
           body = JSON.parse(text);
         } catch {
           body = { message: text.slice(0, 200) };
         }
-        throw classifyResponse(response.statusCode ?? 0, body, undefined, what);
+        throw classifyResponse(response.statusCode, body, undefined, what);
       }
       try {
-        for await (const line of splitLines(response, this.maxWatchLineBytes, what)) {
+        for await (const line of splitLines(response.body, this.maxWatchLineBytes, what)) {
           touch();
           if (line.length === 0) continue;
           let event: WatchEvent<T>;
@@ -240,14 +213,8 @@ export class KubeClient {
   }
 
   async close(): Promise<void> {
-    this.agent.destroy();
+    await this.dispatcher.close();
   }
-}
-
-async function readText(response: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of response) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**
