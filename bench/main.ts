@@ -150,9 +150,9 @@ class FleetProcess {
   constructor() {
     this.child = fork(join(import.meta.dirname, 'fleet.ts'), [], {
       execPath: process.execPath,
-      // A bounded heap makes V8 collect as it goes: left to size itself on a large machine the simulator's heap
-      // grew past 1.5 GB at 5,000 nodes and its garbage collection took CPU the API server needed.
-      execArgv: ['--max-old-space-size=1024', '--max-semi-space-size=16'],
+      // A bounded heap makes V8 collect as it goes rather than grow the simulator's heap towards 4 GB and then
+      // take the CPU the API server needs to collect it.
+      execArgv: ['--max-old-space-size=2048', '--max-semi-space-size=16'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child.on('message', (e: FleetEvent) => {
