@@ -141,7 +141,8 @@ export const CONTROLLER_OPTIONS = {
   },
   'gardener-resync-seconds': {
     type: 'integer',
-    description: 'ClusterHealth: how often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast).',
+    description:
+      'ClusterHealth: how often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast).',
     default: 30,
     min: 1,
     max: 3600,
