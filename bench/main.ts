@@ -155,6 +155,10 @@ class FleetProcess {
       execArgv: ['--max-old-space-size=2048', '--max-semi-space-size=16'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    this.child.on('error', (err) => say(`fleet: ${err.message}`));
+    this.child.on('exit', (code, signal) => {
+      if (code !== 0) say(`fleet simulator exited (${signal ?? `code ${code}`})`);
+    });
     this.child.on('message', (e: FleetEvent) => {
       if (e.evt === 'error') say(`fleet error: ${e.message}`);
       for (const l of [...this.listeners]) l(e);
@@ -166,6 +170,10 @@ class FleetProcess {
   }
 
   send(cmd: FleetCommand): void {
+    if (!this.child.connected) {
+      const how = this.child.signalCode ?? `code ${this.child.exitCode}`;
+      throw new Error(`the fleet simulator exited (${how}; SIGKILL: see the kernel log for the OOM killer)`);
+    }
     this.child.send(cmd);
   }
 
@@ -342,6 +350,7 @@ async function run(opts: Options): Promise<Results> {
       : {}),
   };
   const fleetStartWrites: Record<string, number> = {};
+  let failure: string | undefined;
   const cleanup = async (): Promise<void> => {
     await Promise.all(programs.map((p) => p.stop(5_000)));
     await fleet?.stop();
@@ -693,11 +702,32 @@ async function run(opts: Options): Promise<Results> {
       load: load1(),
       values: { ms: graceful.ms ?? null },
     });
+  } catch (err) {
+    // A phase that fails stops the run, and what was measured until then is still reported and recorded.
+    failure = err instanceof Error ? err.message : String(err);
+    say(`run stopped early: ${failure}`);
   } finally {
     say('stopping');
     await cleanup();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+
+  if (failure !== undefined) {
+    const expected: Record<string, number> = { P1: 1, P2: 1, P3: 1, P4: 1, P5: 2, P6: 2, P7: 2 };
+    for (const [id, count] of Object.entries(expected)) {
+      for (let i = rows.filter((r) => r.id === id).length; i < count; i++) {
+        rows.push({
+          id,
+          measure: 'not measured: the run stopped early',
+          goal: 'see docs/design.md section 9',
+          measured: failure,
+          pass: false,
+          load: load1(),
+          values: {},
+        });
+      }
+    }
   }
 
   // ---- The roll-up's recompute time on 5,000 × 5 pairs: the pure evaluation (controller/rollup/evaluate.ts).
@@ -721,6 +751,7 @@ async function run(opts: Options): Promise<Results> {
       fleetStartWrites,
     },
     rows,
+    ...(failure !== undefined ? { failure } : {}),
   };
 }
 
@@ -778,7 +809,7 @@ async function main(): Promise<number> {
   process.stdout.write(`${renderTable(results)}\n`);
   const path = await writeResults(opts.out, results);
   process.stdout.write(`\nresults: ${path}\n`);
-  return 0;
+  return results.failure === undefined ? 0 : 1;
 }
 
 main().then(

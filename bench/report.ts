@@ -24,6 +24,8 @@ export interface Results {
   machine: string;
   settings: Record<string, unknown>;
   rows: Row[];
+  /** Why the run stopped before measuring every row (absent when it did not). */
+  failure?: string;
 }
 
 export const fmtMs = (ms: number | undefined | null): string =>
