@@ -19,7 +19,7 @@ export interface ClusterEventRecorder {
 }
 
 export function clusterEventRecorder(
-  api: Pick<NodeApi, 'createEvent'>,
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
   clock: { now(): number },
   fence: Fence,

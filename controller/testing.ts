@@ -75,7 +75,8 @@ export class FakeNodeApi implements NodeApi {
 
   writes(): Array<{ op: NodeApiOp; name: string; body?: object }> {
     return this.calls.filter(
-      (c) => c.op === 'patchNode' || c.op === 'patchNodeStatus' || c.op === 'createEvent',
+      (c) =>
+        c.op === 'patchNode' || c.op === 'patchNodeStatus' || c.op === 'createEvent' || c.op === 'patchEvent',
     );
   }
 
@@ -122,6 +123,16 @@ export class FakeNodeApi implements NodeApi {
   async createEvent(namespace: string, event: object): Promise<void> {
     await this.enter('createEvent', '', event);
     this.events.push({ namespace, event: structuredClone(event) });
+  }
+
+  /** Merges `patch` into the stored Event of that name (404 when there is none, as from the API server). */
+  async patchEvent(namespace: string, name: string, patch: object): Promise<void> {
+    await this.enter('patchEvent', name, patch);
+    const stored = this.events.find(
+      (e) => e.namespace === namespace && (e.event as { metadata: { name: string } }).metadata.name === name,
+    );
+    if (!stored) throw FakeNodeApi.notFound();
+    Object.assign(stored.event, structuredClone(patch));
   }
 
   private async enter(op: NodeApiOp, name: string, body?: object): Promise<void> {

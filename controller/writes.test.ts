@@ -4,7 +4,18 @@ import { EventReason } from '../api/reasons.ts';
 import { toCachedNode, type CachedNode } from './cache.ts';
 import { decideNode, type NodeDecision, type NodeEvent } from './decide/index.ts';
 import * as t from './decide/testing.ts';
-import { desiredTaintList, eventName, nodeChange, nodePatch, writtenTaintEvents } from './writes.ts';
+import { FakeClock } from '../lib/clock.ts';
+import { FakeNodeApi } from './testing.ts';
+import {
+  desiredTaintList,
+  EVENT_SERIES_FINISH_MS,
+  eventName,
+  eventWriter,
+  nodeChange,
+  nodePatch,
+  NotLeaderError,
+  writtenTaintEvents,
+} from './writes.ts';
 
 const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
 
@@ -165,5 +176,76 @@ describe('eventName (regression: 422 for node names near 253 characters)', () =>
     expect(result).toMatch(DNS_SUBDOMAIN);
     expect(result.endsWith('.18d1e2f3a4b5c')).toBe(true);
     expect(name.startsWith(result.slice(0, result.lastIndexOf('.')))).toBe(true);
+  });
+});
+
+describe('eventWriter: a repeated event is one Event with a series, as client-go records it', () => {
+  const subject = { apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-a' };
+  const unhealthy: NodeEvent = {
+    type: 'Warning',
+    reason: EventReason.ExtensionUnhealthy,
+    message: 'gpu-plugin is Unhealthy: ProbeTimeout',
+  };
+  function setup() {
+    const api = new FakeNodeApi();
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const state = { leading: true };
+    const write = eventWriter(api, 'test', clock, () => {
+      if (!state.leading) throw new NotLeaderError();
+    });
+    const series = () =>
+      api.events.map((e) => {
+        const event = e.event as { reason: string; series?: { count: number } };
+        return [event.reason, event.series?.count ?? 1];
+      });
+    return { api, clock, state, write, series };
+  }
+
+  it('counts repeats within 6 minutes on the first Event; a different reason, note or subject is a new Event', async () => {
+    const { api, clock, write, series } = setup();
+    await write(subject, unhealthy);
+    await clock.advance(60_000);
+    await write(subject, unhealthy);
+    await clock.advance(60_000);
+    await write(subject, unhealthy);
+    await write(subject, { ...unhealthy, message: 'csi-node is Unhealthy: ProbeTimeout' });
+    await write(subject, { type: 'Normal', reason: EventReason.RuntimeTaintRemoved, message: 'recovered' });
+    await write({ ...subject, name: 'node-b', uid: 'uid-b' }, unhealthy);
+    expect(series()).toEqual([
+      [EventReason.ExtensionUnhealthy, 3],
+      [EventReason.ExtensionUnhealthy, 1],
+      [EventReason.RuntimeTaintRemoved, 1],
+      [EventReason.ExtensionUnhealthy, 1],
+    ]);
+    expect(api.calls.filter((c) => c.op === 'patchEvent')).toHaveLength(2);
+    const first = api.events[0]!.event as { note: string; series: { lastObservedTime: string } };
+    expect(first.series.lastObservedTime).toBe('2026-01-01T00:02:00.000000Z');
+  });
+
+  it('a repeat more than 6 minutes after the last one starts a new Event', async () => {
+    const { clock, write, series } = setup();
+    await write(subject, unhealthy);
+    await clock.advance(EVENT_SERIES_FINISH_MS + 1);
+    await write(subject, unhealthy);
+    expect(series()).toEqual([
+      [EventReason.ExtensionUnhealthy, 1],
+      [EventReason.ExtensionUnhealthy, 1],
+    ]);
+  });
+
+  it('a series whose Event expired meanwhile (404) starts again with a new Event', async () => {
+    const { api, write, series } = setup();
+    await write(subject, unhealthy);
+    api.events.splice(0); // expired: the API server deleted it
+    await write(subject, unhealthy);
+    expect(series()).toEqual([[EventReason.ExtensionUnhealthy, 1]]);
+  });
+
+  it('writes nothing once this replica no longer leads', async () => {
+    const { api, state, write } = setup();
+    await write(subject, unhealthy);
+    state.leading = false;
+    await expect(write(subject, unhealthy)).rejects.toBeInstanceOf(NotLeaderError);
+    expect(api.calls.filter((c) => c.op === 'patchEvent')).toEqual([]);
   });
 });

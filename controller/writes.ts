@@ -10,6 +10,7 @@ import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation, microTime } fro
 import type { LeaseObject } from '../api/lease.ts';
 import { EventReason } from '../api/reasons.ts';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
+import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { CachedNode, NodeObject } from './cache.ts';
 import { sameCondition } from './decide/condition.ts';
 import { hasTaint, OWN_TAINT_EFFECT } from './decide/decide.ts';
@@ -41,6 +42,8 @@ export interface NodeApi {
   patchNodeStatus(name: string, patch: object): Promise<NodeObject>;
   getLease(namespace: string, name: string): Promise<LeaseObject>;
   createEvent(namespace: string, event: object): Promise<void>;
+  /** JSON merge patch of an Event (its series, when the same event repeats). */
+  patchEvent(namespace: string, name: string, patch: object): Promise<void>;
 }
 
 export interface KubeNodeApiOptions {
@@ -104,6 +107,15 @@ export class KubeNodeApi implements NodeApi {
       'POST',
       `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
       event,
+    );
+  }
+
+  async patchEvent(namespace: string, name: string, patch: object): Promise<void> {
+    await this.call(
+      'PATCH',
+      `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
+      patch,
+      PatchType.merge,
     );
   }
 }
@@ -246,26 +258,43 @@ export interface EventSubject {
   uid?: string;
 }
 
+/** A repeat of an event this long after the last one starts a new Event (client-go's `finishTime`). */
+export const EVENT_SERIES_FINISH_MS = 6 * 60_000;
+
+interface SeriesEntry {
+  name: string;
+  count: number;
+  lastObservedMs: number;
+  /** Writes of this series run one after the other (a repeat patches the Event its first write created). */
+  pending: Promise<void>;
+}
+
 /**
- * Records one events.k8s.io/v1 Event in `default` (where the kubelet records node events too and the API
- * server accepts events about cluster-scoped objects), named validly after its subject; fenced: only the
- * leader records.
+ * Records events.k8s.io/v1 Events in `default` (where the kubelet records node events too and the API server
+ * accepts events about cluster-scoped objects), named validly after their subject; fenced: only the leader
+ * records. An event that repeats one seen within the last 6 minutes — same subject, type, reason and note — is
+ * not a new object: the first Event gets a `series` (count, last observed time), as client-go's event
+ * broadcaster does. Two differences from client-go, both deliberate: the note is part of the key (nodecare's
+ * reasons are per node, not per extension, so "gpu-plugin is Unhealthy" and "csi-node is Unhealthy" must stay
+ * two Events), and the count is written at each repeat rather than on a half-hourly heartbeat (nodecare
+ * records transitions only, never one per reconcile, so repeats are rare and each is worth seeing). A series
+ * whose Event is gone (events expire after an hour) starts again with a new one.
  */
 export function eventWriter(
-  api: Pick<NodeApi, 'createEvent'>,
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
   clock: { now(): number },
   fence: Fence,
 ): (subject: EventSubject, event: NodeEvent) => Promise<void> {
   let sequence = 0;
-  return async (subject, event) => {
-    const name = eventName(subject.name, clock.now() * 1000 + (sequence++ % 1000));
+  const series = new Map<string, SeriesEntry>();
+  const create = async (subject: EventSubject, event: NodeEvent, name: string, nowMs: number) => {
     fence();
     await api.createEvent('default', {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
       metadata: { name, namespace: 'default' },
-      eventTime: microTime(new Date(clock.now())),
+      eventTime: microTime(new Date(nowMs)),
       reportingController: 'nodecare.io/controller',
       reportingInstance,
       action: event.reason,
@@ -275,11 +304,52 @@ export function eventWriter(
       regarding: subject,
     });
   };
+  return (subject, event) => {
+    const nowMs = clock.now();
+    for (const [key, entry] of series) {
+      if (nowMs - entry.lastObservedMs > EVENT_SERIES_FINISH_MS) series.delete(key);
+    }
+    const note = event.message.slice(0, 1024);
+    const key = JSON.stringify([
+      subject.kind,
+      subject.name,
+      subject.uid ?? '',
+      event.type,
+      event.reason,
+      note,
+    ]);
+    const entry = series.get(key);
+    if (!entry) {
+      const name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
+      const pending = create(subject, event, name, nowMs);
+      series.set(key, { name, count: 1, lastObservedMs: nowMs, pending: pending.catch(() => undefined) });
+      return pending;
+    }
+    entry.count += 1;
+    entry.lastObservedMs = nowMs;
+    const count = entry.count;
+    const write = entry.pending.then(async () => {
+      fence();
+      try {
+        await api.patchEvent('default', entry.name, {
+          series: { count, lastObservedTime: microTime(new Date(nowMs)) },
+        });
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
+        // Expired meanwhile: this repeat starts a new Event (and series).
+        entry.name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
+        entry.count = 1;
+        await create(subject, event, entry.name, nowMs);
+      }
+    });
+    entry.pending = write.catch(() => undefined);
+    return write;
+  };
 }
 
 /** Records Events about Nodes. */
 export function eventRecorder(
-  api: Pick<NodeApi, 'createEvent'>,
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
   clock: { now(): number },
   fence: Fence,

@@ -227,7 +227,7 @@ describe('nodecare-controller', () => {
     await expectEvents([nodeName], ['BootstrapTaintRemoved']);
   });
 
-  it('puts the runtime taint on when an extension fails later, removes it on recovery, and never writes while nothing changes', async () => {
+  it('puts the runtime taint on when an extension fails later, removes it on recovery, and never writes while nothing changes; a repeat of the same failure is counted on the first Events (series)', async () => {
     const nodeName = uniqueName('ctl-runtime');
     const web = await endpoint();
     await createNode(nodeName, { web: httpExtension(web.port) });
@@ -256,6 +256,34 @@ describe('nodecare-controller', () => {
     expect(condition(recovered)?.status).toBe('True');
     expect(recovered.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('healthy');
     await expectEvents([nodeName], ['RuntimeTaintAdded', 'RuntimeTaintRemoved', 'ExtensionUnhealthy']);
+
+    // The same failure again within minutes: no new Event objects, the first ones count a series of 2.
+    await web.stop();
+    await waitForNode(nodeName, 'runtime taint again', (n) => taintKeys(n).includes(RUNTIME));
+    await web.start();
+    await waitForNode(nodeName, 'runtime taint removed again', (n) => !taintKeys(n).includes(RUNTIME));
+    const series = await eventually(
+      async () => {
+        const list = await eventsApi.listNamespacedEvent({
+          namespace: 'default',
+          fieldSelector: `regarding.name=${nodeName}`,
+        });
+        const byReason = new Map<string, number[]>();
+        for (const e of list.items) {
+          const counts = byReason.get(e.reason ?? '') ?? [];
+          counts.push(e.series?.count ?? 1);
+          byReason.set(e.reason ?? '', counts);
+        }
+        return ['RuntimeTaintAdded', 'RuntimeTaintRemoved', 'ExtensionUnhealthy'].every(
+          (r) => byReason.get(r)?.[0] === 2,
+        )
+          ? byReason
+          : undefined;
+      },
+      { what: 'each repeated event counted in a series of 2 on its first Event', timeoutMs: 10_000 },
+    );
+    for (const reason of ['RuntimeTaintAdded', 'RuntimeTaintRemoved', 'ExtensionUnhealthy'])
+      expect(series.get(reason)).toEqual([2]);
   });
 
   it('taints a node whose agent died once its leases expire, while a controller restart alone never taints a healthy node', async () => {
