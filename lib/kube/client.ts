@@ -63,6 +63,10 @@ export class KubeClient {
       connect: { ...connection.tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
       keepAliveTimeout: 60_000,
       connections: options.connections ?? 32,
+      // HTTP/1.1, a pool of `connections`: undici 8 negotiates HTTP/2 by default, which puts every watch and
+      // every request on one connection, and under load node's HTTP/2 session buffered outgoing data without
+      // bound (the 5,000-node benchmark's simulator went from 0.6 to 18 GB and was OOM-killed; docs/adr/0006).
+      allowH2: false,
     });
   }
 
