@@ -63,10 +63,16 @@ class SimAgent {
     this.records = states.map((state) => ({ state, reason: REASON[state], message: 'simulated', since }));
   }
 
-  /** First writes: the heartbeat, then every extension (as the agent does after its first probes). */
+  /**
+   * First writes: the heartbeat, then every extension (as the agent does after its first probes). The first
+   * renewal comes at a random point of the interval: agents of a running fleet started at different times,
+   * so their renewals are spread evenly; the simulator starts thousands within seconds, and without this
+   * their renewals would all fall due together every interval.
+   */
   start(): Promise<unknown> {
     const first = [this.heartbeat()];
-    for (let i = 0; i < this.records.length; i++) first.push(this.writeExtension(i));
+    for (let i = 0; i < this.records.length; i++)
+      first.push(this.writeExtension(i, Math.random() * this.fleet.init.extensionRenewSeconds * 1000));
     return Promise.all(first);
   }
 
@@ -103,11 +109,14 @@ class SimAgent {
   }
 
   /** Writes extension `index` now and schedules its renewal one interval later (ExtensionRunner's rule). */
-  private writeExtension(index: number): Promise<void> {
+  private writeExtension(index: number, nextInMs?: number): Promise<void> {
     if (this.stopped) return Promise.resolve();
     const renewMs = this.fleet.init.extensionRenewSeconds * 1000;
     this.renewTimers[index]?.cancel();
-    this.renewTimers[index] = systemClock.setTimer(renewMs, () => void this.writeExtension(index));
+    this.renewTimers[index] = systemClock.setTimer(
+      nextInMs ?? renewMs,
+      () => void this.writeExtension(index),
+    );
     return this.fleet.writer.write({
       node: this.node,
       extension: this.fleet.init.extensions[index],
