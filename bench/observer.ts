@@ -3,6 +3,9 @@
 // what the programs say about themselves. Only a few fields of each object are kept.
 
 import {
+  API_GROUP,
+  API_VERSION,
+  CLUSTER_HEALTH,
   DEFAULT_BOOTSTRAP_TAINT_KEY,
   DEFAULT_RUNTIME_TAINT_KEY,
   LEASE_NAMESPACE,
@@ -147,6 +150,8 @@ export class Observer {
   readonly nodes: Watched<RawNode, SeenNode>;
   readonly leases: Watched<RawLease, SeenLease>;
   readonly events: Watched<RawLease, { name: string }>;
+  /** ClusterHealth `cluster`: each watch event is one write of the roll-up. */
+  readonly clusterHealth: Watched<RawLease, { name: string }>;
 
   constructor(client: KubeClient) {
     this.nodes = new Watched(client, '/api/v1/nodes', toSeenNode);
@@ -163,13 +168,24 @@ export class Observer {
     this.events = new Watched(client, '/api/v1/events', (raw: RawLease) => ({
       name: `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`,
     }));
+    this.clusterHealth = new Watched(
+      client,
+      `/apis/${API_GROUP}/${API_VERSION}/${CLUSTER_HEALTH.plural}`,
+      (raw: RawLease) => ({ name: raw.metadata?.name ?? '' }),
+    );
   }
 
   async start(): Promise<void> {
     this.nodes.reflector.start();
     this.leases.reflector.start();
     this.events.reflector.start();
-    while (!(this.nodes.reflector.synced && this.leases.reflector.synced && this.events.reflector.synced))
+    this.clusterHealth.reflector.start();
+    while (!(
+      this.nodes.reflector.synced &&
+      this.leases.reflector.synced &&
+      this.events.reflector.synced &&
+      this.clusterHealth.reflector.synced
+    ))
       await new Promise((r) => setTimeout(r, 50));
   }
 
@@ -178,12 +194,18 @@ export class Observer {
       this.nodes.reflector.stop(),
       this.leases.reflector.stop(),
       this.events.reflector.stop(),
+      this.clusterHealth.reflector.stop(),
     ]);
   }
 
-  /** Writes observed so far: lease, node and event changes. */
-  writeCount(): { leases: number; nodes: number; events: number } {
-    return { leases: this.leases.writes, nodes: this.nodes.writes, events: this.events.writes };
+  /** Writes observed so far: lease, node, event and roll-up changes. */
+  writeCount(): { leases: number; nodes: number; events: number; clusterHealth: number } {
+    return {
+      leases: this.leases.writes,
+      nodes: this.nodes.writes,
+      events: this.events.writes,
+      clusterHealth: this.clusterHealth.writes,
+    };
   }
 
   /**

@@ -389,9 +389,16 @@ async function killLeftovers(log: (line: string) => void): Promise<void> {
         .filter(Boolean);
       const owner = pids.find((pid) => isAlive(pid));
       if (owner !== undefined && (await ownerRunning(dir))) continue; // another live run owns it
-      for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-      log(`[controlplane] removed leftovers of an earlier run: ${dir}`);
-      await rm(dir, { recursive: true, force: true });
+      try {
+        for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+        await rm(dir, { recursive: true, force: true });
+        log(`[controlplane] removed leftovers of an earlier run: ${dir}`);
+      } catch (err) {
+        // Another user's run (a shared /dev/shm): not ours to remove, and in no one's way (own dir, own ports).
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'EACCES' && code !== 'EPERM') throw err;
+        log(`[controlplane] left alone the leftovers of another user's run: ${dir}`);
+      }
     }
   }
 }
