@@ -17,7 +17,13 @@ import {
 } from '../api/index.ts';
 import { ExtensionState, LeaseRole, NodeAnnotation } from '../api/names.ts';
 import { ConditionReason } from '../api/reasons.ts';
-import { toCachedLease, toCachedNode, type CachedLease, type CachedNode } from '../controller/cache.ts';
+import {
+  toCachedLease,
+  toCachedNode,
+  type CachedLease,
+  type CachedNode,
+  type NodeObject as ControllerNodeObject,
+} from '../controller/cache.ts';
 import {
   BREAKER_DEFAULTS,
   BreakerState,
@@ -32,28 +38,10 @@ import {
 } from '../controller/decide/index.ts';
 import { hasTaint } from '../controller/decide/decide.ts';
 
-/** A Node as the API returns it, as much as the plugin reads. */
-export interface NodeObject {
-  metadata?: {
-    name?: string;
-    uid?: string;
-    resourceVersion?: string;
-    creationTimestamp?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec?: { taints?: Array<{ key: string; value?: string; effect: string }>; unschedulable?: boolean };
-  status?: {
-    nodeInfo?: { bootID?: string };
-    conditions?: Array<{
-      type: string;
-      status: string;
-      reason?: string;
-      message?: string;
-      lastTransitionTime?: string;
-    }>;
-  };
-}
+/** A Node as the API returns it: what the controller reads (controller/cache.ts), plus `spec.unschedulable`. */
+export type NodeObject = Omit<ControllerNodeObject, 'spec'> & {
+  spec?: NonNullable<ControllerNodeObject['spec']> & { unschedulable?: boolean };
+};
 
 export interface ClusterHealthCondition {
   type: string;

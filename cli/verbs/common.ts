@@ -10,7 +10,8 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionTable, OptionValues } from '../../lib/options.ts';
 import type { CliIo } from '../cli.ts';
 import { OUTPUT_FORMATS, type OutputFormat } from '../format.ts';
-import type { CliPolicy } from '../model.ts';
+import { analyze, type Analysis, type CliPolicy, type ClusterSnapshot } from '../model.ts';
+import { readSnapshot, type SnapshotNotes } from '../snapshot.ts';
 
 /** Exit codes of the read-only verbs. */
 export const Exit = { healthy: 0, notHealthy: 1, error: 2 } as const;
@@ -184,4 +185,14 @@ export function explainError(err: unknown, server: string): string {
     }
   }
   return (err as Error).message;
+}
+
+/** Reads the cluster once and judges every node as the controller would at `now` (what each verb starts with). */
+export async function readAnalysis(
+  client: KubeClient,
+  values: OptionValues,
+  now: number = Date.now(),
+): Promise<{ snapshot: ClusterSnapshot; notes: SnapshotNotes; analysis: Analysis }> {
+  const { snapshot, notes } = await readSnapshot(client, values['lease-namespace'] as string);
+  return { snapshot, notes, analysis: analyze(snapshot, policyOf(values), now) };
 }

@@ -10,7 +10,6 @@ import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
 import { cut, humanDuration, relative, structured } from '../format.ts';
 import {
-  analyze,
   bootstrapBreakdown,
   isHealthy,
   nextAction,
@@ -20,7 +19,7 @@ import {
   type NextAction,
   type NodeReport,
 } from '../model.ts';
-import { readNodeEvents, readSnapshot } from '../snapshot.ts';
+import { readNodeEvents } from '../snapshot.ts';
 import { blocksScheduling, describeTaint } from '../taints.ts';
 import { agentSummary } from './status.ts';
 import {
@@ -31,7 +30,7 @@ import {
   OUTPUT_OPTION,
   outputOf,
   POLICY_OPTIONS,
-  policyOf,
+  readAnalysis,
   withClient,
 } from './common.ts';
 
@@ -452,9 +451,8 @@ export const explainVerb: Verb = {
       return Exit.error;
     }
     return withClient('explain', values, io, async (client) => {
-      const { snapshot } = await readSnapshot(client, values['lease-namespace'] as string);
       const now = Date.now();
-      const analysis = analyze(snapshot, policyOf(values), now);
+      const { analysis } = await readAnalysis(client, values, now);
       const report = analysis.nodes.find((r) => r.name === name);
       if (!report) {
         throw new CliError(

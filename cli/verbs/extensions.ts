@@ -7,8 +7,7 @@ import { ExtensionState } from '../../api/names.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
 import { structured, table } from '../format.ts';
-import { analyze, type Analysis, type ClusterSnapshot } from '../model.ts';
-import { readSnapshot } from '../snapshot.ts';
+import type { Analysis, ClusterSnapshot } from '../model.ts';
 import {
   CONNECTION_OPTIONS,
   Exit,
@@ -16,7 +15,7 @@ import {
   OUTPUT_OPTION,
   outputOf,
   POLICY_OPTIONS,
-  policyOf,
+  readAnalysis,
   withClient,
 } from './common.ts';
 
@@ -162,8 +161,7 @@ export const extensionsVerb: Verb = {
   normalizeArgs: (argv) => kubectlArgs(argv),
   run(values: OptionValues, io: CliIo): Promise<number> {
     return withClient('extensions', values, io, async (client) => {
-      const { snapshot, notes } = await readSnapshot(client, values['lease-namespace'] as string);
-      const analysis = analyze(snapshot, policyOf(values), Date.now());
+      const { snapshot, notes, analysis } = await readAnalysis(client, values);
       const rows = extensionRows(snapshot, analysis);
       const format = outputOf(values);
       if (format === 'json' || format === 'yaml') {

@@ -8,7 +8,6 @@ import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
 import { cut, humanDuration, structured, table } from '../format.ts';
 import {
-  analyze,
   failingCount,
   isHealthy,
   sortWorstFirst,
@@ -16,7 +15,6 @@ import {
   type ClusterHealthObject,
   type NodeReport,
 } from '../model.ts';
-import { readSnapshot } from '../snapshot.ts';
 import { describeTaint } from '../taints.ts';
 import {
   CONNECTION_OPTIONS,
@@ -25,7 +23,7 @@ import {
   OUTPUT_OPTION,
   outputOf,
   POLICY_OPTIONS,
-  policyOf,
+  readAnalysis,
   SELECTOR_OPTION,
   withClient,
 } from './common.ts';
@@ -222,8 +220,7 @@ export const statusVerb: Verb = {
   normalizeArgs: (argv) => kubectlArgs(argv),
   run(values: OptionValues, io: CliIo): Promise<number> {
     return withClient('status', values, io, async (client) => {
-      const { snapshot, notes } = await readSnapshot(client, values['lease-namespace'] as string);
-      const analysis = analyze(snapshot, policyOf(values), Date.now());
+      const { snapshot, notes, analysis } = await readAnalysis(client, values);
       let shown = analysis.nodes;
       const selector = values.selector as string | undefined;
       if (selector !== undefined) {
