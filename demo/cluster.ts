@@ -1,16 +1,39 @@
-// The demo's cluster: a real local control plane with nodecare's CRDs, the real controller and one real agent
-// per simulated node (local processes, as in the integration tests), and each node's extension endpoints.
-// Everything it starts is tracked, so stop() ends all of it — also when it is called while things still start.
+// The demo's cluster: a real local control plane with nodecare's CRDs, the real controller, Karpenter with its
+// KWOK cloud provider (KWOK drives the nodes Karpenter launches: Ready, heartbeats, pods Running), one real
+// agent per node Karpenter launches (a local process, as in the integration tests), and the GPU node's
+// extension endpoints. Everything it starts is tracked, so stop() ends all of it — also while things still
+// start.
 
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { EXTENSION_ANNOTATION_PREFIX } from '../api/index.ts';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, SYSTEM_EXTENSION } from '../api/index.ts';
+import {
+  CPU_INSTANCE_TYPE,
+  GPU_INSTANCE_TYPE,
+  POOL_LABEL,
+  createKarpenterObjects,
+  startKarpenterStack,
+  writeGpuInstanceTypes,
+  type KarpenterStack,
+} from '../test/autoscalers/karpenter.ts';
 import { startControlPlane, type ControlPlane } from '../test/controlplane/controlplane.ts';
 import { startProgram, type LogLine, type ProgramProcess } from '../test/integration/processes.ts';
-import { devicePluginEndpoint, heartbeatFileEndpoint, httpEndpoint, type Endpoint } from './endpoints.ts';
+import {
+  devicePluginEndpoint,
+  heartbeatFileEndpoint,
+  httpEndpoint,
+  type DevicePluginEndpoint,
+  type Endpoint,
+} from './endpoints.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -22,9 +45,19 @@ const AGENT_ARGS = [
   '--log-level=info',
 ];
 
-export interface SimulatedNode {
+/** The Karpenter NodePool (and KWOKNodeClass) of the demo; it lists nodecare's bootstrap taint in startupTaints. */
+export const GPU_POOL = 'gpu';
+/** The workload: one pod asking for a GPU. */
+export const WORKLOAD = {
+  namespace: 'default',
+  name: 'gpu-workload',
+  labels: { app: 'gpu-workload' },
+} as const;
+export const WORKLOAD_SELECTOR = `app=${WORKLOAD.labels.app}`;
+
+/** A node Karpenter launched, with the agent the demo runs for it. */
+export interface DemoNode {
   name: string;
-  endpoints: Endpoint[];
   agent: ProgramProcess | undefined;
   /** When its agent last started (the extensions' startup grace runs from there). */
   agentStartedMs?: number;
@@ -32,17 +65,29 @@ export interface SimulatedNode {
   bootPosted?: boolean;
 }
 
+/** What runs on the GPU node: its extensions' endpoints (one GPU node, so one set). */
+export interface GpuNodeEndpoints {
+  kubeProxy: Endpoint;
+  logAgent: Endpoint;
+  devicePlugin: DevicePluginEndpoint;
+  all: Endpoint[];
+}
+
 export class DemoCluster {
   plane: ControlPlane | undefined;
   controller: ProgramProcess | undefined;
+  autoscaler: KarpenterStack | undefined;
   /** A kubectl for this demo's cluster: a script running the bundled kubectl with the admin kubeconfig. */
   kubectlPath = '';
-  readonly nodes: SimulatedNode[] = [];
+  readonly nodes: DemoNode[] = [];
+  endpoints: GpuNodeEndpoints | undefined;
   private dir = '';
   private core: CoreV1Api | undefined;
+  private custom: CustomObjectsApi | undefined;
   private readonly programs = new Set<ProgramProcess>();
   private stopped = false;
   private starting: Promise<ControlPlane> | undefined;
+  private startingAutoscaler: Promise<KarpenterStack> | undefined;
 
   /** Starts the control plane and applies nodecare's namespaces and CRDs. */
   async start(log: (line: string) => void): Promise<ControlPlane> {
@@ -54,13 +99,11 @@ export class DemoCluster {
     const kc = new KubeConfig();
     kc.loadFromFile(plane.kubeconfigPath);
     this.core = kc.makeApiClient(CoreV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
     const base = join(ROOT, 'manifests', 'base');
-    const kubectl = async (args: string[]): Promise<void> => {
-      const result = await plane.kubectl(args);
-      if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${result.stderr.trim()}`);
-    };
-    await kubectl(['apply', '--server-side', '-f', join(base, 'namespaces.yaml'), '-f', join(base, 'crds')]);
-    await kubectl([
+    const manifests = ['namespaces.yaml', 'crds'].flatMap((file) => ['-f', join(base, file)]);
+    await this.kubectl(['apply', '--server-side', ...manifests]);
+    await this.kubectl([
       'wait',
       '--for=condition=Established',
       '--timeout=60s',
@@ -87,9 +130,20 @@ export class DemoCluster {
     return plane;
   }
 
+  private async kubectl(args: string[]): Promise<void> {
+    if (!this.plane) throw new Error('the control plane is not running');
+    const result = await this.plane.kubectl(args);
+    if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${result.stderr.trim()}`);
+  }
+
   get kubeconfigPath(): string {
     if (!this.plane) throw new Error('the control plane is not running');
     return this.plane.kubeconfigPath;
+  }
+
+  private clients(): { core: CoreV1Api; custom: CustomObjectsApi } {
+    if (!this.core || !this.custom) throw new Error('the control plane is not running');
+    return { core: this.core, custom: this.custom };
   }
 
   private track(program: ProgramProcess): ProgramProcess {
@@ -97,6 +151,36 @@ export class DemoCluster {
     void program.exited.then(() => this.programs.delete(program));
     if (this.stopped) void program.stop(5_000);
     return program;
+  }
+
+  /**
+   * Starts KWOK and Karpenter (KWOK provider, offering a CPU and a GPU instance type) and creates the GPU
+   * NodePool with nodecare's bootstrap taint in its startupTaints. `onExit` is called if either process ends
+   * while the demo runs.
+   */
+  async startAutoscaler(onExit: (message: string) => void): Promise<KarpenterStack> {
+    this.startingAutoscaler = (async () => {
+      const instanceTypesFile = await writeGpuInstanceTypes(this.dir);
+      return startKarpenterStack({
+        kubeconfig: this.kubeconfigPath,
+        logDir: join(this.dir, 'logs'),
+        kubectl: (args) => this.kubectl(args),
+        instanceTypesFile,
+      });
+    })();
+    const stack = await this.startingAutoscaler;
+    this.autoscaler = stack;
+    if (this.stopped) throw new Error('stopped while the autoscaler was starting');
+    for (const tool of [stack.kwok, stack.karpenter])
+      void tool.exited.then(async (how) => {
+        if (!this.stopped)
+          onExit(`${tool.name} ${how}; the last lines of its log:\n${await tool.logTail(15)}`);
+      });
+    await createKarpenterObjects(this.clients().custom, GPU_POOL, {
+      startupTaint: true,
+      instanceTypes: [CPU_INSTANCE_TYPE, GPU_INSTANCE_TYPE],
+    });
+    return stack;
   }
 
   /** Starts nodecare-controller (one replica, no leader election) and waits until it runs. */
@@ -115,59 +199,58 @@ export class DemoCluster {
     await controller.waitForLog('Started nodecare-controller', 60_000);
   }
 
-  /** The demo's nodes: each needs kube-proxy and a logging agent; the second one is a GPU node. */
-  async defineNodes(count: number): Promise<SimulatedNode[]> {
-    for (let i = 1; i <= count; i++) {
-      const name = `demo-node-${i}`;
-      const dir = join(this.dir, name);
-      await mkdir(dir, { recursive: true });
-      const endpoints = [await httpEndpoint('kube-proxy'), heartbeatFileEndpoint('log-agent', dir)];
-      if (i === 2) endpoints.push(devicePluginEndpoint('gpu-plugin', dir));
-      this.nodes.push({ name, endpoints, agent: undefined });
+  /**
+   * The GPU node's extensions, registered for the NodePool's nodes with SystemExtensions (as a cluster admin
+   * would): kube-proxy and a logging agent on every node, the GPU device plugin on the GPU pool's nodes.
+   * The endpoints are created, not started: they come up when the node boots.
+   */
+  async registerExtensions(): Promise<GpuNodeEndpoints> {
+    const { custom } = this.clients();
+    const dir = join(this.dir, 'node');
+    await mkdir(dir, { recursive: true });
+    const endpoints: GpuNodeEndpoints = {
+      kubeProxy: await httpEndpoint('kube-proxy'),
+      logAgent: heartbeatFileEndpoint('log-agent', dir),
+      devicePlugin: devicePluginEndpoint('gpu-plugin', dir),
+      all: [],
+    };
+    endpoints.all = [endpoints.kubeProxy, endpoints.logAgent, endpoints.devicePlugin];
+    this.endpoints = endpoints;
+    for (const endpoint of endpoints.all) {
+      const nodeSelector =
+        endpoint === endpoints.devicePlugin ? { matchLabels: { [POOL_LABEL]: GPU_POOL } } : {};
+      await custom.createClusterCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        plural: SYSTEM_EXTENSION.plural,
+        body: {
+          apiVersion: `${API_GROUP}/${API_VERSION}`,
+          kind: SYSTEM_EXTENSION.kind,
+          metadata: { name: endpoint.name },
+          spec: { nodeSelector, ...endpoint.spec },
+        },
+      });
     }
-    return this.nodes;
+    return endpoints;
   }
 
-  /** Registers the Node as a kubelet would, with one `extensions.nodecare.io/<name>` annotation per endpoint. */
-  async createNode(node: SimulatedNode): Promise<void> {
-    if (!this.core) throw new Error('the control plane is not running');
-    const annotations = Object.fromEntries(
-      node.endpoints.map((e) => [`${EXTENSION_ANNOTATION_PREFIX}${e.name}`, e.spec]),
-    );
-    const gpu = node.endpoints.some((e) => e.name === 'gpu-plugin');
-    await this.core.createNode({
+  /** The workload: a pod asking for one `nvidia.com/gpu`, which only the GPU instance type offers. */
+  async createWorkload(): Promise<void> {
+    await this.clients().core.createNamespacedPod({
+      namespace: WORKLOAD.namespace,
       body: {
-        metadata: {
-          name: node.name,
-          annotations,
-          labels: {
-            'kubernetes.io/hostname': node.name,
-            'kubernetes.io/os': 'linux',
-            ...(gpu ? { 'nvidia.com/gpu.present': 'true' } : {}),
-          },
-        },
-        status: {
-          allocatable: { cpu: '4', memory: '16Gi', pods: '110' },
-          capacity: { cpu: '4', memory: '16Gi', pods: '110' },
-          nodeInfo: {
-            architecture: 'amd64',
-            // Posted once the node's agent runs (postBootId): see there.
-            bootID: '',
-            containerRuntimeVersion: 'containerd://2.1.0',
-            kernelVersion: '6.12.0',
-            kubeProxyVersion: '',
-            kubeletVersion: this.plane?.version ?? 'v1.36.3',
-            machineID: randomUUID().replaceAll('-', ''),
-            operatingSystem: 'linux',
-            osImage: 'nodecare demo (simulated node)',
-            systemUUID: randomUUID(),
-          },
-          conditions: [
+        metadata: { name: WORKLOAD.name, labels: { ...WORKLOAD.labels } },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          containers: [
             {
-              type: 'Ready',
-              status: 'True',
-              reason: 'KubeletReady',
-              message: 'simulated by the nodecare demo',
+              name: 'cuda',
+              // Never pulled: KWOK runs the pods of its nodes without a container runtime.
+              image: 'registry.invalid/cuda-workload:1',
+              resources: {
+                requests: { cpu: '1', 'nvidia.com/gpu': '1' },
+                limits: { 'nvidia.com/gpu': '1' },
+              },
             },
           ],
         },
@@ -175,8 +258,17 @@ export class DemoCluster {
     });
   }
 
+  /** A node appeared: the demo runs its agent (as the agent DaemonSet would schedule a pod on it). */
+  adopt(name: string): DemoNode {
+    const known = this.nodes.find((n) => n.name === name);
+    if (known) return known;
+    const node: DemoNode = { name, agent: undefined };
+    this.nodes.push(node);
+    return node;
+  }
+
   /** Starts the node's agent and waits until it serves. */
-  async startAgent(node: SimulatedNode): Promise<void> {
+  async startAgent(node: DemoNode): Promise<void> {
     const agent = this.track(
       startProgram(
         'agent',
@@ -201,14 +293,14 @@ export class DemoCluster {
   }
 
   /**
-   * The simulated kubelet reports its node's boot ID. The agent starts each extension's startup grace at the
-   * node's boot (docs/agent.md, "Startup grace"), which it takes from the machine's uptime — for the demo's
-   * simulated nodes that is the host's boot, long past. A boot ID it sees appear starts the grace afresh, so the
-   * demo's nodes get their grace from their (simulated) boot: a normal boot shows Progressing, not ✗.
+   * The simulated kubelet reports its node's boot ID (KWOK leaves it empty). The agent starts each
+   * extension's startup grace at the node's boot (docs/agent.md, "Startup grace"), which it takes from the
+   * machine's uptime — for the demo's simulated node that is the host's boot, long past. A boot ID it sees
+   * appear starts the grace afresh, so the node gets its grace from its (simulated) boot: a normal boot shows
+   * Progressing, not ✗.
    */
-  private async postBootId(node: SimulatedNode): Promise<void> {
-    if (!this.core) throw new Error('the control plane is not running');
-    await this.core.patchNodeStatus(
+  private async postBootId(node: DemoNode): Promise<void> {
+    await this.clients().core.patchNodeStatus(
       { name: node.name, body: { status: { nodeInfo: { bootID: randomUUID() } } } },
       setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
     );
@@ -216,14 +308,14 @@ export class DemoCluster {
   }
 
   /** SIGKILL, as when the agent's pod is lost: it writes nothing more, its leases simply stop renewing. */
-  async killAgent(node: SimulatedNode): Promise<void> {
+  async killAgent(node: DemoNode): Promise<void> {
     const agent = node.agent;
     node.agent = undefined;
     await agent?.kill();
   }
 
-  /** The last log lines of the controller and the agents, for a report when something did not happen. */
-  recentLogs(lines = 8): string[] {
+  /** The last log lines of the controller, the agents and Karpenter, for a report when something did not happen. */
+  async recentLogs(lines = 8): Promise<string[]> {
     const format = (who: string, log: LogLine): string => {
       const {
         level,
@@ -247,14 +339,21 @@ export class DemoCluster {
     };
     add('controller', this.controller);
     for (const node of this.nodes) add(`agent/${node.name}`, node.agent);
+    if (this.autoscaler) {
+      const karpenter = await this.autoscaler.karpenter.logTail(lines);
+      for (const line of karpenter.split('\n')) out.push(`  karpenter ${line}`);
+    }
     return out;
   }
 
-  /** Stops agents and controller (SIGTERM, then SIGKILL), the endpoints and the control plane. */
+  /** Stops Karpenter, agents and controller (SIGTERM, then SIGKILL), KWOK, the endpoints and the control plane. */
   async stop(): Promise<void> {
     this.stopped = true;
+    const autoscaler = this.autoscaler ?? (await this.startingAutoscaler?.catch(() => undefined));
+    await autoscaler?.karpenter.stop();
     await Promise.all([...this.programs].map((p) => p.stop(5_000)));
-    await Promise.all(this.nodes.flatMap((n) => n.endpoints.map((e) => e.stop().catch(() => undefined))));
+    await autoscaler?.kwok.stop();
+    await Promise.all((this.endpoints?.all ?? []).map((e) => e.stop().catch(() => undefined)));
     // A control plane still starting is stopped once it is up (it takes a few seconds when already built).
     const plane = this.plane ?? (await this.starting?.catch(() => undefined));
     await plane?.stop();
@@ -264,5 +363,6 @@ export class DemoCluster {
   /** Last resort on exit: no child process outlives the demo. */
   killNow(): void {
     for (const program of this.programs) program.child.kill('SIGKILL');
+    for (const tool of [this.autoscaler?.karpenter, this.autoscaler?.kwok]) tool?.child.kill('SIGKILL');
   }
 }

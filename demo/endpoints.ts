@@ -1,7 +1,7 @@
-// Real local extension endpoints for the demo's simulated nodes, each started and stopped in this process:
+// Real local extension endpoints for the demo's GPU node, each started and stopped in this process:
 // kube-proxy's HTTP health endpoint on a loopback port, a GPU device plugin (gRPC ListAndWatch on a unix
-// socket) and a logging agent that touches a heartbeat file every second. The agent probes them exactly as it
-// would on a real node.
+// socket) whose GPUs turn healthy some seconds after it starts, and a logging agent that touches a heartbeat
+// file every second. The agent probes them exactly as it would on a real node.
 
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -16,6 +16,8 @@ import { serveGrpc } from '../agent/probes/testing.ts';
  * longer than the demo's extensions take to come up on a new node, short enough for the failure later.
  */
 export const STARTUP_GRACE_SECONDS = 15;
+/** A GPU device plugin takes longer (drivers load first): its grace is longer. */
+export const GPU_STARTUP_GRACE_SECONDS = 90;
 
 /** Fast probing, so the demo moves in seconds: probe every second, two failures in a row count. */
 const TIMING = {
@@ -30,8 +32,8 @@ export interface Endpoint {
   name: string;
   /** What the agent probes, in words. */
   description: string;
-  /** The annotation value: the extension spec as JSON. */
-  spec: string;
+  /** The extension spec (a SystemExtension's spec without its nodeSelector). */
+  spec: Record<string, unknown>;
   running: boolean;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -56,7 +58,7 @@ export async function httpEndpoint(name: string): Promise<Endpoint> {
   const endpoint: Endpoint = {
     name,
     description: `serving ${url}`,
-    spec: JSON.stringify({ probe: { http: { url } }, ...TIMING }),
+    spec: { probe: { http: { url } }, ...TIMING },
     running: false,
     async start() {
       if (server) return;
@@ -82,22 +84,36 @@ export async function httpEndpoint(name: string): Promise<Endpoint> {
   return endpoint;
 }
 
-/** A device plugin serving `devices` healthy GPUs through ListAndWatch on a unix socket in `dir`. */
-export function devicePluginEndpoint(name: string, dir: string, devices = 2): Endpoint {
+export interface DevicePluginEndpoint extends Endpoint {
+  /** Whether ListAndWatch reports the GPUs Healthy (false: Unhealthy, as while the driver loads). */
+  devicesHealthy: boolean;
+}
+
+/**
+ * A device plugin serving `devices` GPUs through ListAndWatch on a unix socket in `dir`; they are Unhealthy
+ * until `devicesHealthy` is set.
+ */
+export function devicePluginEndpoint(name: string, dir: string, devices = 2): DevicePluginEndpoint {
   const socket = join(dir, `${name}.sock`);
   let server: GrpcServer | undefined;
-  const list = Array.from({ length: devices }, (_, i) => ({ ID: `gpu-${i}`, health: 'Healthy' }));
-  const endpoint: Endpoint = {
+  const list = (health: string): object[] =>
+    Array.from({ length: devices }, (_, i) => ({ ID: `gpu-${i}`, health }));
+  const endpoint: DevicePluginEndpoint = {
     name,
     description: `device plugin serving ${devices} GPUs on ${socket}`,
-    spec: JSON.stringify({ probe: { devicePlugin: { socket, minHealthy: 1 } }, ...TIMING }),
+    spec: {
+      probe: { devicePlugin: { socket, minHealthy: 1 } },
+      ...TIMING,
+      startupGraceSeconds: GPU_STARTUP_GRACE_SECONDS,
+    },
     running: false,
+    devicesHealthy: false,
     async start() {
       if (server) return;
       await rm(socket, { force: true });
       // Like a real plugin: send the devices, then keep the stream open until the caller cancels.
       const listAndWatch = (call: ServerWritableStream<object, object>): void => {
-        call.write({ devices: list });
+        call.write({ devices: list(endpoint.devicesHealthy ? 'Healthy' : 'Unhealthy') });
       };
       server = (
         await serveGrpc(`unix://${socket}`, (s) =>
@@ -128,7 +144,7 @@ export function heartbeatFileEndpoint(name: string, dir: string): Endpoint {
   const endpoint: Endpoint = {
     name,
     description: `touches ${path} every second`,
-    spec: JSON.stringify({ probe: { file: { path, maxAgeSeconds: 3 } }, ...TIMING }),
+    spec: { probe: { file: { path, maxAgeSeconds: 3 } }, ...TIMING },
     running: false,
     async start() {
       if (timer) return;

@@ -1,21 +1,25 @@
 // `npm start`: the main job on an embedded default. A real local control plane, the real nodecare-controller,
-// three simulated nodes each with a real agent and real local extension endpoints, and a live view of what
-// happens: nodes booting behind the bootstrap taint and turning Ready, an extension failing (runtime taint) and
-// recovering, an agent lost and back. Then it keeps running until Ctrl-C.
+// a real autoscaler (Karpenter with its KWOK cloud provider), and a live view of the autoscaler's view beside
+// nodecare's: a pod asks for a GPU, Karpenter launches a node, nodecare holds it with the bootstrap taint until
+// the node's device plugin reports healthy GPUs (a real agent probing a real local device plugin), the pod
+// lands; then an extension fails (runtime taint) and recovers, and the node's agent is lost and back. Then it
+// keeps running until Ctrl-C.
 //
 // `npm start -- --once` (or NODECARE_DEMO_ONCE=1) runs the same story without the live screen, checks that
 // every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
 
 import { parseArgs } from 'node:util';
-import { DemoCluster } from './cluster.ts';
-import { ClusterObserver, PhaseTimeout } from './observer.ts';
+import { DemoCluster, GPU_POOL, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts';
+import { ClusterObserver, PhaseError } from './observer.ts';
 import { LineOutput, TtyOutput, type Output } from './output.ts';
-import { DEFAULT_TIMING, PHASES, runScenario, type PhaseId } from './scenario.ts';
-import { renderStatus, type NodeState } from './view.ts';
+import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
+import { autoscalerLines, renderStatus, type NodeState } from './view.ts';
 
 const USAGE = `Usage: node demo/main.ts [--once]
 
-Runs nodecare on a local control plane with three simulated nodes and shows what happens live.
+Runs nodecare with Karpenter (KWOK provider) on a local control plane: a pod asks for a GPU, Karpenter
+launches a node, nodecare holds it until its device plugin reports healthy GPUs. Shows what happens live.
+The first run builds the control plane, KWOK and Karpenter (progress on stderr); later runs reuse them.
 
 Options:
   --once   Run the scenario without the live screen, check every phase, print a summary and exit
@@ -46,6 +50,7 @@ const cluster = new DemoCluster();
 const abort = new AbortController();
 const startMs = Date.now();
 const reached = new Map<PhaseId, { atMs: number; detail: string }>();
+const autoscaler = newAutoscalerRecord();
 let observer: ClusterObserver | undefined;
 let stopping: Promise<never> | undefined;
 
@@ -57,6 +62,13 @@ function summary(): string[] {
     const at = phase ? `+${Math.floor((phase.atMs - startMs) / 1000)}s` : '';
     lines.push(`  ${phase ? '✔' : '✘'} ${id.padEnd(20)} ${at.padStart(5)}  ${PHASES[id]}`);
   }
+  const claims = [...autoscaler.nodeClaims];
+  lines.push(
+    `Autoscaler: NodeClaims launched: ${claims.length}${claims.length ? ` (${claims.join(', ')})` : ''}; ` +
+      `workload pod seen Pending while the node was held: ${autoscaler.podPendingWhileHeld ? 'yes' : 'no'}; ` +
+      `bound to a held node: ${autoscaler.podBoundWhileHeld ? 'yes' : 'no'}` +
+      (autoscaler.heldMs === undefined ? '' : `; node held ${Math.round(autoscaler.heldMs / 1000)} s`),
+  );
   return lines;
 }
 
@@ -67,7 +79,9 @@ function shutdown(code: number, why?: string): Promise<never> {
     observer?.stop();
     out.close();
     if (why) out.say(why);
-    out.say('Stopping the agents, the controller, the extension endpoints and the control plane…');
+    out.say(
+      'Stopping Karpenter, the agents, the controller, KWOK, the extension endpoints and the control plane…',
+    );
     setTimeout(() => {
       process.stderr.write('demo: not stopped after 20 s; killing what is left\n');
       process.exit(code || 1);
@@ -110,7 +124,8 @@ async function main(): Promise<void> {
     ? []
     : [
         `kubectl against it, e.g. from another terminal: K=${k}`,
-        '  $K nodecare status   $K nodecare explain demo-node-2   $K nodecare extensions',
+        '  $K nodecare status   $K nodecare explain <node>   $K nodecare extensions',
+        `  $K get nodeclaims   $K get nodepool ${GPU_POOL} -o yaml   $K get pod ${WORKLOAD.name}`,
         '  $K get nodes -L nodecare.io/status   $K get clusterhealth   $K get leases -n nodecare-leases',
         `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl with KUBECONFIG=${plane.kubeconfigPath}` +
           " and this checkout's kubectl-nodecare plugin on its PATH)",
@@ -120,7 +135,10 @@ async function main(): Promise<void> {
     ...hints,
   ]);
 
-  const obs = new ClusterObserver(plane.kubeconfigPath);
+  const obs = new ClusterObserver(plane.kubeconfigPath, {
+    namespace: WORKLOAD.namespace,
+    labelSelector: WORKLOAD_SELECTOR,
+  });
   observer = obs;
   const states = new Map<string, NodeState>();
   obs.onSnapshot((snapshot) => {
@@ -140,7 +158,28 @@ async function main(): Promise<void> {
   out.say(
     'nodecare-controller is running: it owns the taints, the ExtensionsReady condition and the status label.',
   );
-  await cluster.defineNodes(3);
+
+  out.say(
+    'Starting KWOK and Karpenter with its KWOK cloud provider; the first run builds them from the Go module ' +
+      'proxy (about 4 and 8.5 minutes on 2 cores; progress on stderr), later runs reuse them.',
+  );
+  await cluster
+    .startAutoscaler((message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`))
+    .catch((err: unknown) => {
+      throw new Error(
+        'Karpenter with its KWOK provider could not be built or started, and the demo does not run without ' +
+          `it: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
+  out.say(
+    `Karpenter is running: NodePool ${GPU_POOL} may launch a CPU or a GPU instance type and lists nodecare's ` +
+      'bootstrap taint in its startupTaints (docs/autoscalers.md).',
+  );
+  await cluster.registerExtensions();
+  out.say(
+    'SystemExtensions registered: kube-proxy and log-agent on every node, gpu-plugin (a device plugin with ' +
+      `minHealthy 1) on the nodes of NodePool ${GPU_POOL}.`,
+  );
   out.live();
 
   const timing = { ...DEFAULT_TIMING, holdMs: once ? 3_000 : 8_000 };
@@ -156,18 +195,24 @@ async function main(): Promise<void> {
         },
       },
       timing,
+      autoscaler,
       abort.signal,
     );
   } catch (err) {
     if (abort.signal.aborted) return; // shutting down
-    const failed = err instanceof PhaseTimeout ? err.phase : 'scenario';
+    const failed = err instanceof PhaseError ? err.phase : 'scenario';
     const message = err instanceof Error ? err.message : String(err);
     out.say(`✘ PHASE ${failed} NOT REACHED: ${message}`);
     if (!tty) {
       const latest = obs.latest;
-      if (latest) for (const line of renderStatus(latest.nodes, latest.leases, new Date())) out.say(line);
+      if (latest) {
+        const table = renderStatus(latest.nodes, latest.leases, new Date(), {
+          nodeClaims: latest.nodeClaims,
+        });
+        for (const line of [...table, ...autoscalerLines(latest.nodeClaims, latest.pods)]) out.say(line);
+      }
       out.say('Last log lines:');
-      for (const line of cluster.recentLogs()) out.say(line);
+      for (const line of await cluster.recentLogs()) out.say(line);
     }
     for (const line of summary()) out.say(line);
     if (once) await shutdown(1);

@@ -1,5 +1,6 @@
-// What the demo sees of the cluster: it lists the nodes and nodecare's Leases about once a second (the demo is
-// not resource-constrained, so plain polling keeps it simple) and lets the scenario wait for a state.
+// What the demo sees of the cluster: it lists the nodes, nodecare's Leases, ClusterHealth, Karpenter's
+// NodeClaims and the workload's pods about once a second (the demo is not resource-constrained, so plain
+// polling keeps it simple) and lets the scenario wait for a state.
 
 import {
   CoordinationV1Api,
@@ -7,6 +8,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   type V1Node,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import {
   API_GROUP,
@@ -17,6 +19,7 @@ import {
   decodeLease,
   type ObservedLease,
 } from '../api/index.ts';
+import { listNodeClaims, type NodeClaim } from '../test/autoscalers/karpenter.ts';
 import { nodeStatuses, type HealthCondition, type NodeStatus } from './view.ts';
 
 export interface Snapshot {
@@ -26,6 +29,16 @@ export interface Snapshot {
   statuses: NodeStatus[];
   /** ClusterHealth `cluster`'s conditions; undefined while the controller has not written it. */
   clusterHealth: HealthCondition[] | undefined;
+  /** Karpenter's NodeClaims (every NodePool). */
+  nodeClaims: NodeClaim[];
+  /** The workload's pods. */
+  pods: V1Pod[];
+}
+
+/** Which pods the view follows. */
+export interface WorkloadSelector {
+  namespace: string;
+  labelSelector: string;
 }
 
 interface Waiter {
@@ -33,13 +46,17 @@ interface Waiter {
   resolve: (snapshot: Snapshot) => void;
 }
 
-export class PhaseTimeout extends Error {
+/** A phase of the story that did not happen as it should. */
+export class PhaseError extends Error {
   readonly phase: string;
   constructor(phase: string, message: string) {
     super(message);
     this.phase = phase;
   }
 }
+
+/** A phase not reached in time. */
+export class PhaseTimeout extends PhaseError {}
 
 export class ClusterObserver {
   latest: Snapshot | undefined;
@@ -53,9 +70,11 @@ export class ClusterObserver {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private readonly intervalMs: number;
+  private readonly workload: WorkloadSelector;
 
-  constructor(kubeconfigPath: string, intervalMs = 1000) {
+  constructor(kubeconfigPath: string, workload: WorkloadSelector, intervalMs = 1000) {
     this.intervalMs = intervalMs;
+    this.workload = workload;
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfigPath);
     this.core = kc.makeApiClient(CoreV1Api);
@@ -82,7 +101,7 @@ export class ClusterObserver {
     if (this.polling) return;
     this.polling = true;
     try {
-      const [nodes, leases, health] = await Promise.all([
+      const [nodes, leases, health, nodeClaims, pods] = await Promise.all([
         this.core.listNode(),
         this.coordination.listNamespacedLease({ namespace: LEASE_NAMESPACE, labelSelector: LeaseLabel.role }),
         this.custom
@@ -100,6 +119,8 @@ export class ClusterObserver {
               throw err;
             },
           ),
+        listNodeClaims(this.custom),
+        this.core.listNamespacedPod(this.workload),
       ]);
       const observed = leases.items.flatMap((lease) => {
         const decoded = decodeLease({ metadata: lease.metadata ?? {}, spec: lease.spec });
@@ -110,8 +131,10 @@ export class ClusterObserver {
         at,
         nodes: nodes.items,
         leases: observed,
-        statuses: nodeStatuses(nodes.items, observed, at),
+        statuses: nodeStatuses(nodes.items, observed, at, { nodeClaims }),
         clusterHealth: health,
+        nodeClaims,
+        pods: pods.items,
       };
       this.latest = snapshot;
       this.lastError = undefined;

@@ -5,6 +5,7 @@
 import {
   LEGEND,
   STATUS_HEADER,
+  autoscalerLines,
   clusterHealthLine,
   formatTable,
   renderStatus,
@@ -38,6 +39,7 @@ function rowKey(status: NodeStatus): string {
     status.heartbeatDurationSeconds !== undefined &&
     status.heartbeatAgeSeconds > status.heartbeatDurationSeconds;
   return JSON.stringify([
+    status.nodeClaim,
     status.state,
     status.taints,
     status.condition?.status,
@@ -52,6 +54,7 @@ export class LineOutput implements Output {
   private readonly startMs = Date.now();
   private readonly rows = new Map<string, string>();
   private health: string | undefined;
+  private autoscaler: string | undefined;
   private isLive = false;
   private readonly write: (text: string) => void;
 
@@ -78,6 +81,11 @@ export class LineOutput implements Output {
     if (health !== this.health) {
       this.health = health;
       this.write(`${elapsed(this.startMs)}  │ ${health}\n`);
+    }
+    const lines = autoscalerLines(snapshot.nodeClaims, snapshot.pods);
+    if (lines.join('\n') !== this.autoscaler) {
+      this.autoscaler = lines.join('\n');
+      for (const line of lines) this.write(`${elapsed(this.startMs)}  │ ${line}\n`);
     }
     const changed = snapshot.statuses.filter((s) => this.rows.get(s.name) !== rowKey(s));
     if (changed.length === 0) return;
@@ -178,12 +186,19 @@ export class TtyOutput implements Output {
     const width = Math.max(40, this.stream.columns || 120);
     const height = Math.max(15, this.stream.rows || 40);
     const table = this.latest
-      ? renderStatus(this.latest.nodes, this.latest.leases, new Date(), { color: true, width })
+      ? renderStatus(this.latest.nodes, this.latest.leases, new Date(), {
+          color: true,
+          width,
+          nodeClaims: this.latest.nodeClaims,
+        })
       : ['(waiting for the first look at the cluster…)'];
     const top = [
       ...this.header.flatMap((line) => wrap(line, width, 4)),
       '',
       ...table.map((line) => fit(line, width)),
+      ...(this.latest
+        ? autoscalerLines(this.latest.nodeClaims, this.latest.pods).flatMap((line) => wrap(line, width, 4))
+        : []),
       ...(this.latest ? wrap(clusterHealthLine(this.latest.clusterHealth, true), width, 4) : []),
       ...wrap(`\u001b[2m${LEGEND}\u001b[0m`, width, 4),
       '',

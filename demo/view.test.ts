@@ -1,4 +1,4 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1Taint } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
@@ -11,8 +11,10 @@ import {
   type ExtensionState,
   type ObservedLease,
 } from '../api/index.ts';
+import type { NodeClaim } from '../test/autoscalers/karpenter.ts';
 import {
   LEGEND,
+  autoscalerLines,
   clusterHealthLine,
   formatAge,
   formatTable,
@@ -152,6 +154,80 @@ describe('nodeStatuses', () => {
   });
 });
 
+/** A NodeClaim with conditions by type; Initialized not True carries Karpenter's StartupTaintsExist. */
+function claim(name: string, nodeName: string | undefined, conditions: Record<string, string>): NodeClaim {
+  return {
+    metadata: { name, labels: { 'node.kubernetes.io/instance-type': 'g-4x-amd64-linux' } },
+    status: {
+      ...(nodeName ? { nodeName } : {}),
+      conditions: Object.entries(conditions).map(([type, status]) => ({
+        type,
+        status,
+        reason: type === 'Initialized' && status !== 'True' ? 'StartupTaintsExist' : type,
+      })),
+    },
+  };
+}
+
+function pod(phase: string, nodeName?: string, scheduled?: { reason: string; message: string }): V1Pod {
+  return {
+    metadata: { name: 'gpu-workload' },
+    spec: { containers: [], ...(nodeName ? { nodeName } : {}) },
+    status: {
+      phase,
+      conditions: scheduled ? [{ type: 'PodScheduled', status: 'False', ...scheduled }] : [],
+    },
+  };
+}
+
+describe("the autoscaler's view", () => {
+  it.each([
+    {
+      name: 'nothing launched yet, pod unschedulable → says so, with the scheduler’s reason',
+      claims: [],
+      pods: [pod('Pending', undefined, { reason: 'Unschedulable', message: '0/1 nodes are available' })],
+      lines: [
+        'Karpenter: no NodeClaim',
+        'Workload: pod gpu-workload Pending — Unschedulable: 0/1 nodes are available',
+      ],
+    },
+    {
+      name: 'launched, no node yet → Launched, no node yet',
+      claims: [claim('gpu-a', undefined, { Launched: 'True', Registered: 'Unknown' })],
+      pods: [],
+      lines: ['Karpenter: NodeClaim gpu-a Launched, g-4x-amd64-linux, no node yet', 'Workload: no pod yet'],
+    },
+    {
+      name: 'registered, held by a startup taint → Registered with Karpenter’s reason',
+      claims: [claim('gpu-a', 'kwok-a', { Launched: 'True', Registered: 'True', Initialized: 'Unknown' })],
+      pods: [pod('Pending', undefined, { reason: 'Unschedulable', message: 'untolerated taint' })],
+      lines: [
+        'Karpenter: NodeClaim gpu-a Registered (StartupTaintsExist), g-4x-amd64-linux, node kwok-a',
+        'Workload: pod gpu-workload Pending — Unschedulable: untolerated taint',
+      ],
+    },
+    {
+      name: 'initialized, pod running → Initialized, Running on the node',
+      claims: [claim('gpu-a', 'kwok-a', { Launched: 'True', Registered: 'True', Initialized: 'True' })],
+      pods: [pod('Running', 'kwok-a')],
+      lines: [
+        'Karpenter: NodeClaim gpu-a Initialized, g-4x-amd64-linux, node kwok-a',
+        'Workload: pod gpu-workload Running on kwok-a',
+      ],
+    },
+  ])('$name', ({ claims, pods, lines }) => {
+    expect(autoscalerLines(claims, pods)).toEqual(lines);
+  });
+
+  it('caps a long scheduler message', () => {
+    const [, line] = autoscalerLines(
+      [],
+      [pod('Pending', undefined, { reason: 'Unschedulable', message: 'x'.repeat(1000) })],
+    );
+    expect(line?.length).toBeLessThan(250);
+  });
+});
+
 describe('renderStatus', () => {
   it('renders a header and one aligned row per node, sorted by name', () => {
     const rows = renderStatus(
@@ -188,19 +264,25 @@ describe('renderStatus', () => {
         lease('demo-node-3', 'kube-proxy', healthy, 12, 30),
       ],
       NOW,
+      {
+        nodeClaims: [
+          claim('gpu-a', 'demo-node-1', { Launched: 'True', Registered: 'True', Initialized: 'Unknown' }),
+          claim('gpu-b', 'demo-node-2', { Launched: 'True', Registered: 'True', Initialized: 'True' }),
+        ],
+      },
     );
     expect(rows).toEqual([
-      'NODE          STATE           TAINTS      CONDITION                     AGENT   AGE     EXTENSIONS',
-      'demo-node-1   Bootstrapping   bootstrap   False ExtensionsProgressing   up      5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
-      'demo-node-2   Degraded        runtime     False ExtensionsUnhealthy     up      3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
+      'NODE          NODECLAIM                               STATE           TAINTS      CONDITION                     AGENT   AGE     EXTENSIONS',
+      'demo-node-1   gpu-a Registered (StartupTaintsExist)   Bootstrapping   bootstrap   False ExtensionsProgressing   up      5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
+      'demo-node-2   gpu-b Initialized                       Degraded        runtime     False ExtensionsUnhealthy     up      3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
       // The agent is gone: its last lease is not trusted (no stale ✓), the controller's verdict shows at once.
-      'demo-node-3   Unknown         runtime     Unknown AgentNotReporting     lost    66m     kube-proxy ? stale',
+      'demo-node-3   -                                       Unknown         runtime     Unknown AgentNotReporting     lost    66m     kube-proxy ? stale',
     ]);
   });
 
   it('shows "-" for a node without condition, heartbeat or extensions', () => {
     expect(renderStatus([node('bare', { ageSeconds: 0 })], [], NOW)[1]).toBe(
-      'bare   Pending   -        -           -       0s    -',
+      'bare   -           Pending   -        -           -       0s    -',
     );
   });
 

@@ -1,8 +1,9 @@
-// The status table of the demo's live view: every node with its nodecare state, taints, ExtensionsReady
-// condition, agent heartbeat and the state of each extension as its Lease says. Pure functions of what the API
-// server returned (nodes, decoded Leases) and the current time, so a `kubectl nodecare status` can reuse them.
+// The status table of the demo's live view: every node with its Karpenter NodeClaim, its nodecare state,
+// taints, ExtensionsReady condition, agent heartbeat and the state of each extension as its Lease says; under
+// it the autoscaler's view (NodeClaims) and the workload's pods. Pure functions of what the API server
+// returned (nodes, decoded Leases, NodeClaims, pods) and the current time.
 
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import {
   ConditionReason,
   DEFAULT_BOOTSTRAP_TAINT_KEY,
@@ -15,6 +16,7 @@ import {
   NodeStatusLabelValue,
   type ObservedLease,
 } from '../api/index.ts';
+import { nodeClaimStage, type NodeClaim } from '../test/autoscalers/karpenter.ts';
 
 /** The controller's node states (docs/controller.md), as read back from the node. */
 export const NodeState = {
@@ -39,6 +41,8 @@ export interface ExtensionStatus {
 
 export interface NodeStatus {
   name: string;
+  /** The node's Karpenter NodeClaim and its stage (`gpu-x2v9k Registered (StartupTaintsExist)`), if any. */
+  nodeClaim: string | undefined;
   state: NodeState;
   /** Short names: `bootstrap`, `runtime`; any other taint by its key. */
   taints: string[];
@@ -88,12 +92,23 @@ export function clusterHealthLine(conditions: readonly HealthCondition[] | undef
 export interface StatusOptions {
   bootstrapTaintKey?: string;
   runtimeTaintKey?: string;
+  /** Karpenter's NodeClaims: each node's is shown beside it. */
+  nodeClaims?: readonly NodeClaim[];
   /** Colour the state and extension marks with ANSI escapes (for a terminal). */
   color?: boolean;
 }
 
 /** EXTENSIONS comes last: it is the one column whose width varies a lot (and that wraps). */
-export const STATUS_HEADER = ['NODE', 'STATE', 'TAINTS', 'CONDITION', 'AGENT', 'AGE', 'EXTENSIONS'] as const;
+export const STATUS_HEADER = [
+  'NODE',
+  'NODECLAIM',
+  'STATE',
+  'TAINTS',
+  'CONDITION',
+  'AGENT',
+  'AGE',
+  'EXTENSIONS',
+] as const;
 /** Between the extensions in the EXTENSIONS cell (each one contains single spaces only). */
 const ITEM_SEPARATOR = '  ';
 
@@ -120,6 +135,20 @@ function stateOf(
   return labels[NODE_STATUS_LABEL] === undefined ? NodeState.Pending : NodeState.Ready;
 }
 
+/**
+ * A NodeClaim as Karpenter sees it: name and stage (Launched → Registered → Initialized), with the reason it
+ * gives while the claim is not initialized yet (e.g. `StartupTaintsExist`).
+ */
+export function nodeClaimSummary(claim: NodeClaim): string {
+  const stage = nodeClaimStage(claim);
+  const initialized = claim.status?.conditions?.find((c) => c.type === 'Initialized');
+  const why =
+    stage !== 'Initialized' && initialized?.status !== 'True' && initialized?.reason
+      ? ` (${initialized.reason})`
+      : '';
+  return `${claim.metadata.name} ${stage}${why}`;
+}
+
 /** One status per node, sorted by name. */
 export function nodeStatuses(
   nodes: readonly V1Node[],
@@ -130,6 +159,7 @@ export function nodeStatuses(
   const bootstrapKey = options.bootstrapTaintKey ?? DEFAULT_BOOTSTRAP_TAINT_KEY;
   const runtimeKey = options.runtimeTaintKey ?? DEFAULT_RUNTIME_TAINT_KEY;
   const nowMs = now.getTime();
+  const claims = options.nodeClaims ?? [];
   return [...nodes]
     .filter((node) => node.metadata?.name)
     .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))
@@ -179,8 +209,10 @@ export function nodeStatuses(
         }
       }
       const createdMs = toMs(node.metadata?.creationTimestamp);
+      const claim = claims.find((c) => c.status?.nodeName === name);
       return {
         name,
+        nodeClaim: claim ? nodeClaimSummary(claim) : undefined,
         state: stateOf(labels, taints, condition),
         taints,
         condition,
@@ -259,6 +291,7 @@ export function statusCells(status: NodeStatus, options: StatusOptions = {}): st
   const condition = status.condition ? `${status.condition.status} ${status.condition.reason}`.trim() : '-';
   return [
     status.name,
+    status.nodeClaim ?? '-',
     paint(status.state, STATE_COLOR[status.state], color),
     status.taints.length ? status.taints.join(',') : '-',
     condition,
@@ -268,6 +301,37 @@ export function statusCells(status: NodeStatus, options: StatusOptions = {}): st
       ? status.extensions.map((e) => extensionCell(e, color)).join(ITEM_SEPARATOR)
       : '-',
   ];
+}
+
+/** How much of a scheduler message the view shows. */
+const MESSAGE_CHARS = 160;
+
+/**
+ * The autoscaler's view and the workload, one line each: every NodeClaim (with the node it became, or that
+ * it has none yet) and every workload pod (its phase, its node, and why the scheduler has not placed it).
+ */
+export function autoscalerLines(claims: readonly NodeClaim[], pods: readonly V1Pod[]): string[] {
+  const lines = claims.length
+    ? [...claims]
+        .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+        .map((claim) => {
+          const type = claim.metadata.labels?.['node.kubernetes.io/instance-type'];
+          const node = claim.status?.nodeName ? `node ${claim.status.nodeName}` : 'no node yet';
+          return `Karpenter: NodeClaim ${nodeClaimSummary(claim)}${type ? `, ${type}` : ''}, ${node}`;
+        })
+    : ['Karpenter: no NodeClaim'];
+  if (pods.length === 0) return [...lines, 'Workload: no pod yet'];
+  for (const pod of pods) {
+    const phase = pod.status?.phase ?? 'Pending';
+    const where = pod.spec?.nodeName ? ` on ${pod.spec.nodeName}` : '';
+    const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    const why =
+      !pod.spec?.nodeName && scheduled?.status === 'False'
+        ? ` — ${scheduled.reason ?? 'Unschedulable'}: ${(scheduled.message ?? '').slice(0, MESSAGE_CHARS)}`
+        : '';
+    lines.push(`Workload: pod ${pod.metadata?.name ?? '?'} ${phase}${where}${why}`);
+  }
+  return lines;
 }
 
 /**

@@ -43,23 +43,56 @@ export interface ToolProcess {
   stop(): Promise<void>;
 }
 
+/** A tool started here (KWOK, Karpenter), with a health endpoint. */
+export interface ServingTool extends ToolProcess {
+  /** Resolves with a description of how it ended (exit code or signal). */
+  exited: Promise<string>;
+  /**
+   * Resolves once its health endpoint answers 200; rejects, with the last lines of its log, when the process
+   * exits first or `timeoutMs` passes.
+   */
+  ready(timeoutMs?: number): Promise<void>;
+}
+
 async function launch(
   name: string,
   bin: string,
   args: string[],
   env: Record<string, string>,
   logDir: string,
-): Promise<ToolProcess> {
+  healthUrl: string,
+): Promise<ServingTool> {
   const logPath = join(logDir, `${name}.log`);
   const out = await open(logPath, 'a');
   const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', out.fd, out.fd] });
   await out.close();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`could not start: ${err.message}`));
+    child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exited ${code}`));
+  });
+  const logTail = async (lines = 30): Promise<string> =>
+    tail(await readFile(logPath, 'utf8').catch(() => ''), lines);
   return {
     name,
     child,
     logPath,
-    logTail: async (lines = 30) => tail(await readFile(logPath, 'utf8').catch(() => ''), lines),
+    exited,
+    logTail,
+    async ready(timeoutMs = 60_000) {
+      let ended: string | undefined;
+      void exited.then((how) => (ended = how));
+      const deadline = Date.now() + timeoutMs;
+      while (ended === undefined && Date.now() < deadline) {
+        const ok = await fetch(healthUrl, { signal: AbortSignal.timeout(2_000) }).then(
+          (res) => res.ok,
+          () => false,
+        );
+        if (ok) return;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const why = ended ?? `not healthy (${healthUrl}) within ${timeoutMs / 1000} s`;
+      throw new Error(`${name} ${why}; the last lines of ${logPath}:\n${await logTail()}`);
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
@@ -77,7 +110,7 @@ export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node=fake';
  * KWOK with the default stages kwokctl uses (nodes turn Ready and keep a heartbeat Lease, bound pods turn
  * Running, deleted pods are finalised), managing only nodes annotated `kwok.x-k8s.io/node: fake`.
  */
-export async function startKwok(dir: string, kubeconfig: string, logDir: string): Promise<ToolProcess> {
+export async function startKwok(dir: string, kubeconfig: string, logDir: string): Promise<ServingTool> {
   const stages = (await readdir(join(dir, 'stages'))).sort().map((f) => `--config=${join(dir, 'stages', f)}`);
   const [port] = await freePorts(1);
   const proc = await launch(
@@ -97,15 +130,22 @@ export async function startKwok(dir: string, kubeconfig: string, logDir: string)
     ],
     {},
     logDir,
+    `http://127.0.0.1:${port}/healthz`,
   );
   return proc;
 }
 
 /**
- * Karpenter (KWOK cloud provider) outside a cluster: no leader election, metrics and health on free loopback
- * ports. Its CRDs must be installed first (karpenterCrds).
+ * Karpenter (KWOK cloud provider) outside a cluster: no leader election, metrics and health on free ports.
+ * Its CRDs must be installed first (karpenterCrds). `instanceTypesFile`: the instance types it offers (a
+ * JSON list, see karpenter.ts) instead of the provider's built-in ones.
  */
-export async function startKarpenter(dir: string, kubeconfig: string, logDir: string): Promise<ToolProcess> {
+export async function startKarpenter(
+  dir: string,
+  kubeconfig: string,
+  logDir: string,
+  instanceTypesFile?: string,
+): Promise<ServingTool> {
   const [metrics, health] = await freePorts(2);
   return launch(
     'karpenter',
@@ -118,8 +158,10 @@ export async function startKarpenter(dir: string, kubeconfig: string, logDir: st
       METRICS_PORT: String(metrics),
       HEALTH_PROBE_PORT: String(health),
       LOG_LEVEL: 'debug',
+      ...(instanceTypesFile ? { INSTANCE_TYPES_FILE_PATH: instanceTypesFile } : {}),
     },
     logDir,
+    `http://127.0.0.1:${health}/healthz`,
   );
 }
 

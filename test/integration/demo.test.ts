@@ -1,6 +1,8 @@
 // `npm start -- --once`: the README's main job runs its whole story against its own local control plane (not
-// the one of this test run) and observes every phase: bootstrap taint, all Ready, runtime taint, recovery,
-// agent lost and back.
+// the one of this test run), with Karpenter (KWOK provider) launching the node, and observes every phase in
+// order: the GPU pod pending, one NodeClaim launched, the node held with the bootstrap taint while its device
+// plugin starts (NodeClaim not initialized, pod still pending), the pod running once the taint is gone,
+// runtime taint and recovery, agent lost and back.
 
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -8,8 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PHASES } from '../../demo/scenario.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-/** Normally about 40 s; generous for 2 shared cores that also run this run's control plane. */
-const TIMEOUT_MS = 240_000;
+/** Normally about a minute; generous for 2 shared cores that also run this run's control plane. */
+const TIMEOUT_MS = 360_000;
 
 let child: ReturnType<typeof spawn> | undefined;
 
@@ -32,12 +34,36 @@ describe('demo (npm start -- --once)', () => {
       const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
 
       expect(code, output).toBe(0);
-      for (const phase of Object.keys(PHASES)) expect(output).toContain(`✔ PHASE ${phase}:`);
+      // Every phase, in the order of the story.
+      const at = Object.keys(PHASES).map((phase) => output.indexOf(`✔ PHASE ${phase}:`));
+      expect(at.every((i) => i >= 0)).toBe(true);
+      expect(at).toEqual([...at].sort((a, b) => a - b));
       expect(output).toContain(
         `Summary: ${Object.keys(PHASES).length} of ${Object.keys(PHASES).length} phases reached`,
       );
+      // Karpenter launched exactly one node for the GPU pod, and the pod waited for nodecare.
       expect(output).toMatch(
-        /demo-node-2 +Degraded +runtime +False ExtensionsUnhealthy .*kube-proxy ✗ ConnectionRefused/,
+        /Autoscaler: NodeClaims launched: 1 \(gpu-\w+\); workload pod seen Pending while the node was held: yes; bound to a held node: no;/,
+      );
+      const lines = output.split('\n');
+      const rows = lines.filter((line) => /│ kwok-/.test(line));
+      expect(new Set(rows.map((row) => /│ (kwok-\S+)/.exec(row)?.[1])).size).toBe(1);
+      // While held, Karpenter's NodeClaim was registered but not initialized: the startup taint was on.
+      expect(output).toMatch(
+        /│ kwok-\S+ +gpu-\w+ Registered \(StartupTaintsExist\) +Bootstrapping +bootstrap /,
+      );
+      expect(output).not.toMatch(/│ kwok-\S+ +gpu-\w+ Initialized +Bootstrapping/);
+      // The pod was Pending, untolerated taint, while the node was held, and Running only after the last row
+      // that showed the bootstrap taint.
+      const lastHeld = lines.findLastIndex((line) => /│ kwok-\S+ .* Bootstrapping +\S*bootstrap/.test(line));
+      expect(lastHeld).toBeGreaterThan(0);
+      expect(output).toMatch(/│ Workload: pod gpu-workload Pending — Unschedulable: .*untolerated taint/);
+      const running = lines.findIndex((line) =>
+        line.includes('│ Workload: pod gpu-workload Running on kwok-'),
+      );
+      expect(running).toBeGreaterThan(lastHeld);
+      expect(output).toMatch(
+        /│ kwok-\S+ +gpu-\w+ Initialized +Degraded +runtime +False ExtensionsUnhealthy .*kube-proxy ✗ ConnectionRefused/,
       );
       // The ClusterHealth line follows the story: Progressing while booting, True, failing, True again.
       const health = [...output.matchAll(/│ ClusterHealth: EveryNodeReady (\S+) \((\w+)\)/g)].map(
@@ -51,29 +77,31 @@ describe('demo (npm start -- --once)', () => {
         ['True/HealthCheckSuccessful'],
         ['Progressing/HealthCheckUnsuccessful', 'False/HealthCheckUnsuccessful'],
       ];
-      let at = -1;
+      let seen = -1;
       for (const states of order) {
-        const next = health.findIndex((h, i) => i > at && states.includes(h));
+        const next = health.findIndex((h, i) => i > seen && states.includes(h));
         expect(
           next,
           `${states.join(' or ')} after ${order
             .slice(0, order.indexOf(states))
             .map((s) => s.join(' or '))
             .join(', ')} in ${health.join(' → ')}`,
-        ).toBeGreaterThan(at);
-        at = next;
+        ).toBeGreaterThan(seen);
+        seen = next;
       }
-      expect(health.indexOf('True/HealthCheckSuccessful', at + 1), health.join(' → ')).toBeGreaterThan(at);
+      expect(health.indexOf('True/HealthCheckSuccessful', seen + 1), health.join(' → ')).toBeGreaterThan(
+        seen,
+      );
       expect(output).toContain('Legend: ✓ Healthy');
       // A normal boot (extensions starting within their grace) shows no failure.
-      const boot = output.slice(0, output.indexOf('✔ PHASE all-ready'));
-      const rows = boot.split('\n').filter((line) => line.includes('│ demo-node-'));
-      expect(rows.length).toBeGreaterThan(3);
-      expect(rows.filter((row) => row.includes('✗'))).toEqual([]);
-      expect(boot).toContain('… StartupGrace');
+      const boot = output.slice(0, output.indexOf('✔ PHASE node-ready'));
+      const bootRows = boot.split('\n').filter((line) => line.includes('│ kwok-'));
+      expect(bootRows.length).toBeGreaterThan(2);
+      expect(bootRows.filter((row) => row.includes('✗'))).toEqual([]);
+      expect(boot).toContain('gpu-plugin … StartupGrace');
       // A dead agent: the controller's verdict at once, and its last results not shown as ✓.
       expect(output).toMatch(
-        /demo-node-3 +Unknown +runtime +Unknown AgentNotReporting +lost .*kube-proxy \? stale/,
+        /│ kwok-\S+ +gpu-\w+ Initialized +Unknown +runtime +Unknown AgentNotReporting +lost .*kube-proxy \? stale/,
       );
       expect(output).not.toMatch(/AgentNotReporting +up /);
       // --once stops the cluster: no commands to try against it are printed.

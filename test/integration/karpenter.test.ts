@@ -28,13 +28,15 @@ import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, LEASE_NAMESPACE } from '../../api/index.ts';
 import {
-  ensureTool,
-  extensionEndpoint,
-  karpenterCrds,
-  startKarpenter,
-  startKwok,
-  type ToolProcess,
-} from '../autoscalers/tools.ts';
+  POOL_LABEL,
+  createKarpenterObjects,
+  isInitialized,
+  listNodeClaims as listPoolNodeClaims,
+  startKarpenterStack,
+  type KarpenterStack,
+  type NodeClaim,
+} from '../autoscalers/karpenter.ts';
+import { extensionEndpoint } from '../autoscalers/tools.ts';
 import { adminKubeConfig, createSystemExtension, eventually, FAST_PROBING, uniqueName } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
@@ -45,7 +47,6 @@ const coordination = admin.makeApiClient(CoordinationV1Api);
 const custom = admin.makeApiClient(CustomObjectsApi);
 const kubeconfig = inject('kubeconfig');
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'autoscalers', 'karpenter-nodepool.yaml');
 const POLICY = join(
   import.meta.dirname,
   '..',
@@ -55,7 +56,6 @@ const POLICY = join(
   'bootstrap-taint-at-registration',
   'mutating-admission-policy.yaml',
 );
-const POOL_LABEL = 'karpenter.sh/nodepool';
 const NAMESPACE = 'default';
 
 /**
@@ -74,32 +74,18 @@ const CONTROLLER_ARGS = [
 ];
 
 let logDir = '';
-let kwok: ToolProcess | undefined;
-let karpenter: ToolProcess | undefined;
+let stack: KarpenterStack | undefined;
 const results: Record<string, Observations> = {};
 
 beforeAll(async () => {
   // Cold builds take minutes (npm run test:integration builds them first); a failed build fails the tests.
-  const [kwokDir, karpenterDir] = [await ensureTool('kwok'), await ensureTool('karpenter')];
   await applyBaseManifests();
-  const crds = await karpenterCrds(karpenterDir);
-  await kubectl('apply', '--server-side', ...crds.flatMap((f) => ['-f', f]));
-  await kubectl(
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/nodepools.karpenter.sh',
-    'crd/nodeclaims.karpenter.sh',
-    'crd/kwoknodeclasses.karpenter.kwok.sh',
-  );
   logDir = await mkdtemp(join(tmpdir(), 'nodecare-karpenter-'));
-  kwok = await startKwok(kwokDir, kubeconfig, logDir);
-  karpenter = await startKarpenter(karpenterDir, kubeconfig, logDir);
+  stack = await startKarpenterStack({ kubeconfig, logDir, kubectl: (args) => kubectl(...args) });
 }, 45 * 60_000);
 
 afterAll(async () => {
-  await karpenter?.stop();
-  await kwok?.stop();
+  await stack?.stop();
   if (Object.keys(results).length > 0) {
     process.stderr.write(`[karpenter] results: ${JSON.stringify(results, null, 2)}\n`);
   }
@@ -136,74 +122,9 @@ interface RebootObservations {
   podStillRunning: boolean;
 }
 
-interface NodeClaim {
-  metadata: { name: string };
-  status?: { nodeName?: string; conditions?: Array<{ type: string; status: string }> };
-}
-
-const listNodeClaims = async (pool: string): Promise<NodeClaim[]> =>
-  (
-    (await custom.listClusterCustomObject({
-      group: 'karpenter.sh',
-      version: 'v1',
-      plural: 'nodeclaims',
-      labelSelector: `${POOL_LABEL}=${pool}`,
-    })) as { items: NodeClaim[] }
-  ).items;
-
-const isInitialized = (claim: NodeClaim): boolean =>
-  claim.status?.conditions?.some((c) => c.type === 'Initialized' && c.status === 'True') ?? false;
+const listNodeClaims = (pool: string): Promise<NodeClaim[]> => listPoolNodeClaims(custom, pool);
 
 const taintKeys = (node: V1Node): string[] => (node.spec?.taints ?? []).map((t) => t.key);
-
-async function createKarpenterObjects(name: string, startupTaint: boolean): Promise<void> {
-  const [nodeClass, nodePool] = (await readFile(FIXTURE, 'utf8'))
-    .split(/^---$/m)
-    .map((doc) => load(doc) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
-  if (!nodeClass || !nodePool) throw new Error(`${FIXTURE}: expected a KWOKNodeClass and a NodePool`);
-  nodeClass.metadata.name = name;
-  nodePool.metadata.name = name;
-  nodePool.spec.template.spec.nodeClassRef.name = name;
-  expect(nodePool.spec.template.spec.startupTaints).toEqual([{ key: BOOTSTRAP, effect: 'NoSchedule' }]);
-  if (!startupTaint) delete nodePool.spec.template.spec.startupTaints;
-  await custom.createClusterCustomObject({
-    group: 'karpenter.kwok.sh',
-    version: 'v1alpha1',
-    plural: 'kwoknodeclasses',
-    body: nodeClass,
-  });
-  // What a cloud provider's node class controller does: the KWOK provider has none, and a NodePool whose
-  // node class is not Ready launches nothing.
-  await custom.patchClusterCustomObjectStatus(
-    {
-      group: 'karpenter.kwok.sh',
-      version: 'v1alpha1',
-      plural: 'kwoknodeclasses',
-      name,
-      body: {
-        status: {
-          conditions: [
-            {
-              type: 'Ready',
-              status: 'True',
-              reason: 'Ready',
-              message: '',
-              observedGeneration: 1,
-              lastTransitionTime: new Date().toISOString(),
-            },
-          ],
-        },
-      },
-    },
-    mergePatch,
-  );
-  await custom.createClusterCustomObject({
-    group: 'karpenter.sh',
-    version: 'v1',
-    plural: 'nodepools',
-    body: nodePool,
-  });
-}
 
 /** Deletes what a run created; Karpenter drains and deletes its nodes, finalizers are stripped if it cannot. */
 async function cleanUp(name: string, extension: string): Promise<void> {
@@ -426,7 +347,7 @@ async function scenario(options: {
       ]);
       await controller.waitForLog('Started nodecare-controller');
     }
-    await createKarpenterObjects(name, options.startupTaint);
+    await createKarpenterObjects(custom, name, { startupTaint: options.startupTaint });
     podCreatedAt = Date.now();
     await core.createNamespacedPod({
       namespace: NAMESPACE,
@@ -460,7 +381,7 @@ async function scenario(options: {
       { timeoutMs: 90_000, intervalMs: 500, what: `a Ready node of NodePool ${name} reporting ${extension}` },
     ).catch(async (err: Error) => {
       throw new Error(
-        `${err.message}\n--- karpenter ---\n${await karpenter?.logTail()}\n--- kwok ---\n${await kwok?.logTail(10)}`,
+        `${err.message}\n--- karpenter ---\n${await stack?.karpenter.logTail()}\n--- kwok ---\n${await stack?.kwok.logTail(10)}`,
       );
     });
     if (options.nodecare) {
