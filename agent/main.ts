@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // nodecare-agent entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
-import { Registry } from 'prom-client';
+import './runtime-flags.ts';
 import { systemClock } from '../lib/clock.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import { loadConnection } from '../lib/kube/config.ts';
 import { createLogger } from '../lib/log.ts';
 import { runProgram } from '../lib/program.ts';
+import { Registry } from '../lib/prom.ts';
 import { runAgent } from './agent.ts';
 import { loadAgentConfig, type AgentConfig } from './config.ts';
 
@@ -19,6 +20,8 @@ runProgram<AgentConfig>({
     const client = new KubeClient(await loadConnection(config.kubeconfig), {
       userAgent: `nodecare-agent/${config.nodeName}`,
       connections: 8,
+      // node:https with a pool of its own: undici would cost the agent ~10 MiB (docs/adr/0006).
+      transport: 'node',
     });
     const agent = await runAgent(config, { clock: systemClock, log, registry: new Registry(), client });
     return {

@@ -1,8 +1,9 @@
 // nodecare-agent metrics (docs/conventions.md 12): nodecare_agent_ prefix, base units, _total only on counters, bounded
 // labels, no node-name label (the scraper adds it), one registry passed in.
 
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { EXTENSION_STATES } from '../api/index.ts';
+import { Counter, Gauge, Histogram, type Registry } from '../lib/prom.ts';
+import { collectRuntimeMetrics } from '../lib/runtime-metrics.ts';
 import { packageVersion } from '../lib/version.ts';
 import type { LeaseWriterMetrics } from './leases/writer.ts';
 
@@ -20,7 +21,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
     // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work. The event
     // loop delay is sampled once a second rather than every 10 ms: prom-client's default wakes the process 100
     // times a second, ~5 millicores of an agent's 5-millicore budget (docs/design.md P6, docs/adr/0006).
-    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 1000 });
+    collectRuntimeMetrics(registry, { eventLoopMonitoringPrecision: 1000 });
     this.probeDuration = new Histogram({
       name: 'nodecare_agent_probe_duration_seconds',
       help: 'Duration of probe attempts by probe kind.',

@@ -1,7 +1,6 @@
 // The Lease contract between agent and controller (docs/design.md section 4): deterministic names, the desired
 // object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
 
-import { createHash } from 'node:crypto';
 import { RESERVED_EXTENSION_NAME } from './extension.ts';
 import {
   LEASE_NAMESPACE,
@@ -11,6 +10,10 @@ import {
   isExtensionState,
   type ExtensionState,
 } from './names.ts';
+
+// Not an ES import: that evaluates every export of node:crypto, webcrypto included (agent memory,
+// docs/adr/0006).
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 const MAX_NAME = 253;
 const HASH_LENGTH = 10;

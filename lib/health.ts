@@ -2,9 +2,13 @@
 // Loopback unless told otherwise: under host networking any other address serves metrics on every interface
 // of the node.
 
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+
+// node:http through getBuiltinModule, not an import: an ES import of it evaluates every export, and its lazy
+// WebSocket, CloseEvent and MessageEvent load node's bundled fetch (~12 MiB RSS; docs/adr/0006).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface HealthChecks {
   /** The process is alive and its loops are turning. */

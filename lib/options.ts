@@ -1,7 +1,9 @@
 // Config (docs/conventions.md 10): one table per program drives the parser, the validation and --help. Defaults, then
 // validation that reports every problem at once, then a frozen object — all before any I/O.
 
-import { parseArgs } from 'node:util';
+// Not an ES import: that evaluates every export of node:util, and its lazy transferable-abort ones load
+// worker messaging (~1 MiB of the agent's 64, docs/adr/0006).
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 export interface OptionSpec {
   type: 'string' | 'boolean' | 'integer' | 'number' | 'list';

@@ -4,7 +4,7 @@
 // never appears in a message: only "matched" / "did not match". node:http rather than undici keeps ~25 MiB
 // off the agent (docs/adr/0006).
 
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ProbeReason } from '../../api/reasons.ts';
 import type { StatusRange } from '../../api/extension.ts';
@@ -12,6 +12,9 @@ import { readHead } from './read-head.ts';
 import { describeError, errorCode, fileError, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';
 import { capInput } from '../../api/text.ts';
+
+// Not an ES import of node:http: that evaluates its lazy WebSocket exports, ~12 MiB (lib/health.ts).
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CA_FILE_BYTES = 1024 * 1024;

@@ -1,12 +1,11 @@
-// A thin Kubernetes API client: raw JSON over one keep-alive undici dispatcher, a deadline on every
-// request, errors classified at this boundary (errors.ts), and streaming watches with an inactivity
-// timeout. Typed models are not deserialized: callers strip what they keep (docs/adr/0001). Not node:http:
-// its Agent keeps a socket destroyed while connecting in its pool, and under an overloaded API server every
-// slot filled with dead sockets and no request went out again (docs/adr/0006).
+// A thin Kubernetes API client: raw JSON over a keep-alive connection pool, a deadline on every request,
+// errors classified at this boundary (errors.ts), and streaming watches with an inactivity timeout. Typed
+// models are not deserialized: callers strip what they keep (docs/adr/0001). The pool is a transport
+// (transport.ts): undici by default, node:https with a pool of its own for the agent (docs/adr/0006).
 
-import { Agent, request, type Dispatcher } from 'undici';
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import type { Connection } from './config.ts';
+import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** A watch that has sent nothing (not even a bookmark) for this long is presumed dead and restarted. */
@@ -14,6 +13,8 @@ export const WATCH_INACTIVITY_MS = 90_000;
 const MAX_ERROR_BODY = 64 * 1024;
 /** A watch line (one event) longer than this is refused rather than buffered without bound. */
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
+
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -45,37 +46,44 @@ export interface KubeClientOptions {
   userAgent?: string;
   /** Default MAX_WATCH_LINE_BYTES. */
   maxWatchLineBytes?: number;
+  /** Default `undici`; `node` keeps undici out of the process (the agent, docs/adr/0006); or one given. */
+  transport?: TransportKind | Transport;
 }
 
 export class KubeClient {
   readonly server: string;
   private readonly connection: Connection;
-  private readonly dispatcher: Dispatcher;
   private readonly userAgent: string;
   private readonly maxWatchLineBytes: number;
+  private readonly transportKind: TransportKind | Transport;
+  private readonly connections: number;
+  private transportPromise: Promise<Transport> | undefined;
 
   constructor(connection: Connection, options: KubeClientOptions = {}) {
     this.connection = connection;
     this.server = connection.server;
     this.userAgent = options.userAgent ?? 'nodecare';
     this.maxWatchLineBytes = options.maxWatchLineBytes ?? MAX_WATCH_LINE_BYTES;
-    this.dispatcher = new Agent({
-      connect: { ...connection.tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
-      keepAliveTimeout: 60_000,
-      connections: options.connections ?? 32,
-      // HTTP/1.1, a pool of `connections`: undici 8 negotiates HTTP/2 by default, which puts every watch and
-      // every request on one connection, and under load node's HTTP/2 session buffered outgoing data without
-      // bound (the 5,000-node benchmark's simulator went from 0.6 to 18 GB and was OOM-killed; docs/adr/0006).
-      allowH2: false,
-    });
+    this.transportKind = options.transport ?? 'undici';
+    this.connections = options.connections ?? 32;
   }
 
-  private url(path: string, query?: Query): string {
+  /** Loaded on first use: a process pays only for the transport it takes. */
+  private transport(): Promise<Transport> {
+    const kind = this.transportKind;
+    this.transportPromise ??=
+      typeof kind === 'string'
+        ? createTransport(kind, { tls: this.connection.tls, connections: this.connections })
+        : Promise.resolve(kind);
+    return this.transportPromise;
+  }
+
+  private url(path: string, query?: Query): URL {
     const url = new URL(this.server + path);
     for (const [key, value] of Object.entries(query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
-    return url.toString();
+    return url;
   }
 
   private async headers(contentType?: string): Promise<Record<string, string>> {
@@ -88,16 +96,18 @@ export class KubeClient {
   }
 
   /** One API call. Resolves with the parsed JSON body; rejects with a KubeError. */
-  async request<T>(method: Dispatcher.HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
+  async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
     const timeout = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const hasBody = options.body !== undefined;
-    let response: Dispatcher.ResponseData;
+    let response: TransportResponse;
     try {
-      response = await request(this.url(path, options.query), {
+      response = await (
+        await this.transport()
+      ).request({
         method,
-        dispatcher: this.dispatcher,
+        url: this.url(path, options.query),
         headers: await this.headers(hasBody ? (options.contentType ?? 'application/json') : undefined),
         body: hasBody ? JSON.stringify(options.body) : undefined,
         signal,
@@ -107,7 +117,7 @@ export class KubeClient {
     }
     let text: string;
     try {
-      text = await response.body.text();
+      text = await response.text();
     } catch (err) {
       throw classifyTransportError(err, what);
     }
@@ -161,14 +171,16 @@ export class KubeClient {
     };
     try {
       touch();
-      let response: Dispatcher.ResponseData;
+      let response: TransportResponse;
       try {
-        response = await request(this.url(path, { ...query, watch: true }), {
+        response = await (
+          await this.transport()
+        ).request({
           method: 'GET',
-          dispatcher: this.dispatcher,
+          url: this.url(path, { ...query, watch: true }),
           headers: await this.headers(),
           signal: local.signal,
-          bodyTimeout: 0,
+          streaming: true,
         });
       } catch (err) {
         if (signal.aborted) return;
@@ -177,7 +189,7 @@ export class KubeClient {
           : classifyTransportError(err, what);
       }
       if (response.statusCode !== 200) {
-        const text = await response.body.text().catch(() => '');
+        const text = await response.text().catch(() => '');
         let body: unknown;
         try {
           body = JSON.parse(text);
@@ -217,7 +229,9 @@ export class KubeClient {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    const transport = this.transportPromise;
+    this.transportPromise = undefined;
+    if (transport) await (await transport).close();
   }
 }
 
