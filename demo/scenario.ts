@@ -258,10 +258,13 @@ export async function runScenario(
   const held = await waitNode(
     'bootstrap-taint',
     gpuNodeName,
-    'Bootstrapping with the bootstrap taint, NodeClaim not Initialized',
+    'Bootstrapping with the bootstrap taint while gpu-plugin reports no healthy GPU, NodeClaim not Initialized',
     (status, s) =>
       status?.state === NodeState.Bootstrapping &&
       status.taints.includes('bootstrap') &&
+      status.extensions.some(
+        (e) => e.name === 'gpu-plugin' && e.state !== undefined && e.state !== ExtensionState.Healthy,
+      ) &&
       s.nodeClaims.some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c)),
     60_000,
   );

@@ -65,11 +65,12 @@ async function launch(
   const logPath = join(logDir, `${name}.log`);
   const out = await open(logPath, 'a');
   const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', out.fd, out.fd] });
-  await out.close();
+  // Listening before the next await: a process that fails at once may exit during it.
   const exited = new Promise<string>((resolve) => {
     child.once('error', (err) => resolve(`could not start: ${err.message}`));
     child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exited ${code}`));
   });
+  await out.close();
   const logTail = async (lines = 30): Promise<string> =>
     tail(await readFile(logPath, 'utf8').catch(() => ''), lines);
   return {

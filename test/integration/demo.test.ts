@@ -2,9 +2,12 @@
 // the one of this test run), with Karpenter (KWOK provider) launching the node, and observes every phase in
 // order: the GPU pod pending, one NodeClaim launched, the node held with the bootstrap taint while its device
 // plugin starts (NodeClaim not initialized, pod still pending), the pod running once the taint is gone,
-// runtime taint and recovery, agent lost and back.
+// runtime taint and recovery, agent lost and back. And with a Karpenter that cannot start, it fails saying so:
+// there is no demo without the autoscaler.
 
 import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PHASES } from '../../demo/scenario.ts';
@@ -13,25 +16,60 @@ const ROOT = join(import.meta.dirname, '..', '..');
 /** Normally about a minute; generous for 2 shared cores that also run this run's control plane. */
 const TIMEOUT_MS = 360_000;
 
-let child: ReturnType<typeof spawn> | undefined;
+const children = new Set<ReturnType<typeof spawn>>();
+const dirs: string[] = [];
 
-afterAll(() => {
-  if (child && child.exitCode === null) child.kill('SIGKILL');
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
+
+/** Runs `npm start -- --once` to its end; stdout and stderr together. */
+async function runDemo(env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const started = spawn(process.execPath, [join(ROOT, 'demo', 'main.ts'), '--once'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(started);
+  let output = '';
+  started.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  started.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
+  return { code, output };
+}
+
+/**
+ * A tool cache (NODECARE_CACHE) with the real control plane and KWOK, and in Karpenter's place a program that
+ * exits 3 at once: Karpenter is "built" but cannot start.
+ */
+async function cacheWithBrokenKarpenter(): Promise<string> {
+  const real =
+    process.env.NODECARE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'nodecare');
+  const version = /^KARPENTER_VERSION=(\S+)$/m.exec(
+    await readFile(join(ROOT, 'test', 'autoscalers', 'build.sh'), 'utf8'),
+  )?.[1];
+  if (!version) throw new Error('test/autoscalers/build.sh: no KARPENTER_VERSION');
+  const cache = await mkdtemp(join(tmpdir(), 'nodecare-demo-cache-'));
+  dirs.push(cache);
+  await symlink(join(real, 'controlplane'), join(cache, 'controlplane'));
+  await symlink(join(real, 'kwok'), join(cache, 'kwok'));
+  const karpenter = join(cache, 'karpenter', version);
+  await mkdir(karpenter, { recursive: true });
+  await symlink(join(real, 'karpenter', version, 'crds'), join(karpenter, 'crds'));
+  await writeFile(
+    join(karpenter, 'karpenter'),
+    '#!/bin/sh\necho "karpenter: cannot start (injected by the test)" >&2\nexit 3\n',
+    { mode: 0o755 },
+  );
+  return cache;
+}
 
 describe('demo (npm start -- --once)', () => {
   it(
     'runs the scenario, reaches every phase and stops everything',
     async () => {
-      const started = spawn(process.execPath, [join(ROOT, 'demo', 'main.ts'), '--once'], {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child = started;
-      let output = '';
-      started.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      started.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
+      const { code, output } = await runDemo();
 
       expect(code, output).toBe(0);
       // Every phase, in the order of the story.
@@ -107,6 +145,23 @@ describe('demo (npm start -- --once)', () => {
       // --once stops the cluster: no commands to try against it are printed.
       expect(output).not.toContain('nodecare status');
       expect(output).not.toContain('K=');
+      expect(output).toContain('Stopped.');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'fails with a clear message when Karpenter cannot start, and runs no story without it',
+    async () => {
+      const { code, output } = await runDemo({ NODECARE_CACHE: await cacheWithBrokenKarpenter() });
+
+      expect(code, output).toBe(1);
+      expect(output).toContain(
+        'demo failed: Karpenter with its KWOK provider could not be built or started, and the demo does not ' +
+          'run without it: karpenter exited 3',
+      );
+      expect(output).toContain('karpenter: cannot start (injected by the test)');
+      expect(output).not.toContain('✔ PHASE');
       expect(output).toContain('Stopped.');
     },
     TIMEOUT_MS,
