@@ -5,6 +5,7 @@
 // agent is lost (Unknown) and comes back. Each step says what will happen, then waits until the view shows
 // it: a phase not reached in time, or reached the wrong way, fails the run with its name.
 
+import type { V1Pod } from '@kubernetes/client-node';
 import { ConditionReason, ExtensionState } from '../api/index.ts';
 import { GPU_INSTANCE_TYPE, isInitialized } from '../test/autoscalers/karpenter.ts';
 import type { DemoCluster, DemoNode, GpuNodeEndpoints } from './cluster.ts';
@@ -124,6 +125,50 @@ function describeExtension(status: NodeStatus | undefined, name: string): string
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
+/**
+ * The GPU node boots: its device plugin serves at once with its GPUs Unhealthy (the driver loads), kube-proxy
+ * and the logging agent start a few seconds later, and the GPUs turn Healthy after `gpuHealthyAfterMs`.
+ */
+async function bootGpuNode(
+  eps: GpuNodeEndpoints,
+  name: string,
+  timing: ScenarioTiming,
+  out: ScenarioOutput,
+  signal: AbortSignal,
+): Promise<void> {
+  const later = (ms: number, what: () => Promise<void>, said: string): Promise<void> =>
+    sleep(ms, signal)
+      .then(what)
+      .then(() => out.say(said))
+      .catch((err: unknown) => {
+        if (!signal.aborted) out.say(`On ${name}: ${String(err)}`);
+      });
+  await Promise.all([
+    later(
+      0,
+      () => eps.devicePlugin.start(),
+      `gpu-plugin on ${name} is up, its GPUs not healthy yet (driver loading): ${eps.devicePlugin.description}`,
+    ),
+    later(
+      timing.kubeProxyDelayMs,
+      () => eps.kubeProxy.start(),
+      `kube-proxy on ${name} is up: ${eps.kubeProxy.description}`,
+    ),
+    later(
+      timing.logAgentDelayMs,
+      () => eps.logAgent.start(),
+      `log-agent on ${name} is up: ${eps.logAgent.description}`,
+    ),
+    later(
+      timing.gpuHealthyAfterMs,
+      async () => {
+        eps.devicePlugin.devicesHealthy = true;
+      },
+      `The GPU driver on ${name} has loaded: gpu-plugin now reports its GPUs Healthy.`,
+    ),
+  ]);
+}
+
 export async function runScenario(
   cluster: DemoCluster,
   observer: ClusterObserver,
@@ -170,42 +215,9 @@ export async function runScenario(
           if (!signal.aborted) out.say(`Could not start the agent of ${name}: ${String(err)}`);
         }),
       );
-      if (first) starts.push(bootExtensions(endpoints, name));
+      if (first) starts.push(bootGpuNode(endpoints, name, timing, out, signal));
     }
   });
-  const bootExtensions = async (eps: GpuNodeEndpoints, name: string): Promise<void> => {
-    const later = (ms: number, what: () => Promise<void>, said: string): Promise<void> =>
-      sleep(ms, signal)
-        .then(what)
-        .then(() => out.say(said))
-        .catch((err: unknown) => {
-          if (!signal.aborted) out.say(`On ${name}: ${String(err)}`);
-        });
-    await Promise.all([
-      later(
-        0,
-        () => eps.devicePlugin.start(),
-        `gpu-plugin on ${name} is up, its GPUs not healthy yet (driver loading): ${eps.devicePlugin.description}`,
-      ),
-      later(
-        timing.kubeProxyDelayMs,
-        () => eps.kubeProxy.start(),
-        `kube-proxy on ${name} is up: ${eps.kubeProxy.description}`,
-      ),
-      later(
-        timing.logAgentDelayMs,
-        () => eps.logAgent.start(),
-        `log-agent on ${name} is up: ${eps.logAgent.description}`,
-      ),
-      later(
-        timing.gpuHealthyAfterMs,
-        async () => {
-          eps.devicePlugin.devicesHealthy = true;
-        },
-        `The GPU driver on ${name} has loaded: gpu-plugin now reports its GPUs Healthy.`,
-      ),
-    ]);
-  };
   const waitHealth = (
     phase: PhaseId,
     what: string,
@@ -219,7 +231,7 @@ export async function runScenario(
       t(timeoutMs),
       signal,
     );
-  const workload = (s: Snapshot) => s.pods[0];
+  const workload = (s: Snapshot): V1Pod | undefined => s.pods[0];
 
   // 1. A workload asks for a GPU; no node has one.
   out.say(
