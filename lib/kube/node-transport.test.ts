@@ -120,6 +120,19 @@ describe('NodeTransport', () => {
     await expect(c.get('/api/v1/nodes/a')).resolves.toEqual({ ok: true });
   });
 
+  it('a reset in the middle of a response body is a Network error, not a crash', async () => {
+    const server = await httpServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"partial":');
+      setTimeout(() => req.socket.resetAndDestroy(), 20);
+    });
+    const t = transport(1);
+    const c = client(server.url, t);
+    await expect(c.get('/api/v1/nodes/a')).rejects.toMatchObject({ code: KubeErrorCode.Network });
+    await tick();
+    expect(t.pool(new URL(server.url)).stats.sockets).toBe(0);
+  });
+
   it('a refused connection is a Network error and frees the slot', async () => {
     const server = await httpServer(ok);
     const port = new URL(server.url).port;

@@ -238,13 +238,17 @@ export class NodeTransport implements Transport {
         reject(reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      out.once('error', (err) => {
+      // `on`, not `once`: a socket error after the response has begun reaches the request too, and an
+      // 'error' without a listener would end the process. The promise settles once; later calls do nothing.
+      out.on('error', (err) => {
         signal.removeEventListener('abort', onAbort);
         reject(signal.aborted ? abortReason(signal) : err);
       });
       out.once('response', (res: IncomingMessage) => {
         response = res;
         res.once('close', () => signal.removeEventListener('abort', onAbort));
+        // A reset while nobody reads the body must not end the process; a reader sees the error itself.
+        res.on('error', () => {});
         const body = readBody(res, signal);
         resolve({
           statusCode: res.statusCode ?? 0,
