@@ -2,13 +2,13 @@
 # Builds one Go command from the Go module proxy into a cache outside the repository, once per pinned version
 # (what build-helm.sh and build-promtool.sh share). Progress goes to stderr, with a line a minute while it
 # builds; a second concurrent build waits for the first instead of racing it.
-#   go-install.sh <name> <package> <version> [ldflags]
+#   go-install.sh <name> <package> <version> [ldflags] [build tags]
 #   NODECARE_CACHE   cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
 # Prints the path of the binary as its last line.
 set -euo pipefail
-name=$1 package=$2 version=$3 ldflags=${4:-}
+name=$1 package=$2 version=$3 ldflags=${4:-} tags=${5:-}
 cache=${NODECARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodecare}
-out="$cache/$name/$version"
+out="$cache/$name/$version${tags:+-${tags// /-}}"
 # Some tools need a newer Go than some machines have; the go command fetches that toolchain if needed.
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.26.10} CGO_ENABLED=0 GOFLAGS="-trimpath"
 
@@ -30,7 +30,7 @@ elapsed() { printf '%dm%02ds' $(((SECONDS - started) / 60)) $(((SECONDS - starte
 ( while sleep 60; do step "  ... still building $name $version ($(elapsed) so far)"; done ) & hb=$!
 trap 'kill $hb 2>/dev/null || true' EXIT
 step "building $name $version from the Go module proxy into $out (cold: a few minutes)"
-GOBIN="$out/.bin" go install -ldflags "-s -w $ldflags" "$package@$version" ||
+GOBIN="$out/.bin" go install -tags "$tags" -ldflags "-s -w $ldflags" "$package@$version" ||
   fail "go install $package@$version (is the Go module proxy reachable?)"
 mv "$out/.bin/$name" "$out/$name"
 rmdir "$out/.bin" 2>/dev/null || true
