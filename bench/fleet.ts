@@ -1,4 +1,4 @@
-// The benchmark's fleet simulator: many simulated agents in one process (forked by bench/main.ts), each
+// The benchmark's fleet simulator: many simulated agents in one process (bench/simulator.ts forks several), each
 // writing its heartbeat Lease and one Lease per extension through the agent's real lease code
 // (agent/leases/writer.ts LeaseWriter over KubeLeaseStore, api/lease.ts buildLease) at the agent's default
 // cadence: heartbeat every quarter of --heartbeat-duration-seconds (±4 %), unchanged extension leases every
@@ -24,6 +24,8 @@ export interface FleetInit {
   requestTimeoutMs: number;
   /** Agents starting at once (each writes its heartbeat and every extension lease). */
   startConcurrency: number;
+  /** API connections of this process. */
+  connections: number;
 }
 
 export type FleetCommand =
@@ -193,7 +195,7 @@ process.on('message', (message: FleetCommand) => {
       case 'init': {
         const client = new KubeClient(await loadConnection(message.kubeconfig), {
           userAgent: 'nodecare-bench-fleet',
-          connections: 64,
+          connections: message.connections,
         });
         fleet = new Fleet(message, client);
         const t0 = performance.now();

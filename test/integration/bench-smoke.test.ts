@@ -1,6 +1,6 @@
-// A smoke run of `npm run bench` (100 nodes, one iteration, short phases): it runs to the end and reports every
-// row of the table, in the table and in its JSON record. It asserts no timing: the figures are the benchmark's
-// business (docs/design.md section 8), not a test's.
+// A smoke run of `npm run bench` (100 nodes in two fleet simulator processes, one iteration, short phases): it
+// runs to the end and reports every row of the table, in the table and in its JSON record. It asserts no
+// timing: the figures are the benchmark's business (docs/design.md section 8), not a test's.
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -13,6 +13,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 interface ResultsFile {
   scale: { nodes: number; extensions: number };
   machine: string;
+  settings: { fleetProcesses: number; fleetStartWrites: Record<string, number> };
   rows: Array<{
     id: string;
     measure: string;
@@ -64,6 +65,10 @@ describe('npm run bench -- --smoke', () => {
     const results = JSON.parse(await readFile(join(out, files[0] as string), 'utf8')) as ResultsFile;
     expect(results.scale).toEqual({ nodes: 100, extensions: 5, samples: 50, steadySeconds: 10 });
     expect(results.machine).toMatch(/\d+× .+, \d+ GiB, Node v\d+/);
+    // The simulated agents ran split between two processes of 50 nodes, and both wrote their nodes' leases
+    // (a heartbeat and 5 extensions each): more than one process's 300.
+    expect(results.settings.fleetProcesses).toBe(2);
+    expect(results.settings.fleetStartWrites.create_ok).toBeGreaterThan(300);
     expect(results.rows.map((r) => r.id)).toEqual(EXPECTED_ROWS);
     for (const row of results.rows) {
       expect(row.measured, row.id).not.toBe('');
