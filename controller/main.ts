@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // nodecare-controller entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
+// First: V8's heap settings, before anything else loads (docs/adr/0007).
+import './runtime-flags.ts';
 import { Registry } from 'prom-client';
 import { systemClock } from '../lib/clock.ts';
 import { KubeClient } from '../lib/kube/client.ts';
