@@ -1,15 +1,13 @@
-import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpProbe } from '../../api/extension.ts';
 import { httpProbe, MAX_BODY_BYTES } from './http.ts';
+import { selfSignedCert } from '../../lib/testing.ts';
 import { tempDir, testContext } from './testing.ts';
 
 const SECRET = 'secret-body-text-7f3a';
@@ -182,26 +180,7 @@ describe('https probe', () => {
 
   beforeAll(async () => {
     dir = await tempDir();
-    await promisify(execFile)('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ]);
-    const [key, cert] = await Promise.all([readFile(join(dir, 'key.pem')), readFile(join(dir, 'cert.pem'))]);
+    const { key, cert } = await selfSignedCert(dir);
     server = createHttpsServer({ key, cert }, route);
     base = `https://127.0.0.1:${await listen(server)}`;
   });

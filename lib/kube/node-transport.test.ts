@@ -2,19 +2,18 @@
 // never answers, one that resets, one whose TLS handshake never completes. The pool must free a slot as soon
 // as its socket is gone, whatever state it was in (docs/adr/0006: node's own Agent wedged on that).
 
-import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
 import { NodeTransport } from './node-transport.ts';
+import { selfSignedCert } from '../testing.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -232,26 +231,7 @@ describe('NodeTransport over TLS', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'nodecare-transport-'));
-    await promisify(execFile)('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ]);
-    [key, cert] = await Promise.all([readFile(join(dir, 'key.pem')), readFile(join(dir, 'cert.pem'))]);
+    ({ key, cert } = await selfSignedCert(dir));
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
