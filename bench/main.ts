@@ -662,7 +662,7 @@ async function run(opts: Options): Promise<Results> {
       standbyIdentity: string,
       how: 'SIGKILL' | 'SIGTERM',
       extension: number,
-    ): Promise<{ ms: number | undefined; standby: Program }> => {
+    ): Promise<{ ms: number | undefined; leadingMs: number | undefined; standby: Program }> => {
       const standby = startBinary(
         standbyIdentity,
         'controller',
@@ -676,6 +676,7 @@ async function run(opts: Options): Promise<Results> {
       if (holder !== leader.name.replace(/^controller-/, 'bench-controller-'))
         say(`warning: leader is ${holder}, expected ${leader.name}`);
       const at = performance.now();
+      const signalledAtMs = Date.now();
       const tainted = observer!.nodes.waitFor(healthyNode, (n) => n.runtimeTaint, 120_000);
       leader.signal(how);
       f.set(healthyNode, extension, 'Unhealthy');
@@ -683,7 +684,11 @@ async function run(opts: Options): Promise<Results> {
       f.set(healthyNode, extension, 'Healthy');
       await observer!.nodes.waitFor(healthyNode, ready, 120_000);
       await leader.exited;
-      return { ms: seen === undefined ? undefined : seen - at, standby };
+      // When the standby started its term (its own log line, wall clock): the rest of the figure is its
+      // first reconcile of the changed node.
+      const leading = await standby.waitForLog('Reconciling as leader', 1_000).catch(() => undefined);
+      const leadingMs = leading ? Date.parse(String(leading.time)) - signalledAtMs : undefined;
+      return { ms: seen === undefined ? undefined : seen - at, leadingMs, standby };
     };
     say('P7: SIGKILL of the leader with a standby');
     const crash = await failover(controllerA, 'bench-controller-b', 'SIGKILL', 0);
@@ -691,10 +696,10 @@ async function run(opts: Options): Promise<Results> {
       id: 'P7',
       measure: 'leader SIGKILL → standby writing',
       goal: '≤ 15 s',
-      measured: `${fmtMs(crash.ms)}${over(crash.ms, 15_000, fmtMs)}`,
+      measured: `${fmtMs(crash.ms)} (standby leading after ${fmtMs(crash.leadingMs)})${over(crash.ms, 15_000, fmtMs)}`,
       pass: crash.ms !== undefined && crash.ms <= 15_000,
       load: load1(),
-      values: { ms: crash.ms ?? null },
+      values: { ms: crash.ms ?? null, leadingMs: crash.leadingMs ?? null },
     });
     say('P7: SIGTERM of the leader with a standby');
     const graceful = await failover(crash.standby, 'bench-controller-c', 'SIGTERM', 1 % E);
@@ -702,10 +707,10 @@ async function run(opts: Options): Promise<Results> {
       id: 'P7',
       measure: 'leader SIGTERM → standby writing (hand-off)',
       goal: '≤ 3 s',
-      measured: `${fmtMs(graceful.ms)}${over(graceful.ms, 3_000, fmtMs)}`,
+      measured: `${fmtMs(graceful.ms)} (standby leading after ${fmtMs(graceful.leadingMs)})${over(graceful.ms, 3_000, fmtMs)}`,
       pass: graceful.ms !== undefined && graceful.ms <= 3_000,
       load: load1(),
-      values: { ms: graceful.ms ?? null },
+      values: { ms: graceful.ms ?? null, leadingMs: graceful.leadingMs ?? null },
     });
   } catch (err) {
     // A phase that fails stops the run, and what was measured until then is still reported and recorded.
