@@ -139,6 +139,9 @@ function parseOptions(argv: string[]): Options | undefined {
   return opts;
 }
 
+/** MiB with one decimal: a miss by less than 1 MiB reads "0.1 MiB", not "0 MiB". */
+const fmtMiB1 = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
+
 /** ", misses by X" when `value` is over `goal` (formatted by `fmt`), else ''. */
 const over = (value: number | undefined, goal: number, fmt: (n: number) => string): string =>
   value !== undefined && value > goal ? `; misses by ${fmt(value - goal)}` : '';
@@ -596,7 +599,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P5',
       measure: 'controller RSS, steady (end of the quiet window)',
       goal: '≤ 256 MiB',
-      measured: `${fmtMiB(controllerSteady)} (max in window ${fmtMiB(maxOf(controllerRss))}; CPU ${controllerMillicores.toFixed(0)} mCPU)${over(controllerSteady, 256 * 2 ** 20, fmtMiB)}`,
+      measured: `${fmtMiB(controllerSteady)} (max in window ${fmtMiB(maxOf(controllerRss))}; CPU ${controllerMillicores.toFixed(0)} mCPU)${over(controllerSteady, 256 * 2 ** 20, fmtMiB1)}`,
       pass: controllerSteady <= 256 * 2 ** 20,
       load: load1(),
       // The controller's CPU over the window, for the cost of its heap settings (docs/adr/0007).
@@ -606,7 +609,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P5',
       measure: 'controller RSS, peak during the initial list and convergence',
       goal: '≤ 256 MiB',
-      measured: `${fmtMiB(afterStart.peakRssBytes)}${over(afterStart.peakRssBytes, 256 * 2 ** 20, fmtMiB)}`,
+      measured: `${fmtMiB(afterStart.peakRssBytes)}${over(afterStart.peakRssBytes, 256 * 2 ** 20, fmtMiB1)}`,
       pass: afterStart.peakRssBytes <= 256 * 2 ** 20,
       load: load1(),
       values: { peakRssBytes: afterStart.peakRssBytes, peakRssWholeRunBytes: controllerMem.peakRssBytes },
@@ -617,7 +620,7 @@ async function run(opts: Options): Promise<Results> {
       id: 'P6',
       measure: `agent RSS, ${E} extensions, default periods`,
       goal: '≤ 64 MiB',
-      measured: `max ${fmtMiB(agentMax)}, mean ${fmtMiB(agentMean)}${over(agentMax, 64 * 2 ** 20, fmtMiB)}`,
+      measured: `max ${fmtMiB(agentMax)}, mean ${fmtMiB(agentMean)}${over(agentMax, 64 * 2 ** 20, fmtMiB1)}`,
       pass: agentMax <= 64 * 2 ** 20,
       load: load1(),
       values: { maxRssBytes: agentMax, meanRssBytes: agentMean, samples: agentRss.length },
