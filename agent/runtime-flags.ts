@@ -11,10 +11,16 @@
 //   optimizing tiers, their code and compiler memory (~4 MiB; less CPU measured, not more: the agent's code
 //   is not hot). It also turns WebAssembly off, which node's TypeScript support needs: run from its .ts
 //   sources (the integration tests), the agent keeps its JIT.
+// - `--v8-pool-size=1`: one V8 background thread instead of four (each thread's stack and malloc arena cost
+//   resident memory; with no JIT, what is left for them is concurrent marking of a heap of about 10 MiB).
 
 const REEXECUTED = 'NODECARE_AGENT_REEXECUTED';
 
-const wanted = ['--max-semi-space-size=1', ...(import.meta.url.endsWith('.js') ? ['--jitless'] : [])];
+const wanted = [
+  '--max-semi-space-size=1',
+  '--v8-pool-size=1',
+  ...(import.meta.url.endsWith('.js') ? ['--jitless'] : []),
+];
 const missing = wanted.filter((flag) => !process.execArgv.includes(flag));
 
 if (missing.length > 0 && process.env[REEXECUTED] === undefined && typeof process.execve === 'function') {
