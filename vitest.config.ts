@@ -22,6 +22,18 @@ export default defineConfig({
           hookTimeout: 180_000,
         },
       },
+      {
+        test: {
+          // Real kubelets + containerd (test/realnodes): needs root; `npm run test:realnodes`.
+          name: 'realnodes',
+          include: ['test/realnodes/**/*.test.ts'],
+          globalSetup: ['test/realnodes/global-setup.ts'],
+          fileParallelism: false,
+          maxWorkers: 1,
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+        },
+      },
     ],
   },
 });

@@ -42,6 +42,37 @@ export interface ControlPlaneOptions {
   auditPolicy?: string | false;
   /** Progress lines ("starting etcd …"); default: stderr. */
   log?: (line: string) => void;
+  /**
+   * The profile for real kubelets (test/realnodes): the admission plugins and controllers a real cluster runs,
+   * a client CA that signs the kubelets' certificates, and the API server where pods find it with no
+   * kube-proxy. Default: the kubelet-less profile of the integration tests.
+   */
+  realNodes?: RealNodesProfile;
+}
+
+export interface RealNodesProfile {
+  /**
+   * The API server binds here, port 443, and advertises it: the first address of `serviceCIDR`, so the
+   * `kubernetes` Service's ClusterIP:443 that the kubelet injects into every pod (KUBERNETES_SERVICE_HOST/PORT)
+   * IS the API server, and in-cluster clients reach it without a service proxy. The caller adds it on `lo`.
+   */
+  address: string;
+  serviceCIDR: string;
+  /** kube-controller-manager --node-monitor-grace-period (default 30s, upstream 50s): how soon a silent node is NotReady. */
+  nodeMonitorGracePeriod?: string;
+}
+
+export interface RealNodesPki {
+  /** The client CA the API server trusts (--client-ca-file); kubelets trust it for the API server's client cert. */
+  caCertPath: string;
+  /** The API server's serving certificate: what kubeconfigs and pods (kube-root-ca.crt) verify it with. */
+  serverCaPath: string;
+  /** Signs a client certificate (e.g. CN system:node:<name>, groups [system:nodes]) into `<dir>/<file>.{crt,key}`. */
+  issueClientCert(
+    file: string,
+    commonName: string,
+    groups: string[],
+  ): Promise<{ certPath: string; keyPath: string }>;
 }
 
 interface Component {
@@ -61,6 +92,8 @@ export interface ControlPlane {
   version: string;
   /** The audit log (JSON lines), unless auditPolicy was false. */
   auditLogPath: string | undefined;
+  /** Set with the realNodes profile. */
+  realNodes?: RealNodesPki;
   /** Runs the bundled kubectl against this control plane. */
   kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }>;
   /** Stops kube-apiserver (SIGTERM, then SIGKILL) and starts it again on the same port. */
@@ -129,7 +162,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   await writeFile(join(pki, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   await writeFile(join(pki, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
 
-  const server = `https://127.0.0.1:${apiPort}`;
+  const profile = options.realNodes;
+  const server = profile ? `https://${profile.address}:443` : `https://127.0.0.1:${apiPort}`;
+  const pkiHandle = profile ? await makeClientCa(pki) : undefined;
   const auditPolicy = options.auditPolicy ?? DEFAULT_AUDIT_POLICY;
   const auditLogPath = auditPolicy === false ? undefined : join(dir, 'audit.log');
   if (auditPolicy !== false) await writeFile(join(dir, 'audit-policy.yaml'), auditPolicy);
@@ -167,20 +202,34 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     args: [
       'kube-apiserver',
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${apiPort}`,
+      ...(profile
+        ? [`--bind-address=${profile.address}`, `--advertise-address=${profile.address}`, '--secure-port=443']
+        : ['--bind-address=127.0.0.1', `--secure-port=${apiPort}`]),
       `--cert-dir=${pki}`,
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
       '--authorization-mode=Node,RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${join(pki, 'sa.pub')}`,
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${profile ? profile.serviceCIDR : '10.0.0.0/24'}`,
       '--allow-privileged=true',
-      // No kubelet mounts tokens here, so ServiceAccount admission would only get in the way; and
-      // TaintNodesByCondition would put node.kubernetes.io/not-ready on every new Node, which only the node
-      // lifecycle controller removes — not run here, since it would also mark kubelet-less nodes unreachable.
-      '--disable-admission-plugins=ServiceAccount,TaintNodesByCondition',
+      ...(profile && pkiHandle
+        ? [
+            // As a real cluster: ServiceAccount and TaintNodesByCondition admission stay on (defaults), and
+            // NodeRestriction limits each kubelet to its own Node and pods. Kubelets authenticate with client
+            // certificates of this CA; the API server reaches kubelets (logs, exec) by InternalIP with its own.
+            '--enable-admission-plugins=NodeRestriction',
+            `--client-ca-file=${pkiHandle.caCertPath}`,
+            `--kubelet-client-certificate=${join(pki, 'apiserver-kubelet-client.crt')}`,
+            `--kubelet-client-key=${join(pki, 'apiserver-kubelet-client.key')}`,
+            '--kubelet-preferred-address-types=InternalIP',
+          ]
+        : [
+            // No kubelet mounts tokens here, so ServiceAccount admission would only get in the way; and
+            // TaintNodesByCondition would put node.kubernetes.io/not-ready on every new Node, which only the node
+            // lifecycle controller removes — not run here, since it would also mark kubelet-less nodes unreachable.
+            '--disable-admission-plugins=ServiceAccount,TaintNodesByCondition',
+          ]),
       ...(auditLogPath
         ? [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`]
         : []),
@@ -188,6 +237,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     ],
   };
   components.push(etcd, apiserver);
+  if (pkiHandle)
+    await pkiHandle.issueClientCert('apiserver-kubelet-client', 'kube-apiserver-kubelet-client', [
+      'system:masters',
+    ]);
 
   const fail = async (step: string, component: Component, message: string): Promise<never> => {
     const logText = await readFile(component.logPath, 'utf8').catch(() => '');
@@ -277,9 +330,22 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   }
   if (options.controllerManager !== false) {
     await startComponent('kube-controller-manager', 'system:kube-controller-manager', kcmToken, [
-      // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
-      // validatingadmissionpolicy-status-controller: type-checks admission policies (status.typeChecking).
-      '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller',
+      ...(profile
+        ? [
+            // What real kubelets need: node lifecycle (Ready/NotReady from node status and leases, its taints)
+            // and taint eviction, kube-root-ca.crt in every namespace, ServiceAccounts and their tokens, the
+            // workload controllers, endpoint slices for Services, pod GC (pods of deleted nodes), jobs.
+            '--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,' +
+              'validatingadmissionpolicy-status-controller,nodelifecycle,taint-eviction-controller,' +
+              'root-ca-cert-publisher,daemonset,replicaset,deployment,endpointslice,podgc,job,ttl-after-finished',
+            '--node-monitor-period=2s',
+            `--node-monitor-grace-period=${profile.nodeMonitorGracePeriod ?? '30s'}`,
+          ]
+        : [
+            // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
+            // validatingadmissionpolicy-status-controller: type-checks admission policies (status.typeChecking).
+            '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller',
+          ]),
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
     ]);
@@ -294,6 +360,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     binDir,
     version,
     auditLogPath,
+    realNodes: pkiHandle,
     kubectl: (args, input) => runKubectl(kubeBin, kubeconfigPath, args, input),
     async restartApiServer(downMs = 0) {
       await stopComponent(apiserver);
@@ -304,6 +371,74 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     async stop() {
       await stopAll(started);
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A throwaway client CA (openssl; ECDSA P-256, one day) in `pki`, and a signer of client certificates. */
+async function makeClientCa(pki: string): Promise<RealNodesPki> {
+  const caCertPath = join(pki, 'client-ca.crt');
+  const caKeyPath = join(pki, 'client-ca.key');
+  const openssl = async (args: string[]): Promise<void> => {
+    try {
+      await execFileAsync('openssl', args);
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      throw new ControlPlaneError('client CA', `openssl ${args[0]}: ${e.stderr || e.message}`);
+    }
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await openssl([
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    caKeyPath,
+    '-out',
+    caCertPath,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=nodecare-test-client-ca',
+  ]);
+  let serial = 1;
+  return {
+    caCertPath,
+    serverCaPath: join(pki, 'apiserver.crt'),
+    async issueClientCert(file, commonName, groups) {
+      const base = join(pki, file);
+      const subject = [...groups.map((g) => `/O=${g}`), `/CN=${commonName}`].join('');
+      await openssl([
+        'req',
+        '-new',
+        ...ec,
+        '-keyout',
+        `${base}.key`,
+        '-out',
+        `${base}.csr`,
+        '-subj',
+        subject,
+      ]);
+      await writeFile(`${base}.ext`, 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n');
+      await openssl([
+        'x509',
+        '-req',
+        '-in',
+        `${base}.csr`,
+        '-CA',
+        caCertPath,
+        '-CAkey',
+        caKeyPath,
+        '-days',
+        '2',
+        '-set_serial',
+        String(++serial),
+        '-extfile',
+        `${base}.ext`,
+        '-out',
+        `${base}.crt`,
+      ]);
+      return { certPath: `${base}.crt`, keyPath: `${base}.key` };
     },
   };
 }

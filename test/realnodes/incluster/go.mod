@@ -1,0 +1,3 @@
+module nodecare.test/realnodes/incluster
+
+go 1.26.0
