@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { Agent, request } from 'undici';
-import { hostPathOf, type ExecResult } from './realnodes.ts';
+import type { RealNodeInfo } from './global-setup.ts';
+import { hostPathOf, type ExecResult, type NodeSpec } from './realnodes.ts';
 
 export interface TestNode {
   name: string;
@@ -47,7 +48,16 @@ async function call<T>(path: string, body: unknown = {}): Promise<T> {
 
 /** The suite's nodes (node-1..node-3; node-3 registered with nodecare.test/registered=true:NoSchedule). */
 export function realNodes(): TestNode[] {
-  return inject('realNodes').map((info) => ({
+  return inject('realNodes').map(handleFor);
+}
+
+/** A further node joins the cluster now (up to 4 in all); resolves once its kubelet runs, not yet Ready. */
+export async function addNode(spec: NodeSpec): Promise<TestNode> {
+  return handleFor(await call<RealNodeInfo>('/_/addNode', spec));
+}
+
+function handleFor(info: RealNodeInfo): TestNode {
+  return {
     ...info,
     hostPath: (path: string) => hostPathOf(info.dir, path),
     exec: (command, input) => call(`/${info.name}/exec`, { command, input }),
@@ -60,7 +70,7 @@ export function realNodes(): TestNode[] {
     stopContainerd: () => call(`/${info.name}/stopContainerd`),
     startContainerd: () => call(`/${info.name}/startContainerd`),
     restart: () => call(`/${info.name}/restart`),
-  }));
+  };
 }
 
 /** Waits until the named nodes (default: all) are Ready and without the not-ready/unreachable taints. */

@@ -220,6 +220,10 @@ describe.skipIf(notRun !== '')(`real nodes${notRun ? ` (NOT RUN: ${notRun})` : '
         .map((p) => p.status.containerStatuses?.[0]?.containerID ?? '');
     const oldIds = await containerIds();
     expect(oldIds).toHaveLength(2);
+    const bootId = async (): Promise<string> =>
+      (await kubectl(['get', 'node', 'node-1', '-o', 'jsonpath={.status.nodeInfo.bootID}'])).trim();
+    const bootBefore = await bootId();
+    expect(bootBefore).toMatch(/^[0-9a-f-]{36}$/);
     await node.exec(['sh', '-c', 'echo booted-before > /run/nodecare-marker']);
     expect(existsSync(node.hostPath('/run/nodecare-marker'))).toBe(true);
     await node.restart();
@@ -232,7 +236,11 @@ describe.skipIf(notRun !== '')(`real nodes${notRun ? ` (NOT RUN: ${notRun})` : '
       return ids.length === 2 && ids.every((id) => id && !oldIds.includes(id)) ? ids : undefined;
     });
     await waitNodesReady(['node-1']);
-    // The kubelet's own state survived on the node's /var/lib.
+    // A new boot ID, as after a machine's reboot; the kubelet's own state survived on the node's /var/lib.
+    await until('a new boot ID on node-1', async () => {
+      const id = await bootId();
+      return id !== bootBefore ? id : undefined;
+    });
     expect(existsSync(node.hostPath('/var/lib/kubelet/pki'))).toBe(true);
   });
 

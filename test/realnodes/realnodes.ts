@@ -34,6 +34,7 @@
 // Two runs can share the machine (slots 0 and 1). A slot directory records its owner (pid + start time) and
 // what it made; the next run cleans a slot whose owner is dead, and only that.
 
+import { randomUUID } from 'node:crypto';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, rmdir, writeFile, open } from 'node:fs/promises';
@@ -387,6 +388,11 @@ export interface NodeSpec {
   /** The kubelet's --register-with-taints, e.g. `nodecare.io/bootstrap=true:NoSchedule`. */
   registerWithTaints?: string[];
   labels?: Record<string, string>;
+  /**
+   * Image archives (oci.ts) in the node's containerd before its kubelet first starts: the images a new
+   * machine has pre-pulled (its pods start at once instead of waiting on a pull that cannot happen here).
+   */
+  images?: string[];
 }
 
 export interface StartNodesOptions {
@@ -448,6 +454,8 @@ export interface RealNodes {
   parts: NodeParts;
   /** Waits until each named node (default: all) is Ready and without the not-ready/unreachable taints. */
   waitReady(names?: string[], timeoutMs?: number): Promise<void>;
+  /** A further node joins the cluster now (a new machine booting), up to 4 nodes in all. */
+  add(spec: NodeSpec): Promise<RealNode>;
   stop(): Promise<void>;
 }
 
@@ -462,10 +470,7 @@ export async function startNodes(
     options.nodes ?? Array.from({ length: options.count ?? 3 }, (_, i) => ({ name: `node-${i + 1}` }));
   if (specs.length === 0 || specs.length > MAX_NODES)
     throw new RealNodeError('start', `between 1 and ${MAX_NODES} nodes, not ${specs.length}`);
-  for (const spec of specs) {
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(spec.name))
-      throw new RealNodeError('start', `node name ${JSON.stringify(spec.name)} is not a DNS label`);
-  }
+  for (const spec of specs) checkNodeName(spec.name);
   if (new Set(specs.map((s) => s.name)).size !== specs.length)
     throw new RealNodeError('start', 'node names must be unique');
   const parts = await ensureNodeParts(log);
@@ -485,6 +490,15 @@ export async function startNodes(
       parts,
       waitReady: (names, timeoutMs) =>
         waitNodesReady(plane, nodes, names, timeoutMs ?? READY_TIMEOUT_MS, log),
+      async add(spec) {
+        checkNodeName(spec.name);
+        if (nodes.some((n) => n.name === spec.name))
+          throw new RealNodeError('add', `node ${spec.name} exists already`);
+        if (nodes.length >= MAX_NODES) throw new RealNodeError('add', `at most ${MAX_NODES} nodes`);
+        const node = await createNode(plane, parts, slot, nodes.length, spec, log);
+        nodes.push(node);
+        return node;
+      },
       stop: stopAll,
     };
     if (options.waitReady !== false) {
@@ -496,6 +510,11 @@ export async function startNodes(
     await stopAll();
     throw err;
   }
+}
+
+function checkNodeName(name: string): void {
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
+    throw new RealNodeError('start', `node name ${JSON.stringify(name)} is not a DNS label`);
 }
 
 async function createNode(
@@ -744,6 +763,9 @@ state = "/run/containerd"
         await failWithLog('start', 'holder', `unshare exited with ${holder.exitCode}`);
       await sleep(20);
     }
+    // A boot ID of its own, new at every boot, as a machine has (the kubelet reports it as
+    // status.nodeInfo.bootID; nodecare treats a new one as a reboot).
+    await writeFile(join(dir, 'sysctl', 'boot_id'), `${randomUUID()}\n`);
     const binds = [
       ['run', '/run'],
       ['var-lib', '/var/lib'],
@@ -755,6 +777,7 @@ state = "/run/containerd"
       ...Object.keys(sysctls).map(
         (key) => `mount --bind '${join(dir, 'sysctl', key.replace('/', '.'))}' '/proc/sys/${key}'`,
       ),
+      `mount --bind '${join(dir, 'sysctl', 'boot_id')}' /proc/sys/kernel/random/boot_id`,
       `hostname '${spec.name}'`,
       'ip link set lo up',
     ].join('\n');
@@ -769,6 +792,7 @@ state = "/run/containerd"
     await ip(['route', 'replace', podCIDR, 'via', nodeIP, 'dev', hostVeth]);
     await startContainerd();
     await importImage(parts.pauseArchive);
+    for (const archive of spec.images ?? []) await importImage(archive);
     await startKubelet();
   };
 
