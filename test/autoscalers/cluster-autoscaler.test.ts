@@ -3,11 +3,14 @@
 // loopback endpoint that stands in for a device plugin, and the real controller.
 //
 // Not part of `npm test`: the Cluster Autoscaler is not served by the Go module proxy, so no script here can
-// build it (docs/autoscalers.md). Run it with a binary you built yourself:
+// build it (docs/autoscalers.md). `.ci/run` runs it after `npm test` with the binary CI has beside the
+// repository (../shared/tools/cluster-autoscaler); run it yourself with a binary you built:
 //   NODECARE_CLUSTER_AUTOSCALER=/path/to/cluster-autoscaler npm run test:cluster-autoscaler
 // Without that variable every test fails with that explanation (it never skips).
 //
-// Runs (each with its own node group and its own Cluster Autoscaler process):
+// First the binary's version (its --v=1 start line) is checked against the one docs/autoscalers.md states.
+// Then the runs (each with its own node group and its own Cluster Autoscaler process); each prints a
+// `[ca]` line with the nodes the autoscaler added, and the file ends with a one-line summary of the contrasts:
 //   1. the bootstrap taint with its default key (startup-taint prefix), on the node from creation (nodecare's
 //      MutatingAdmissionPolicy): the held node counts as upcoming capacity, one node for the pod;
 //   2. contrast, a key without the prefix (--bootstrap-taint-key): the autoscaler takes the node for ready
@@ -21,7 +24,13 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  VersionApi,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { dump, load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -39,6 +48,7 @@ import {
 } from '../integration/helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from '../integration/processes.ts';
 import { applyBaseManifests, kubectl } from '../integration/setup.ts';
+import { checkVersion, documentedVersion } from './cluster-autoscaler-version.ts';
 import { ensureTool, extensionEndpoint, KWOK_NODE_ANNOTATION, startKwok, type ToolProcess } from './tools.ts';
 
 const admin = adminKubeConfig();
@@ -47,6 +57,7 @@ const coordination = admin.makeApiClient(CoordinationV1Api);
 const custom = admin.makeApiClient(CustomObjectsApi);
 const kubeconfig = inject('kubeconfig');
 const CA = process.env.NODECARE_CLUSTER_AUTOSCALER ?? '';
+const DOCS = join(import.meta.dirname, '..', '..', 'docs', 'autoscalers.md');
 const GROUP_LABEL = 'nodecare.test/nodegroup';
 const POLICY = join(
   import.meta.dirname,
@@ -84,10 +95,25 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kwok?.stop();
-  if (Object.keys(results).length > 0)
+  if (Object.keys(results).length > 0) {
     process.stderr.write(`[ca] results: ${JSON.stringify(results, null, 2)}\n`);
+    console.log(`[ca] summary: ${summary()}`);
+  }
   if (logDir) await rm(logDir, { recursive: true, force: true });
 });
+
+const nodes = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
+const added = (key: string) => {
+  const run = results[key] as { nodesAdded?: number } | undefined;
+  return run?.nodesAdded === undefined ? 'not run' : nodes(run.nodesAdded);
+};
+/** The contrasts of the runs that ran, one line. */
+const summary = () =>
+  `nodes added for one pending pod: bootstrap taint ${added('startupTaintPrefix')} with the startup-taint prefix vs ${added('plainBootstrapKey')} without it; ` +
+  `runtime taint ${added('statusTaintPrefix')} with the status-taint prefix vs ${added('plainRuntimeKey')} without it`;
+/** The autoscaler's node counts in its status line (the first, cluster-wide ones). */
+const counts = (status: string) =>
+  /notStarted: \d+ ready: \d+/.exec(status)?.[0] ?? `no counts in '${status}'`;
 
 const taintKeys = (node: V1Node): string[] => (node.spec?.taints ?? []).map((t) => t.key);
 const groupNodes = async (group: string) =>
@@ -140,7 +166,7 @@ async function nodeGroup(group: string): Promise<string> {
  * in local mode, a kubeconfig, no leader election (one process per run), metrics on a loopback port, and
  * its status ConfigMap in the run's namespace.
  */
-async function startClusterAutoscaler(namespace: string): Promise<ToolProcess> {
+async function startClusterAutoscaler(namespace: string, verbosity = 4): Promise<ToolProcess> {
   const logPath = join(logDir, `${namespace}-ca.log`);
   const out = await open(logPath, 'a');
   const child = spawn(
@@ -151,7 +177,7 @@ async function startClusterAutoscaler(namespace: string): Promise<ToolProcess> {
       '--leader-elect=false',
       `--namespace=${namespace}`,
       '--address=127.0.0.1:0',
-      '--v=4',
+      `--v=${verbosity}`,
     ],
     {
       env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAMESPACE: namespace, KWOK_PROVIDER_MODE: 'local' },
@@ -492,11 +518,39 @@ async function runtimeTaintRun(options: { runtimeKey: string }): Promise<StatusR
 }
 
 describe('Cluster Autoscaler (KWOK provider, default flags) with nodecare', () => {
+  it('the binary is the Cluster Autoscaler release docs/autoscalers.md states (its start line at --v=1)', async () => {
+    const documented = documentedVersion(await readFile(DOCS, 'utf8'));
+    const namespace = await nodeGroup(uniqueName('nc-ca'));
+    const ca = await startClusterAutoscaler(namespace, 1);
+    try {
+      // klog writes the version line first; a process that writes nothing (or dies silently) fails here.
+      const log = await eventually(
+        async () => {
+          const text = await readFile(ca.logPath, 'utf8');
+          return text.includes('\n') ? text : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, what: `the first log line of ${CA}` },
+      );
+      const version = checkVersion(log, await readFile(DOCS, 'utf8'));
+      const server = await admin.makeApiClient(VersionApi).getCode();
+      console.log(
+        `[ca] Cluster Autoscaler ${version} (docs/autoscalers.md states ${documented}) against kube-apiserver ${server.gitVersion}`,
+      );
+      expect(version).toBe(documented);
+    } finally {
+      await ca.stop();
+      await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    }
+  }, 60_000);
+
   it(
     'a node held by the bootstrap taint (startup-taint prefix) counts as upcoming capacity: one node for the pod, which lands once the extension is healthy',
     async () => {
       const run = await scaleUpRun({ bootstrapKey: BOOTSTRAP });
       results.startupTaintPrefix = run;
+      console.log(
+        `[ca] bootstrap taint, default key (startup-taint prefix): ${nodes(run.nodesAdded)} added for one pending pod; autoscaler's status while the extension was starting: ${counts(run.statusWhileStarting)}; pod Running after ${((run.podRunningMs ?? 0) / 1000).toFixed(1)} s, lease ${run.leaseStateAtPodRunning}`,
+      );
       expect(run.nodesAdded).toBe(1);
       // The autoscaler's own status: the held node is "not started" (upcoming), not ready.
       expect(run.statusWhileStarting).toMatch(/notStarted: 1 ready: 0 /);
@@ -511,6 +565,9 @@ describe('Cluster Autoscaler (KWOK provider, default flags) with nodecare', () =
     async () => {
       const run = await scaleUpRun({ bootstrapKey: PLAIN_BOOTSTRAP });
       results.plainBootstrapKey = run;
+      console.log(
+        `[ca] contrast, bootstrap key without the prefix: ${nodes(run.nodesAdded)} added for one pending pod; autoscaler's status while the extension was starting: ${counts(run.statusWhileStarting)}; pod Running after ${((run.podRunningMs ?? 0) / 1000).toFixed(1)} s`,
+      );
       expect(run.statusWhileStarting).toMatch(/notStarted: 0 ready: [2-9] /);
       expect(run.podRanWhileStarting).toBe(false);
       expect(run.nodesAdded).toBeGreaterThanOrEqual(2);
@@ -523,6 +580,9 @@ describe('Cluster Autoscaler (KWOK provider, default flags) with nodecare', () =
     async () => {
       const run = await runtimeTaintRun({ runtimeKey: RUNTIME });
       results.statusTaintPrefix = run;
+      console.log(
+        `[ca] runtime taint, default key (status-taint prefix): broken node counted as ${counts(run.statusBefore)}; ${nodes(run.nodesAdded)} added for one pending pod; pod ${run.podRan ? `Running on ${run.podNode}` : 'not Running'}`,
+      );
       // The broken node counts as ready (not as unready or not started) in the autoscaler's status.
       expect(run.statusBefore).toMatch(
         /notStarted: 0 ready: 1 suspended: 0 total: 1 unready: resourceUnready: 0 total: 0/,
@@ -539,6 +599,9 @@ describe('Cluster Autoscaler (KWOK provider, default flags) with nodecare', () =
     async () => {
       const run = await runtimeTaintRun({ runtimeKey: PLAIN_RUNTIME });
       results.plainRuntimeKey = run;
+      console.log(
+        `[ca] contrast, runtime key without the prefix: ${nodes(run.nodesAdded)} added for one pending pod; pod ${run.podRan ? `Running on ${run.podNode}` : `still Pending after ${STARTING_MS / 1000} s`}`,
+      );
       expect(run.nodesAdded).toBe(0);
       expect(run.podRan).toBe(false);
     },
