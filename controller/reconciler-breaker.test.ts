@@ -5,7 +5,12 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
-import { ExtensionState, NodeAnnotation } from '../api/names.ts';
+import {
+  DEFAULT_RUNTIME_TAINT_KEY,
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  NodeAnnotation,
+} from '../api/names.ts';
 import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
 import { FakeClock } from '../lib/clock.ts';
@@ -35,9 +40,12 @@ class Cluster {
   readonly reconciler: Reconciler;
   private writes = 0;
 
-  constructor() {
+  constructor(nodeSelector: Record<string, unknown> = {}) {
     this.cache.systemExtensions.push(
-      parseSystemExtension({ metadata: { name: 'gpu' }, spec: { probe: { tcp: { port: 9400 } } } }),
+      parseSystemExtension({
+        metadata: { name: 'gpu' },
+        spec: { nodeSelector, probe: { tcp: { port: 9400 } } },
+      }),
     );
     const fence = (): void => undefined;
     this.reconciler = new Reconciler({
@@ -54,7 +62,11 @@ class Cluster {
   }
 
   /** Adds (or replaces) a bootstrapped node whose agent reports gpu with `state`. */
-  node(name: string, state: ExtensionState): void {
+  node(
+    name: string,
+    state: ExtensionState,
+    meta: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+  ): void {
     const uid = `uid-${name}`;
     this.cache.nodes.set(
       name,
@@ -63,7 +75,8 @@ class Cluster {
           name,
           uid,
           creationTimestamp: new Date(this.clock.now() - DAY_MS).toISOString(),
-          annotations: { [NodeAnnotation.bootstrappedBootId]: BOOT },
+          ...(meta.labels ? { labels: meta.labels } : {}),
+          annotations: { ...meta.annotations, [NodeAnnotation.bootstrappedBootId]: BOOT },
         },
         status: { nodeInfo: { bootID: BOOT } },
       }),
@@ -193,4 +206,34 @@ describe('breaker across leadership terms (regression: counts of an earlier term
     const second = await cluster.lead(NODES);
     expect(second.flat()).toEqual([]);
   });
+});
+
+describe('breaker counts only what the admin declared (regression: annotations tripped it)', () => {
+  it.each([
+    { name: 'critical: false', critical: false },
+    { name: 'critical: true', critical: true },
+  ])(
+    'gpu annotations ($name) failing on two unselected nodes do not trip it: the broken gpu node keeps its runtime taint',
+    async ({ critical }) => {
+      const cluster = new Cluster({ matchLabels: { gpu: 'true' } });
+      const gpu = { labels: { gpu: 'true' } };
+      cluster.node('gpu-broken', ExtensionState.Unhealthy, gpu);
+      cluster.node('gpu-1', ExtensionState.Healthy, gpu);
+      cluster.node('gpu-2', ExtensionState.Healthy, gpu);
+      const annotation = {
+        annotations: {
+          [`${EXTENSION_ANNOTATION_PREFIX}gpu`]: JSON.stringify({ probe: { tcp: { port: 1 } }, critical }),
+        },
+      };
+      cluster.node('cpu-1', ExtensionState.Unhealthy, annotation);
+      cluster.node('cpu-2', ExtensionState.Unhealthy, annotation);
+
+      const trippedAfterEach = await cluster.lead(['cpu-1', 'cpu-2', 'gpu-broken', 'gpu-1', 'gpu-2']);
+      expect(trippedAfterEach.flat()).toEqual([]);
+      expect(cluster.breakerChanges).toEqual([]);
+      expect(cluster.api.nodes.get('gpu-broken')?.spec?.taints?.map((t) => t.key)).toEqual([
+        DEFAULT_RUNTIME_TAINT_KEY,
+      ]);
+    },
+  );
 });
