@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  MAX_LEASE_DURATION_SECONDS,
   MAX_LEASE_MESSAGE,
   agentLeaseName,
   buildLease,
@@ -171,6 +172,24 @@ describe('buildLease / decodeLease', () => {
     expect(decodeLease(lease)?.state).toBe(state);
     expect(isExtensionState(state)).toBe(true);
   });
+
+  it.each([
+    { name: 'the agent default', written: 40, decoded: 40 },
+    { name: "the agent's longest (3 x 3600)", written: 10_800, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: '25 days (past a timer)', written: 2_147_484, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: 'int32 max', written: 2_147_483_647, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: 'zero', written: 0, decoded: 0 },
+    { name: 'negative', written: -5, decoded: 0 },
+    { name: 'not a number', written: '40' as unknown as number, decoded: 0 },
+    { name: 'absent', written: undefined, decoded: 0 },
+  ])(
+    'bounds leaseDurationSeconds: $name → $decoded (regression: a 25-day lease was a hot loop)',
+    ({ written, decoded }) => {
+      const lease = buildLease(desired);
+      const spec = { ...lease.spec, leaseDurationSeconds: written };
+      expect(decodeLease({ ...lease, spec })?.leaseDurationSeconds).toBe(decoded);
+    },
+  );
 
   it('round-trips the agent heartbeat, which carries no state', () => {
     const lease = buildLease({ ...desired, extension: undefined, record: undefined });

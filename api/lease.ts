@@ -17,6 +17,13 @@ const { createHash } = process.getBuiltinModule('node:crypto');
 
 const MAX_NAME = 253;
 const HASH_LENGTH = 10;
+/**
+ * The longest lease duration the controller believes: three times the agent's longest renewal interval
+ * (`--extension-renew-seconds` ≤ 3600; the heartbeat's ≤ 3600). A longer one (the API allows 68 years) is cut
+ * to this, so a lease cannot postpone its own expiry for weeks, nor put a deadline past what a timer can hold.
+ */
+export const MAX_LEASE_DURATION_SECONDS = 3 * 3600;
+
 /** Messages on a Lease are short and never carry response bodies. */
 export const MAX_LEASE_MESSAGE = 256;
 
@@ -163,6 +170,12 @@ export interface ObservedLease {
   renewTime: string;
 }
 
+/** A written duration within [0, MAX_LEASE_DURATION_SECONDS]; anything else (absent, not a number) is 0. */
+function boundedDurationSeconds(value: unknown): number {
+  if (typeof value !== 'number' || !(value > 0)) return 0;
+  return Math.min(value, MAX_LEASE_DURATION_SECONDS);
+}
+
 /** Decodes a nodecare Lease; undefined for a Lease that is not ours (no node annotation or role label). */
 export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
   const { metadata, spec = {} } = obj;
@@ -183,7 +196,7 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
     since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
     bootId: metadata.annotations?.[LeaseAnnotation.bootId] ?? '',
     holderIdentity: spec.holderIdentity ?? '',
-    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    leaseDurationSeconds: boundedDurationSeconds(spec.leaseDurationSeconds),
     renewTime: renew instanceof Date ? renew.toISOString() : (renew ?? ''),
   };
 }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { MAX_LEASE_DURATION_SECONDS } from '../../api/lease.ts';
 import { duplicateKeys } from '../../lib/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
@@ -432,5 +433,13 @@ describe('nodecare-agent command line', { timeout: TIMEOUT_MS }, () => {
       / WARN {2}Watch failed; retrying with backoff .*err="Network: /,
     );
     expect(lines.filter((l) => /^\s+at /.test(l))).toEqual([]);
+  });
+});
+
+describe('lease durations the agent may write', () => {
+  it('stay within what the controller believes (api/lease.ts MAX_LEASE_DURATION_SECONDS)', () => {
+    expect(AGENT_OPTIONS['heartbeat-duration-seconds'].max).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS);
+    // Extension leases last three renewal intervals (agent/runner.ts).
+    expect(AGENT_OPTIONS['extension-renew-seconds'].max * 3).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS);
   });
 });
