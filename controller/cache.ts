@@ -24,11 +24,13 @@ import {
   type SystemExtensionObject,
 } from '../api/index.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/log.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
+import type { ControllerMetrics } from './metrics.ts';
 
 /**
  * A taint exactly as observed: `timeAdded` (which drives tolerationSeconds of NoExecute taints) and any
@@ -395,6 +397,30 @@ export interface CacheEvents extends LeaseIndexEvents {
   /** SystemExtensions changed: any node may be affected. */
   allNodesChanged(): void;
   error(source: string, err: unknown): void;
+  /** An object whose ingest threw (a poison object) was skipped; called each time it is seen. */
+  skipped(source: string, key: string, err: unknown): void;
+}
+
+/** How many poison objects the reporter remembers as already logged (then it starts over). */
+const MAX_REMEMBERED_SKIPPED = 1024;
+
+/**
+ * CacheEvents.skipped for the controller: every skip is counted; each object (source and key) is logged
+ * once, not again on every relist or update, with memory for a bounded number of them.
+ */
+export function skippedObjectReporter(
+  log: Logger,
+  metrics: Pick<ControllerMetrics, 'watchObjectsSkipped'>,
+): CacheEvents['skipped'] {
+  const logged = new Set<string>();
+  return (source, key, err) => {
+    metrics.watchObjectsSkipped.inc({ source });
+    const id = `${source}/${key}`;
+    if (logged.has(id)) return;
+    if (logged.size >= MAX_REMEMBERED_SKIPPED) logged.clear();
+    logged.add(id);
+    log.error({ err, source, object: key }, 'Skipped an object that could not be handled');
+  };
 }
 
 export class ClusterCache {
@@ -420,6 +446,7 @@ export class ClusterCache {
         },
         deleted: (node) => events.nodeChanged(node.name),
         error: (err) => events.error('nodes', err),
+        skipped: (err, key) => events.skipped('nodes', key, err),
       },
     });
     this.leases = new Source({
@@ -433,6 +460,7 @@ export class ClusterCache {
         updated: (lease, old) => changed(this.index.updated(lease, old)),
         deleted: (lease) => changed(this.index.deleted(lease)),
         error: (err) => events.error('leases', err),
+        skipped: (err, key) => events.skipped('leases', key, err),
       },
     });
     this.systemExtensions = new Source({
@@ -445,6 +473,7 @@ export class ClusterCache {
         updated: () => events.allNodesChanged(),
         deleted: () => events.allNodesChanged(),
         error: (err) => events.error('systemextensions', err),
+        skipped: (err, key) => events.skipped('systemextensions', key, err),
       },
     });
   }

@@ -13,6 +13,7 @@ export class ControllerMetrics {
   readonly isLeader: Gauge;
   readonly queueDepth: Gauge;
   readonly watchErrors: Counter<'source'>;
+  readonly watchObjectsSkipped: Counter<'source'>;
   readonly extensionNodes: Gauge<'extension' | 'state'>;
   readonly evictions: Counter<'outcome'>;
   readonly leasesIgnored: Gauge<'reason'>;
@@ -75,6 +76,12 @@ export class ControllerMetrics {
     this.watchErrors = new Counter({
       name: 'nodecare_controller_watch_errors_total',
       help: 'List or watch failures by source.',
+      labelNames: ['source'],
+      registers,
+    });
+    this.watchObjectsSkipped = new Counter({
+      name: 'nodecare_controller_watch_objects_skipped_total',
+      help: 'Listed or watched objects that could not be handled (poison objects) and were skipped, by source.',
       labelNames: ['source'],
       registers,
     });
