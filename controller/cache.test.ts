@@ -4,7 +4,14 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../api/lease.ts';
-import { ExtensionState, GROUP_VERSION, LEASE_NAMESPACE, SYSTEM_EXTENSION } from '../api/names.ts';
+import {
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  GROUP_VERSION,
+  LEASE_NAMESPACE,
+  SYSTEM_EXTENSION,
+} from '../api/names.ts';
+import { resolveRegistrations } from '../api/registration.ts';
 import { ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -163,6 +170,49 @@ describe('toCachedNode', () => {
       timeAdded: '2026-01-01T00:00:00Z',
     };
     expect(toCachedNode({ metadata: { name: 'n' }, spec: { taints: [taint] } }).taints).toEqual([taint]);
+  });
+
+  it.each([
+    { name: '256 KiB of ASCII', value: 'x'.repeat(256 * 1024) },
+    { name: '4097 bytes', value: `{"probe":{"tcp":{"port":1}},"x":"${'y'.repeat(4070)}"}` },
+    { name: '2000 characters of 3-byte UTF-8 (6000 bytes)', value: '€'.repeat(2000) },
+  ])(
+    'keeps an extension annotation too long to parse ($name) only as its problem, registered as before (regression: kept raw)',
+    ({ value }) => {
+      const key = `${EXTENSION_ANNOTATION_PREFIX}big`;
+      const raw = {
+        metadata: {
+          name: 'n',
+          annotations: {
+            [key]: value,
+            [`${EXTENSION_ANNOTATION_PREFIX}small`]: 'tcp://127.0.0.1:9000',
+            'other.example/big': value,
+          },
+        },
+      };
+      const cached = toCachedNode(raw);
+      expect(JSON.stringify(cached).length).toBeLessThan(1024);
+      expect(cached.annotations).toEqual({ [`${EXTENSION_ANNOTATION_PREFIX}small`]: 'tcp://127.0.0.1:9000' });
+      const fromRaw = resolveRegistrations(
+        { name: 'n', labels: {}, annotations: raw.metadata.annotations },
+        [],
+      );
+      const fromCache = resolveRegistrations(cached, []);
+      expect(fromCache).toEqual(fromRaw);
+      expect(fromCache.byName.get('big')).toMatchObject({
+        valid: false,
+        problems: [expect.stringMatching(/^value: too long to parse/)],
+      });
+    },
+  );
+
+  it('keeps a value of exactly 4096 bytes (it is parsed)', () => {
+    const value = `{"probe":{"tcp":{"port":1}},"x":"${'y'.repeat(4096 - 35)}"}`;
+    expect(Buffer.byteLength(value)).toBe(4096);
+    const key = `${EXTENSION_ANNOTATION_PREFIX}edge`;
+    const cached = toCachedNode({ metadata: { name: 'n', annotations: { [key]: value } } });
+    expect(cached.annotations[key]).toBe(value);
+    expect(cached.unparsedAnnotations).toEqual({});
   });
 });
 

@@ -15,6 +15,7 @@ import {
   NodeAnnotation,
   SYSTEM_EXTENSION,
   agentLeaseName,
+  annotationTooLong,
   decodeLease,
   extensionLeaseName,
   parseSystemExtension,
@@ -40,6 +41,8 @@ export type ObservedTaint = NodeTaint & { timeAdded?: string };
 
 export interface CachedNode extends ObservedNode {
   resourceVersion: string;
+  /** Extension annotations too long to parse, by key, with that problem (their values are not kept). */
+  unparsedAnnotations: Readonly<Record<string, string>>;
   taints: readonly ObservedTaint[];
   /** lastTransitionTime of the current ExtensionsReady condition (kept when only reason/message change). */
   conditionTransitionTime: string | undefined;
@@ -70,9 +73,14 @@ export interface NodeObject {
 
 export function toCachedNode(raw: NodeObject): CachedNode {
   const annotations: Record<string, string> = {};
+  const unparsedAnnotations: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
-    if (key.startsWith(EXTENSION_ANNOTATION_PREFIX) || key === NodeAnnotation.bootstrappedBootId)
-      annotations[key] = value;
+    if (key === NodeAnnotation.bootstrappedBootId) annotations[key] = value;
+    if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
+    // A value too long to parse is never read: keep why, not up to 256 KiB of it.
+    const tooLong = annotationTooLong(value);
+    if (tooLong === undefined) annotations[key] = value;
+    else unparsedAnnotations[key] = tooLong;
   }
   const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
   return {
@@ -83,6 +91,7 @@ export function toCachedNode(raw: NodeObject): CachedNode {
     bootId: raw.status?.nodeInfo?.bootID ?? '',
     labels: raw.metadata?.labels ?? {},
     annotations,
+    unparsedAnnotations,
     // Kept whole (not stripped to key/value/effect): the taint list nodecare writes is built from these.
     taints: raw.spec?.taints ?? [],
     extensionsReadyCondition: condition
