@@ -1,6 +1,12 @@
 // nodecare-controller metrics (docs/conventions.md 12): nodecare_controller_ prefix, base units, bounded labels.
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import {
+  MAX_UNDECLARED_EXTENSION_SERIES,
+  OTHER_EXTENSION_LABEL,
+  extensionSeries,
+  type ExtensionPair,
+} from '../lib/metric-labels.ts';
 import { packageVersion } from '../lib/version.ts';
 
 export class ControllerMetrics {
@@ -23,6 +29,7 @@ export class ControllerMetrics {
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
+  private extensionPairs: { pairs(): Iterable<ExtensionPair>; declared(): ReadonlySet<string> } | undefined;
 
   constructor(registry: Registry) {
     collectDefaultMetrics({ register: registry });
@@ -85,12 +92,21 @@ export class ControllerMetrics {
       labelNames: ['source'],
       registers,
     });
-    this.extensionNodes = new Gauge({
+    const extensionNodes: Gauge<'extension' | 'state'> = new Gauge({
       name: 'nodecare_controller_extension_nodes',
-      help: 'Nodes per extension and effective state.',
+      help: `Nodes per extension and effective state; names no SystemExtension declares beyond the ${MAX_UNDECLARED_EXTENSION_SERIES} most required are counted as extension="${OTHER_EXTENSION_LABEL}".`,
       labelNames: ['extension', 'state'],
       registers,
+      // Computed on each scrape from the nodes' latest decisions, so a name that is gone has no series.
+      collect: () => {
+        extensionNodes.reset();
+        const source = this.extensionPairs;
+        if (!source) return;
+        for (const { extension, state, nodes } of extensionSeries(source.pairs(), source.declared()))
+          extensionNodes.set({ extension, state }, nodes);
+      },
     });
+    this.extensionNodes = extensionNodes;
     this.evictions = new Counter({
       name: 'nodecare_controller_pod_evictions_total',
       help: 'Pod eviction attempts by outcome.',
@@ -140,5 +156,10 @@ export class ControllerMetrics {
       registers,
     });
     this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
+  }
+
+  /** Where nodecare_controller_extension_nodes is computed from on each scrape. */
+  countExtensionNodes(pairs: () => Iterable<ExtensionPair>, declared: () => ReadonlySet<string>): void {
+    this.extensionPairs = { pairs, declared };
   }
 }

@@ -17,6 +17,7 @@ import { FakeClock } from '../lib/clock.ts';
 import { createLogger } from '../lib/log.ts';
 import { toCachedLease } from './cache.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
+import { MAX_UNDECLARED_EXTENSION_SERIES, OTHER_EXTENSION_LABEL } from '../lib/metric-labels.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';
@@ -37,6 +38,7 @@ class Cluster {
   readonly api = new FakeNodeApi();
   readonly cache = new FakeCache(this.clock);
   readonly breakerChanges: string[][] = [];
+  readonly metrics = new ControllerMetrics(new Registry());
   readonly reconciler: Reconciler;
   private writes = 0;
 
@@ -54,7 +56,7 @@ class Cluster {
       fence,
       clock: this.clock,
       log: createLogger({ level: 'silent', name: 'test' }),
-      metrics: new ControllerMetrics(new Registry()),
+      metrics: this.metrics,
       events: eventRecorder(this.api, 'test', this.clock, fence),
       config: config(),
       onBreakerChange: () => this.breakerChanges.push([...this.reconciler.trippedExtensions]),
@@ -236,4 +238,34 @@ describe('breaker counts only what the admin declared (regression: annotations t
       ]);
     },
   );
+});
+
+describe('extension metric series (regression: one series per annotation-chosen name, never removed)', () => {
+  const series = async (cluster: Cluster): Promise<string[]> =>
+    (await cluster.metrics.extensionNodes.get()).values
+      .map((v) => `${v.labels.extension}/${v.labels.state}=${v.value}`)
+      .sort();
+
+  it('names no SystemExtension declares are bounded, the rest fold into one series, and gone names have none', async () => {
+    const cluster = new Cluster({ matchLabels: { gpu: 'true' } });
+    cluster.node('gpu-0', ExtensionState.Healthy, { labels: { gpu: 'true' } });
+    // One node registers 200 made-up extensions by annotation (no lease: they are Unknown, missing).
+    const annotations = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [`${EXTENSION_ANNOTATION_PREFIX}junk-${i}`, 'tcp://127.0.0.1:1']),
+    );
+    cluster.node('noisy', ExtensionState.Healthy, { annotations });
+    await cluster.lead(['gpu-0', 'noisy']);
+    const withJunk = await series(cluster);
+    const names = new Set(withJunk.map((s) => s.split('/')[0]));
+    expect(names.size).toBe(1 + MAX_UNDECLARED_EXTENSION_SERIES + 1);
+    expect(names.has('gpu')).toBe(true);
+    expect(names.has(OTHER_EXTENSION_LABEL)).toBe(true);
+    const total = (await cluster.metrics.extensionNodes.get()).values.reduce((sum, v) => sum + v.value, 0);
+    expect(total).toBe(201);
+
+    // The annotations go: so do their series.
+    cluster.node('noisy', ExtensionState.Healthy);
+    await cluster.reconciler.reconcile('noisy');
+    expect(await series(cluster)).toEqual(['gpu/Healthy=1']);
+  });
 });
