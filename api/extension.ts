@@ -202,8 +202,10 @@ class FieldReader {
   /** The path of `field`; '' names the object this reader reads. */
   at(field: string): string {
     if (field === '') return this.path;
-    // Field names can be input (an unknown key), so they are capped like any other echoed value.
-    return this.path ? `${this.path}.${capInput(field)}` : capInput(field);
+    // Field names can be input (an unknown key): one that is not a plain name is quoted, capped and escaped
+    // like any other echoed value, so it can neither pose as message text nor reach a terminal raw.
+    const name = /^[A-Za-z0-9_-]{1,64}$/.test(field) ? field : quoteInput(field);
+    return this.path ? `${this.path}.${name}` : name;
   }
 
   problem(field: string, expected: string): undefined {

@@ -13,7 +13,7 @@ import {
   type LeaseObject,
   type ProbeStateRecord,
 } from './lease.ts';
-import { isExtensionState } from './names.ts';
+import { LeaseAnnotation, isExtensionState } from './names.ts';
 
 /** Kubernetes' IsDNS1123Subdomain: at most 253 characters of dot-separated DNS labels. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -98,6 +98,12 @@ describe('truncateMessage', () => {
     ['keeps a short message', 'connection refused', 'connection refused'],
     ['joins lines and collapses whitespace', '  line one\n\tline   two ', 'line one line two'],
     ['cuts at the cap with an ellipsis', 'x'.repeat(300), `${'x'.repeat(MAX_LEASE_MESSAGE - 1)}…`],
+    ['escapes ESC and C1 controls', 'a\u001b[2Jb\u009bc', 'a\\u001b[2Jb\\u009bc'],
+    [
+      'escapes an ESC at the cut (regression: ESC survived truncation)',
+      `${'x'.repeat(MAX_LEASE_MESSAGE - 3)}\u001b[2J`,
+      `${'x'.repeat(MAX_LEASE_MESSAGE - 3)}\\u…`,
+    ],
   ])('%s', (_name, message, expected) => {
     expect(truncateMessage(message)).toBe(expected);
     expect(truncateMessage(message).length).toBeLessThanOrEqual(MAX_LEASE_MESSAGE);
@@ -190,6 +196,20 @@ describe('buildLease / decodeLease', () => {
       expect(decodeLease({ ...lease, spec })?.leaseDurationSeconds).toBe(decoded);
     },
   );
+
+  it('decodes reason and message inert: control characters escaped, capped (regression: written raw into messages)', () => {
+    const lease = buildLease(desired);
+    lease.metadata.annotations = {
+      ...lease.metadata.annotations,
+      [LeaseAnnotation.reason]: `Bad\u001b[2J${'R'.repeat(1000)}`,
+      [LeaseAnnotation.message]: `x\u009b31m${'m'.repeat(100_000)}`,
+    };
+    const decoded = decodeLease(lease);
+    expect(decoded?.reason.startsWith('Bad\\u001b[2J')).toBe(true);
+    expect(decoded?.reason.length).toBeLessThan(200);
+    expect(decoded?.message.startsWith('x\\u009b31m')).toBe(true);
+    expect(decoded?.message.length).toBeLessThanOrEqual(MAX_LEASE_MESSAGE);
+  });
 
   it('round-trips the agent heartbeat, which carries no state', () => {
     const lease = buildLease({ ...desired, extension: undefined, record: undefined });

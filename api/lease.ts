@@ -2,6 +2,7 @@
 // object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
 
 import { RESERVED_EXTENSION_NAME } from './extension.ts';
+import { capInput, escapeControls } from './text.ts';
 import {
   LEASE_NAMESPACE,
   LeaseAnnotation,
@@ -99,8 +100,9 @@ export interface DesiredLease {
   resourceVersion?: string;
 }
 
+/** One line of at most MAX_LEASE_MESSAGE characters, its control characters escaped (api/text.ts). */
 export function truncateMessage(message: string): string {
-  const oneLine = message.replace(/\s+/g, ' ').trim();
+  const oneLine = escapeControls(message.replace(/\s+/g, ' ').trim());
   return oneLine.length <= MAX_LEASE_MESSAGE ? oneLine : `${oneLine.slice(0, MAX_LEASE_MESSAGE - 1)}…`;
 }
 
@@ -191,8 +193,9 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
     role,
     extension: role === LeaseRole.extension ? metadata.labels?.[LeaseLabel.extension] : undefined,
     state: isExtensionState(state) ? state : undefined,
-    reason: metadata.annotations?.[LeaseAnnotation.reason] ?? '',
-    message: metadata.annotations?.[LeaseAnnotation.message] ?? '',
+    // Written by the agent of a node (whoever controls it): made inert before any message repeats them.
+    reason: capInput(metadata.annotations?.[LeaseAnnotation.reason] ?? ''),
+    message: truncateMessage(metadata.annotations?.[LeaseAnnotation.message] ?? ''),
     since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
     bootId: metadata.annotations?.[LeaseAnnotation.bootId] ?? '',
     holderIdentity: spec.holderIdentity ?? '',
