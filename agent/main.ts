@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // nodecare-agent entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
-import './runtime-flags.ts';
+import { missingRuntimeFlags, runtimeFlagsProblem } from './runtime-flags.ts';
 import { systemClock } from '../lib/clock.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import { loadConnection } from '../lib/kube/config.ts';
@@ -17,6 +17,11 @@ runProgram<AgentConfig>({
   shutdownDeadlineMs: 4_000,
   async start(config) {
     const log = createLogger({ name: 'nodecare-agent', level: config.logLevel, format: config.logFormat });
+    if (runtimeFlagsProblem !== undefined)
+      log.warn(
+        { flags: missingRuntimeFlags, problem: runtimeFlagsProblem },
+        'Running without the runtime flags: re-executing with them would fail',
+      );
     const client = new KubeClient(await loadConnection(config.kubeconfig), {
       userAgent: `nodecare-agent/${config.nodeName}`,
       connections: 8,

@@ -2,6 +2,11 @@
 // labels, no node-name label (the scraper adds it), one registry passed in.
 
 import { EXTENSION_STATES } from '../api/index.ts';
+import {
+  MAX_UNDECLARED_EXTENSION_SERIES,
+  OTHER_EXTENSION_LABEL,
+  extensionSeries,
+} from '../lib/metric-labels.ts';
 import { Counter, Gauge, Histogram, type Registry } from '../lib/prom.ts';
 import { collectRuntimeMetrics } from '../lib/runtime-metrics.ts';
 import { packageVersion } from '../lib/version.ts';
@@ -16,6 +21,8 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly extensions: Gauge;
   readonly invalidRegistrations: Gauge;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
+  /** Each registered extension's last published state. */
+  private readonly published = new Map<string, { state: string; declared: boolean }>();
 
   constructor(registry: Registry) {
     // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work. The event
@@ -35,12 +42,25 @@ export class AgentMetrics implements LeaseWriterMetrics {
       labelNames: ['kind', 'outcome'],
       registers: [registry],
     });
-    this.extensionState = new Gauge({
+    const extensionState: Gauge<'extension' | 'state'> = new Gauge({
       name: 'nodecare_agent_extension_state',
-      help: 'Published state of each extension on this node (1 for the current state).',
+      help: `Published state of each extension on this node (1 for the current state); extensions registered by annotation beyond ${MAX_UNDECLARED_EXTENSION_SERIES} are counted together as extension="${OTHER_EXTENSION_LABEL}".`,
       labelNames: ['extension', 'state'],
       registers: [registry],
+      // Computed on each scrape from the extensions now registered, so a deregistered one has no series.
+      collect: () => {
+        extensionState.reset();
+        const pairs = [...this.published].map(([extension, { state }]) => ({ extension, state }));
+        const declared = new Set(
+          [...this.published].filter(([, p]) => p.declared).map(([extension]) => extension),
+        );
+        const series = extensionSeries(pairs, declared);
+        for (const extension of new Set(series.map((s) => s.extension)))
+          for (const state of EXTENSION_STATES) extensionState.set({ extension, state }, 0);
+        for (const { extension, state, nodes } of series) extensionState.set({ extension, state }, nodes);
+      },
     });
+    this.extensionState = extensionState;
     this.leaseWrites = new Counter({
       name: 'nodecare_agent_lease_writes_total',
       help: 'Lease write attempts by operation and result.',
@@ -76,9 +96,12 @@ export class AgentMetrics implements LeaseWriterMetrics {
     this.leaseWrites.inc({ operation, result });
   }
 
-  setState(extension: string, state: string | undefined): void {
-    for (const s of EXTENSION_STATES) this.extensionState.set({ extension, state: s }, s === state ? 1 : 0);
-    if (state === undefined)
-      for (const s of EXTENSION_STATES) this.extensionState.remove({ extension, state: s });
+  /**
+   * Records the state an extension published (undefined: deregistered). `declared`: registered by a
+   * SystemExtension or the config file, not by a node annotation (whose names are bounded in the metric).
+   */
+  setState(extension: string, state: string | undefined, declared: boolean): void {
+    if (state === undefined) this.published.delete(extension);
+    else this.published.set(extension, { state, declared });
   }
 }

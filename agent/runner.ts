@@ -111,7 +111,7 @@ export class ExtensionRunner {
     this.stopping.abort();
     this.probeTimer?.cancel();
     this.renewTimer?.cancel();
-    this.deps.metrics.setState(this.name, undefined);
+    this.deps.metrics.setState(this.name, undefined, false);
   }
 
   private begin(): void {
@@ -228,7 +228,7 @@ export class ExtensionRunner {
     this.lastWrittenMs = now;
     this.lastWrittenRecord = record;
     this.lastWrittenTarget = target;
-    this.deps.metrics.setState(this.name, record.state);
+    this.deps.metrics.setState(this.name, record.state, this.registration.source !== 'annotation');
     const desired: DesiredLease = {
       node: target.node,
       extension: this.name,

@@ -584,6 +584,34 @@ describe('parseExtensionSpec', () => {
 });
 
 describe('parseAnnotationValue', () => {
+  it.each([
+    {
+      name: 'ESC in an unknown key is escaped and the key quoted (regression: echoed unquoted)',
+      key: 'x\u001b[2J',
+      problem: '"x\\u001b[2J": unknown field',
+    },
+    {
+      name: 'a key that poses as message text is quoted',
+      key: 'ok; probe.tcp.port',
+      problem: '"ok; probe.tcp.port": unknown field',
+    },
+    {
+      name: 'C1 and bidi controls in an unknown key are escaped',
+      key: '\u009b31m\u202e',
+      problem: '"\\u009b31m\\u202e": unknown field',
+    },
+    { name: 'a plain unknown key stays readable', key: 'period', problem: 'period: unknown field' },
+  ])('$name', ({ key, problem }) => {
+    const parse = parseAnnotationValue(JSON.stringify({ probe: { tcp: { port: 1 } }, [key]: 1 }));
+    expect(parse.result.ok).toBe(false);
+    const problems = parse.result.ok ? [] : parse.result.problems;
+    expect(problems).toEqual([
+      expect.stringMatching(new RegExp(`^${problem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)),
+    ]);
+    // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+    expect(problems.join('')).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e]/);
+  });
+
   const withDefaults = (probe: ProbeSpec): SpecParse => ({
     policy: DEFAULT_POLICY,
     result: { ok: true, value: { probe, ...EXTENSION_DEFAULTS } },

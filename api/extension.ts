@@ -202,8 +202,10 @@ class FieldReader {
   /** The path of `field`; '' names the object this reader reads. */
   at(field: string): string {
     if (field === '') return this.path;
-    // Field names can be input (an unknown key), so they are capped like any other echoed value.
-    return this.path ? `${this.path}.${capInput(field)}` : capInput(field);
+    // Field names can be input (an unknown key): one that is not a plain name is quoted, capped and escaped
+    // like any other echoed value, so it can neither pose as message text nor reach a terminal raw.
+    const name = /^[A-Za-z0-9_-]{1,64}$/.test(field) ? field : quoteInput(field);
+    return this.path ? `${this.path}.${name}` : name;
   }
 
   problem(field: string, expected: string): undefined {
@@ -583,19 +585,31 @@ export function parseAnnotationValue(value: string): SpecParse {
     annotationCache.set(value, cached);
     return cached;
   }
-  // UTF-8 never takes fewer bytes than UTF-16 code units, so the length alone rejects most oversized values.
-  const bytes = value.length > MAX_ANNOTATION_VALUE_BYTES ? undefined : Buffer.byteLength(value, 'utf8');
-  if (bytes === undefined || bytes > MAX_ANNOTATION_VALUE_BYTES) {
-    const size = bytes === undefined ? `${value.length} characters` : `${bytes} bytes`;
-    const tooLong = `value: too long to parse (${size}; an extension annotation is at most ${MAX_ANNOTATION_VALUE_BYTES} bytes)`;
-    return { policy: DEFAULT_POLICY, result: { ok: false, problems: [tooLong] } };
-  }
+  const tooLong = annotationTooLong(value);
+  if (tooLong !== undefined) return unparsedAnnotation(tooLong);
   const parsed = deepFreeze(parseAnnotationText(value));
   annotationCache.set(value, parsed);
   if (annotationCache.size > ANNOTATION_CACHE_ENTRIES) {
     annotationCache.delete(annotationCache.keys().next().value as string);
   }
   return parsed;
+}
+
+/**
+ * The problem of an annotation value too long to be parsed at all, or undefined when it is parsed. A cache
+ * of nodes keeps only this problem for such a value, never the value (api/registration.ts NodeView).
+ */
+export function annotationTooLong(value: string): string | undefined {
+  // UTF-8 never takes fewer bytes than UTF-16 code units, so the length alone rejects most oversized values.
+  const bytes = value.length > MAX_ANNOTATION_VALUE_BYTES ? undefined : Buffer.byteLength(value, 'utf8');
+  if (bytes !== undefined && bytes <= MAX_ANNOTATION_VALUE_BYTES) return undefined;
+  const size = bytes === undefined ? `${value.length} characters` : `${bytes} bytes`;
+  return `value: too long to parse (${size}; an extension annotation is at most ${MAX_ANNOTATION_VALUE_BYTES} bytes)`;
+}
+
+/** What parseAnnotationValue answers for a value rejected unread with `problem` (annotationTooLong). */
+export function unparsedAnnotation(problem: string): SpecParse {
+  return { policy: DEFAULT_POLICY, result: { ok: false, problems: [problem] } };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  MAX_LEASE_DURATION_SECONDS,
   MAX_LEASE_MESSAGE,
   agentLeaseName,
   buildLease,
@@ -12,7 +13,7 @@ import {
   type LeaseObject,
   type ProbeStateRecord,
 } from './lease.ts';
-import { isExtensionState } from './names.ts';
+import { LeaseAnnotation, isExtensionState } from './names.ts';
 
 /** Kubernetes' IsDNS1123Subdomain: at most 253 characters of dot-separated DNS labels. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -97,6 +98,12 @@ describe('truncateMessage', () => {
     ['keeps a short message', 'connection refused', 'connection refused'],
     ['joins lines and collapses whitespace', '  line one\n\tline   two ', 'line one line two'],
     ['cuts at the cap with an ellipsis', 'x'.repeat(300), `${'x'.repeat(MAX_LEASE_MESSAGE - 1)}…`],
+    ['escapes ESC and C1 controls', 'a\u001b[2Jb\u009bc', 'a\\u001b[2Jb\\u009bc'],
+    [
+      'escapes an ESC at the cut (regression: ESC survived truncation)',
+      `${'x'.repeat(MAX_LEASE_MESSAGE - 3)}\u001b[2J`,
+      `${'x'.repeat(MAX_LEASE_MESSAGE - 3)}\\u…`,
+    ],
   ])('%s', (_name, message, expected) => {
     expect(truncateMessage(message)).toBe(expected);
     expect(truncateMessage(message).length).toBeLessThanOrEqual(MAX_LEASE_MESSAGE);
@@ -170,6 +177,38 @@ describe('buildLease / decodeLease', () => {
     const lease = buildLease({ ...desired, record: { ...record, state } });
     expect(decodeLease(lease)?.state).toBe(state);
     expect(isExtensionState(state)).toBe(true);
+  });
+
+  it.each([
+    { name: 'the agent default', written: 40, decoded: 40 },
+    { name: "the agent's longest (3 x 3600)", written: 10_800, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: '25 days (past a timer)', written: 2_147_484, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: 'int32 max', written: 2_147_483_647, decoded: MAX_LEASE_DURATION_SECONDS },
+    { name: 'zero', written: 0, decoded: 0 },
+    { name: 'negative', written: -5, decoded: 0 },
+    { name: 'not a number', written: '40' as unknown as number, decoded: 0 },
+    { name: 'absent', written: undefined, decoded: 0 },
+  ])(
+    'bounds leaseDurationSeconds: $name → $decoded (regression: a 25-day lease was a hot loop)',
+    ({ written, decoded }) => {
+      const lease = buildLease(desired);
+      const spec = { ...lease.spec, leaseDurationSeconds: written };
+      expect(decodeLease({ ...lease, spec })?.leaseDurationSeconds).toBe(decoded);
+    },
+  );
+
+  it('decodes reason and message inert: control characters escaped, capped (regression: written raw into messages)', () => {
+    const lease = buildLease(desired);
+    lease.metadata.annotations = {
+      ...lease.metadata.annotations,
+      [LeaseAnnotation.reason]: `Bad\u001b[2J${'R'.repeat(1000)}`,
+      [LeaseAnnotation.message]: `x\u009b31m${'m'.repeat(100_000)}`,
+    };
+    const decoded = decodeLease(lease);
+    expect(decoded?.reason.startsWith('Bad\\u001b[2J')).toBe(true);
+    expect(decoded?.reason.length).toBeLessThan(200);
+    expect(decoded?.message.startsWith('x\\u009b31m')).toBe(true);
+    expect(decoded?.message.length).toBeLessThanOrEqual(MAX_LEASE_MESSAGE);
   });
 
   it('round-trips the agent heartbeat, which carries no state', () => {

@@ -2,6 +2,7 @@
 // object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
 
 import { RESERVED_EXTENSION_NAME } from './extension.ts';
+import { capInput, escapeControls } from './text.ts';
 import {
   LEASE_NAMESPACE,
   LeaseAnnotation,
@@ -17,6 +18,13 @@ const { createHash } = process.getBuiltinModule('node:crypto');
 
 const MAX_NAME = 253;
 const HASH_LENGTH = 10;
+/**
+ * The longest lease duration the controller believes: three times the agent's longest renewal interval
+ * (`--extension-renew-seconds` ≤ 3600; the heartbeat's ≤ 3600). A longer one (the API allows 68 years) is cut
+ * to this, so a lease cannot postpone its own expiry for weeks, nor put a deadline past what a timer can hold.
+ */
+export const MAX_LEASE_DURATION_SECONDS = 3 * 3600;
+
 /** Messages on a Lease are short and never carry response bodies. */
 export const MAX_LEASE_MESSAGE = 256;
 
@@ -92,8 +100,9 @@ export interface DesiredLease {
   resourceVersion?: string;
 }
 
+/** One line of at most MAX_LEASE_MESSAGE characters, its control characters escaped (api/text.ts). */
 export function truncateMessage(message: string): string {
-  const oneLine = message.replace(/\s+/g, ' ').trim();
+  const oneLine = escapeControls(message.replace(/\s+/g, ' ').trim());
   return oneLine.length <= MAX_LEASE_MESSAGE ? oneLine : `${oneLine.slice(0, MAX_LEASE_MESSAGE - 1)}…`;
 }
 
@@ -163,6 +172,12 @@ export interface ObservedLease {
   renewTime: string;
 }
 
+/** A written duration within [0, MAX_LEASE_DURATION_SECONDS]; anything else (absent, not a number) is 0. */
+function boundedDurationSeconds(value: unknown): number {
+  if (typeof value !== 'number' || !(value > 0)) return 0;
+  return Math.min(value, MAX_LEASE_DURATION_SECONDS);
+}
+
 /** Decodes a nodecare Lease; undefined for a Lease that is not ours (no node annotation or role label). */
 export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
   const { metadata, spec = {} } = obj;
@@ -178,12 +193,13 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
     role,
     extension: role === LeaseRole.extension ? metadata.labels?.[LeaseLabel.extension] : undefined,
     state: isExtensionState(state) ? state : undefined,
-    reason: metadata.annotations?.[LeaseAnnotation.reason] ?? '',
-    message: metadata.annotations?.[LeaseAnnotation.message] ?? '',
+    // Written by the agent of a node (whoever controls it): made inert before any message repeats them.
+    reason: capInput(metadata.annotations?.[LeaseAnnotation.reason] ?? ''),
+    message: truncateMessage(metadata.annotations?.[LeaseAnnotation.message] ?? ''),
     since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
     bootId: metadata.annotations?.[LeaseAnnotation.bootId] ?? '',
     holderIdentity: spec.holderIdentity ?? '',
-    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    leaseDurationSeconds: boundedDurationSeconds(spec.leaseDurationSeconds),
     renewTime: renew instanceof Date ? renew.toISOString() : (renew ?? ''),
   };
 }

@@ -9,6 +9,7 @@ import {
   parseAnnotationValue,
   parseExtensionSpec,
   parseHostPort,
+  unparsedAnnotation,
   validateExtensionName,
   type ExtensionPolicy,
   type ExtensionSpec,
@@ -35,6 +36,11 @@ export interface NodeView {
   name: string;
   labels: Readonly<Record<string, string>>;
   annotations: Readonly<Record<string, string>>;
+  /**
+   * Extension annotations left out of `annotations` because their value is too long to parse, by key, with
+   * that problem (api/extension.ts annotationTooLong): what a cache keeps instead of up to 256 KiB of value.
+   */
+  unparsedAnnotations?: Readonly<Record<string, string>>;
 }
 
 /** A SystemExtension object as read from the API (spec untrusted until parsed). */
@@ -141,7 +147,17 @@ export function resolveRegistrations(
     byName.set(sx.name, toRegistration(sx.name, 'systemExtension', sx.parse, []));
     if (!sx.allowAnnotationOverride) locked.add(sx.name);
   }
-  for (const [key, value] of Object.entries(node.annotations)) {
+  const annotations: Array<[key: string, parse: () => SpecParse]> = [
+    ...Object.entries(node.annotations).map(([key, value]): [string, () => SpecParse] => [
+      key,
+      () => parseAnnotationValue(value),
+    ]),
+    ...Object.entries(node.unparsedAnnotations ?? {}).map(([key, problem]): [string, () => SpecParse] => [
+      key,
+      () => unparsedAnnotation(problem),
+    ]),
+  ];
+  for (const [key, parseValue] of annotations) {
     if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
     const name = key.slice(EXTENSION_ANNOTATION_PREFIX.length);
     if (validateExtensionName(name)) {
@@ -155,7 +171,7 @@ export function resolveRegistrations(
       });
       continue;
     }
-    const parse = parseAnnotationValue(value);
+    const parse = parseValue();
     const unsafe =
       safety && parse.result.ok ? annotationSafetyProblems(parse.result.value.probe, safety) : [];
     const registration = toRegistration(name, 'annotation', parse, unsafe);

@@ -1,4 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildLease } from '../api/lease.ts';
+import { FakeApiServer } from '../lib/kube/testing.ts';
 import { runCli, usage, VERBS } from './cli.ts';
 
 function io() {
@@ -42,5 +47,89 @@ describe('kubectl-nodecare', () => {
     const t = io();
     expect(await runCli(['uninstall', '--kubeconfig=/nonexistent/kubeconfig'], t.io)).toBe(1);
     expect(t.err.join('\n')).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
+  });
+});
+
+describe('kubectl-nodecare output (regression: messages from the cluster reached the terminal raw)', () => {
+  const NASTY = 'owned\u001b[2J\u001b]0;title\u0007 \u009b31m red \u202egnp.exe\r\u0008';
+
+  it('explain escapes every control character a node can write, in conditions, leases and annotations', async () => {
+    const api = await FakeApiServer.start();
+    const dir = await mkdtemp(join(tmpdir(), 'nodecare-cli-'));
+    try {
+      api.serve('/api/v1/nodes', [
+        {
+          metadata: {
+            name: 'node-a',
+            uid: 'uid-a',
+            creationTimestamp: '2026-01-01T00:00:00Z',
+            annotations: {
+              'extensions.nodecare.io/web': JSON.stringify({
+                probe: { tcp: { port: 1 } },
+                [`x${NASTY}`]: 1,
+              }),
+              'extensions.nodecare.io/db': 'tcp://127.0.0.1:5432',
+            },
+          },
+          status: {
+            nodeInfo: { bootID: 'boot-1' },
+            conditions: [
+              { type: 'ExtensionsReady', status: 'False', reason: 'ExtensionsUnhealthy', message: NASTY },
+            ],
+          },
+        },
+      ]);
+      const lease = buildLease({
+        node: { name: 'node-a', uid: 'uid-a' },
+        extension: 'db',
+        holderIdentity: 'agent',
+        leaseDurationSeconds: 40,
+        renewTime: new Date(),
+        bootId: 'boot-1',
+        record: { state: 'Unhealthy', reason: 'ConnectionRefused', message: 'x', since: '' },
+      });
+      // What a hostile agent writes, past buildLease's own escaping.
+      lease.metadata.annotations = {
+        ...lease.metadata.annotations,
+        'nodecare.io/message': NASTY,
+        'nodecare.io/reason': NASTY,
+      };
+      api.serve('/apis/coordination.k8s.io/v1/namespaces/nodecare-leases/leases', [lease]);
+      api.serve('/api/v1/namespaces/default/events', [
+        {
+          metadata: { name: 'e1', namespace: 'default' },
+          type: 'Warning',
+          reason: 'ExtensionUnhealthy',
+          message: NASTY,
+          involvedObject: { kind: 'Node', name: 'node-a' },
+          lastTimestamp: '2026-01-01T00:00:00Z',
+          count: 1,
+        },
+      ]);
+      const kubeconfig = join(dir, 'kubeconfig');
+      await writeFile(
+        kubeconfig,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'c', cluster: { server: api.url } }],
+          users: [{ name: 'u', user: { token: 't' } }],
+          contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+          'current-context': 'x',
+        }),
+      );
+      for (const output of [[], ['-o', 'wide'], ['-o', 'json'], ['-o', 'yaml']]) {
+        const t = io();
+        const code = await runCli(['explain', 'node-a', `--kubeconfig=${kubeconfig}`, ...output], t.io);
+        const text = [...t.out, ...t.err].join('\n');
+        expect(code, text).toBe(1);
+        expect(text).toContain('owned');
+        // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+        expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+      }
+    } finally {
+      await api.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

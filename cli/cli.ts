@@ -1,6 +1,7 @@
 // kubectl-nodecare: the kubectl plugin (`kubectl nodecare <verb>`). One table of verbs; each verb has its own
 // option table (parsed and validated before any I/O, docs/conventions.md 10) and a run function.
 
+import { escapeForTerminal } from '../api/text.ts';
 import {
   OptionsError,
   parseOptions,
@@ -51,7 +52,15 @@ export function usage(): string {
 }
 
 /** Exit codes: 0 done, 1 the command failed, 2 bad usage (nothing was done). */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<number> {
+  // What the plugin prints comes from the cluster (node conditions, lease messages, events, annotations),
+  // which whoever controls one node can write: no control character reaches the terminal raw, whatever
+  // the verb. The plugin's own newlines and tabs lay out its output and are kept.
+  const io: CliIo = {
+    out: (line) => rawIo.out(escapeForTerminal(line)),
+    err: (line) => rawIo.err(escapeForTerminal(line)),
+    env: rawIo.env,
+  };
   const [first, ...rest] = argv;
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     io.out(usage());

@@ -1,14 +1,34 @@
 // The controller's cache: which Leases it believes (issue 7 item 4), how it judges their renewals, and the
 // node as kept (taints whole).
 
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../api/lease.ts';
-import { ExtensionState } from '../api/names.ts';
+import {
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  GROUP_VERSION,
+  LEASE_NAMESPACE,
+  SYSTEM_EXTENSION,
+} from '../api/names.ts';
+import { resolveRegistrations } from '../api/registration.ts';
 import { ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { LeaseIndex, LeaseProblem, Source, toCachedLease, toCachedNode, type CachedLease } from './cache.ts';
+import { FakeApiServer } from '../lib/kube/testing.ts';
+import { createLogger } from '../lib/log.ts';
+import {
+  ClusterCache,
+  LeaseIndex,
+  LeaseProblem,
+  Source,
+  skippedObjectReporter,
+  toCachedLease,
+  toCachedNode,
+  type CachedLease,
+} from './cache.ts';
+import { ControllerMetrics } from './metrics.ts';
 
 const NODE = { name: 'node-x', uid: 'uid-x' };
 
@@ -151,6 +171,49 @@ describe('toCachedNode', () => {
     };
     expect(toCachedNode({ metadata: { name: 'n' }, spec: { taints: [taint] } }).taints).toEqual([taint]);
   });
+
+  it.each([
+    { name: '256 KiB of ASCII', value: 'x'.repeat(256 * 1024) },
+    { name: '4097 bytes', value: `{"probe":{"tcp":{"port":1}},"x":"${'y'.repeat(4070)}"}` },
+    { name: '2000 characters of 3-byte UTF-8 (6000 bytes)', value: '€'.repeat(2000) },
+  ])(
+    'keeps an extension annotation too long to parse ($name) only as its problem, registered as before (regression: kept raw)',
+    ({ value }) => {
+      const key = `${EXTENSION_ANNOTATION_PREFIX}big`;
+      const raw = {
+        metadata: {
+          name: 'n',
+          annotations: {
+            [key]: value,
+            [`${EXTENSION_ANNOTATION_PREFIX}small`]: 'tcp://127.0.0.1:9000',
+            'other.example/big': value,
+          },
+        },
+      };
+      const cached = toCachedNode(raw);
+      expect(JSON.stringify(cached).length).toBeLessThan(1024);
+      expect(cached.annotations).toEqual({ [`${EXTENSION_ANNOTATION_PREFIX}small`]: 'tcp://127.0.0.1:9000' });
+      const fromRaw = resolveRegistrations(
+        { name: 'n', labels: {}, annotations: raw.metadata.annotations },
+        [],
+      );
+      const fromCache = resolveRegistrations(cached, []);
+      expect(fromCache).toEqual(fromRaw);
+      expect(fromCache.byName.get('big')).toMatchObject({
+        valid: false,
+        problems: [expect.stringMatching(/^value: too long to parse/)],
+      });
+    },
+  );
+
+  it('keeps a value of exactly 4096 bytes (it is parsed)', () => {
+    const value = `{"probe":{"tcp":{"port":1}},"x":"${'y'.repeat(4096 - 35)}"}`;
+    expect(Buffer.byteLength(value)).toBe(4096);
+    const key = `${EXTENSION_ANNOTATION_PREFIX}edge`;
+    const cached = toCachedNode({ metadata: { name: 'n', annotations: { [key]: value } } });
+    expect(cached.annotations[key]).toBe(value);
+    expect(cached.unparsedAnnotations).toEqual({});
+  });
 });
 
 /** A list-watch client for `items`; while `down`, every LIST and WATCH fails as in an outage. */
@@ -268,5 +331,62 @@ describe('Source (regression: after an API outage the caches never reported "not
     expect(source.synced).toBe(true);
     expect([...source.store.keys()]).toEqual(['gpu']);
     await source.stop();
+  });
+});
+
+describe('ClusterCache poison objects (regression: dropped silently)', () => {
+  const NODES = '/api/v1/nodes';
+
+  async function until(check: () => boolean, what: string): Promise<void> {
+    for (let waited = 0; !check(); waited += 10) {
+      if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('logs a skipped object once and counts every skip by source', async () => {
+    const api = await FakeApiServer.start();
+    // status.conditions that is not a list makes the node's ingest throw.
+    const poison = { metadata: { name: 'poison' }, status: { conditions: {} } };
+    api.serve(NODES, [{ metadata: { name: 'good' } }, poison]);
+    api.serve(`/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`);
+    api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger(
+      { level: 'info', name: 'test' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const metrics = new ControllerMetrics(new Registry());
+    const skips = async (): Promise<unknown> =>
+      (await metrics.watchObjectsSkipped.get()).values.map((v) => [v.labels.source, v.value]);
+    const cache = new ClusterCache(api.client(), new FakeClock(), {
+      nodeChanged: () => undefined,
+      allNodesChanged: () => undefined,
+      error: () => undefined,
+      ignored: () => undefined,
+      ignoredCount: () => undefined,
+      skipped: skippedObjectReporter(log, metrics),
+    });
+    try {
+      cache.start();
+      await until(() => cache.synced, 'the first sync');
+      expect([...cache.nodeNames()]).toEqual(['good']);
+      api.emit(NODES, 'MODIFIED', poison);
+      api.emit(NODES, 'ADDED', { metadata: { name: 'after' } });
+      await until(() => cache.node('after') !== undefined, 'the event after the poison one');
+      expect(await skips()).toEqual([['nodes', 2]]);
+      const skipped = lines.filter((l) => l.msg === 'Skipped an object that could not be handled');
+      expect(skipped).toEqual([
+        expect.objectContaining({
+          level: 'error',
+          source: 'nodes',
+          object: 'poison',
+          err: expect.anything(),
+        }),
+      ]);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
   });
 });

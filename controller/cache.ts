@@ -15,6 +15,7 @@ import {
   NodeAnnotation,
   SYSTEM_EXTENSION,
   agentLeaseName,
+  annotationTooLong,
   decodeLease,
   extensionLeaseName,
   parseSystemExtension,
@@ -24,11 +25,13 @@ import {
   type SystemExtensionObject,
 } from '../api/index.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/log.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
+import type { ControllerMetrics } from './metrics.ts';
 
 /**
  * A taint exactly as observed: `timeAdded` (which drives tolerationSeconds of NoExecute taints) and any
@@ -38,6 +41,8 @@ export type ObservedTaint = NodeTaint & { timeAdded?: string };
 
 export interface CachedNode extends ObservedNode {
   resourceVersion: string;
+  /** Extension annotations too long to parse, by key, with that problem (their values are not kept). */
+  unparsedAnnotations: Readonly<Record<string, string>>;
   taints: readonly ObservedTaint[];
   /** lastTransitionTime of the current ExtensionsReady condition (kept when only reason/message change). */
   conditionTransitionTime: string | undefined;
@@ -68,9 +73,14 @@ export interface NodeObject {
 
 export function toCachedNode(raw: NodeObject): CachedNode {
   const annotations: Record<string, string> = {};
+  const unparsedAnnotations: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
-    if (key.startsWith(EXTENSION_ANNOTATION_PREFIX) || key === NodeAnnotation.bootstrappedBootId)
-      annotations[key] = value;
+    if (key === NodeAnnotation.bootstrappedBootId) annotations[key] = value;
+    if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
+    // A value too long to parse is never read: keep why, not up to 256 KiB of it.
+    const tooLong = annotationTooLong(value);
+    if (tooLong === undefined) annotations[key] = value;
+    else unparsedAnnotations[key] = tooLong;
   }
   const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
   return {
@@ -81,6 +91,7 @@ export function toCachedNode(raw: NodeObject): CachedNode {
     bootId: raw.status?.nodeInfo?.bootID ?? '',
     labels: raw.metadata?.labels ?? {},
     annotations,
+    unparsedAnnotations,
     // Kept whole (not stripped to key/value/effect): the taint list nodecare writes is built from these.
     taints: raw.spec?.taints ?? [],
     extensionsReadyCondition: condition
@@ -395,6 +406,30 @@ export interface CacheEvents extends LeaseIndexEvents {
   /** SystemExtensions changed: any node may be affected. */
   allNodesChanged(): void;
   error(source: string, err: unknown): void;
+  /** An object whose ingest threw (a poison object) was skipped; called each time it is seen. */
+  skipped(source: string, key: string, err: unknown): void;
+}
+
+/** How many poison objects the reporter remembers as already logged (then it starts over). */
+const MAX_REMEMBERED_SKIPPED = 1024;
+
+/**
+ * CacheEvents.skipped for the controller: every skip is counted; each object (source and key) is logged
+ * once, not again on every relist or update, with memory for a bounded number of them.
+ */
+export function skippedObjectReporter(
+  log: Logger,
+  metrics: Pick<ControllerMetrics, 'watchObjectsSkipped'>,
+): CacheEvents['skipped'] {
+  const logged = new Set<string>();
+  return (source, key, err) => {
+    metrics.watchObjectsSkipped.inc({ source });
+    const id = `${source}/${key}`;
+    if (logged.has(id)) return;
+    if (logged.size >= MAX_REMEMBERED_SKIPPED) logged.clear();
+    logged.add(id);
+    log.error({ err, source, object: key }, 'Skipped an object that could not be handled');
+  };
 }
 
 export class ClusterCache {
@@ -420,6 +455,7 @@ export class ClusterCache {
         },
         deleted: (node) => events.nodeChanged(node.name),
         error: (err) => events.error('nodes', err),
+        skipped: (err, key) => events.skipped('nodes', key, err),
       },
     });
     this.leases = new Source({
@@ -433,6 +469,7 @@ export class ClusterCache {
         updated: (lease, old) => changed(this.index.updated(lease, old)),
         deleted: (lease) => changed(this.index.deleted(lease)),
         error: (err) => events.error('leases', err),
+        skipped: (err, key) => events.skipped('leases', key, err),
       },
     });
     this.systemExtensions = new Source({
@@ -445,6 +482,7 @@ export class ClusterCache {
         updated: () => events.allNodesChanged(),
         deleted: () => events.allNodesChanged(),
         error: (err) => events.error('systemextensions', err),
+        skipped: (err, key) => events.skipped('systemextensions', key, err),
       },
     });
   }

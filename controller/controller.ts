@@ -9,7 +9,7 @@ import type { Clock, Timer } from '../lib/clock.ts';
 import { startHealthServer } from '../lib/health.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
-import { ClusterCache } from './cache.ts';
+import { ClusterCache, skippedObjectReporter } from './cache.ts';
 import type { ControllerConfig } from './config.ts';
 import { ZONE_LABEL, evictNodePods } from './eviction/index.ts';
 import { Evictor } from './evictor.ts';
@@ -103,6 +103,7 @@ export async function runController(
       metrics.watchErrors.inc({ source });
       log.warn({ err, source }, 'Watch failed; retrying with backoff');
     },
+    skipped: skippedObjectReporter(log, metrics),
     ignored: (lease, problem) =>
       log.warn({ lease: lease.name, node: lease.node, problem }, "Ignored a lease that is not the agent's"),
     ignoredCount: (problem, count) => metrics.leasesIgnored.set({ reason: problem }, count),

@@ -67,3 +67,24 @@ describe('Evictor stop (regression: a running eviction pass continued after lead
     expect(clock.pending).toBe(0);
   });
 });
+
+describe('Evictor across leadership terms (regression: a stale "Degraded since" evicted at once)', () => {
+  it('a new term evicts only once it has itself seen the node Degraded for --evict-after-seconds', async () => {
+    const { clock, evictor, evicted, gates } = setup();
+    evictor.start();
+    await clock.advance(0); // this term sees bad-1 and bad-2 Degraded
+    await evictor.stop();
+
+    // Another replica leads for an hour (the nodes may have recovered and failed again meanwhile).
+    await clock.advance(3_600_000);
+    evictor.start();
+    await clock.advance(0);
+    expect(evicted).toEqual([]);
+    await clock.advance(999);
+    expect(evicted).toEqual([]);
+    await clock.advance(1);
+    expect(evicted).toHaveLength(1);
+    gates.shift()?.();
+    await evictor.stop();
+  });
+});

@@ -61,8 +61,16 @@ export class Evictor {
     return this.deps.config.eviction.evictAfterSeconds > 0;
   }
 
+  /**
+   * Starts a leadership term from nothing, as the breaker does: spells (Degraded since, evictions made and
+   * completed) and the rate limiter of an earlier term are forgotten, so a node is evicted only once this
+   * term has itself seen it Degraded for --evict-after-seconds, never on a "Degraded since" that another
+   * replica's term may have ended meanwhile.
+   */
   start(): void {
     if (!this.enabled || this.running) return;
+    this.spells.clear();
+    this.limiter = new Map();
     this.running = true;
     this.schedule(0);
   }

@@ -1,6 +1,12 @@
 // nodecare-controller metrics (docs/conventions.md 12): nodecare_controller_ prefix, base units, bounded labels.
 
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import {
+  MAX_UNDECLARED_EXTENSION_SERIES,
+  OTHER_EXTENSION_LABEL,
+  extensionSeries,
+  type ExtensionPair,
+} from '../lib/metric-labels.ts';
 import { packageVersion } from '../lib/version.ts';
 
 export class ControllerMetrics {
@@ -13,6 +19,7 @@ export class ControllerMetrics {
   readonly isLeader: Gauge;
   readonly queueDepth: Gauge;
   readonly watchErrors: Counter<'source'>;
+  readonly watchObjectsSkipped: Counter<'source'>;
   readonly extensionNodes: Gauge<'extension' | 'state'>;
   readonly evictions: Counter<'outcome'>;
   readonly leasesIgnored: Gauge<'reason'>;
@@ -22,6 +29,7 @@ export class ControllerMetrics {
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
+  private extensionPairs: { pairs(): Iterable<ExtensionPair>; declared(): ReadonlySet<string> } | undefined;
 
   constructor(registry: Registry) {
     collectDefaultMetrics({ register: registry });
@@ -78,12 +86,27 @@ export class ControllerMetrics {
       labelNames: ['source'],
       registers,
     });
-    this.extensionNodes = new Gauge({
-      name: 'nodecare_controller_extension_nodes',
-      help: 'Nodes per extension and effective state.',
-      labelNames: ['extension', 'state'],
+    this.watchObjectsSkipped = new Counter({
+      name: 'nodecare_controller_watch_objects_skipped_total',
+      help: 'Listed or watched objects that could not be handled (poison objects) and were skipped, by source.',
+      labelNames: ['source'],
       registers,
     });
+    const extensionNodes: Gauge<'extension' | 'state'> = new Gauge({
+      name: 'nodecare_controller_extension_nodes',
+      help: `Nodes per extension and effective state; names no SystemExtension declares beyond the ${MAX_UNDECLARED_EXTENSION_SERIES} most required are counted as extension="${OTHER_EXTENSION_LABEL}".`,
+      labelNames: ['extension', 'state'],
+      registers,
+      // Computed on each scrape from the nodes' latest decisions, so a name that is gone has no series.
+      collect: () => {
+        extensionNodes.reset();
+        const source = this.extensionPairs;
+        if (!source) return;
+        for (const { extension, state, nodes } of extensionSeries(source.pairs(), source.declared()))
+          extensionNodes.set({ extension, state }, nodes);
+      },
+    });
+    this.extensionNodes = extensionNodes;
     this.evictions = new Counter({
       name: 'nodecare_controller_pod_evictions_total',
       help: 'Pod eviction attempts by outcome.',
@@ -133,5 +156,10 @@ export class ControllerMetrics {
       registers,
     });
     this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
+  }
+
+  /** Where nodecare_controller_extension_nodes is computed from on each scrape. */
+  countExtensionNodes(pairs: () => Iterable<ExtensionPair>, declared: () => ReadonlySet<string>): void {
+    this.extensionPairs = { pairs, declared };
   }
 }

@@ -5,13 +5,19 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
-import { ExtensionState, NodeAnnotation } from '../api/names.ts';
+import {
+  DEFAULT_RUNTIME_TAINT_KEY,
+  EXTENSION_ANNOTATION_PREFIX,
+  ExtensionState,
+  NodeAnnotation,
+} from '../api/names.ts';
 import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
 import { FakeClock } from '../lib/clock.ts';
 import { createLogger } from '../lib/log.ts';
 import { toCachedLease } from './cache.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
+import { MAX_UNDECLARED_EXTENSION_SERIES, OTHER_EXTENSION_LABEL } from '../lib/metric-labels.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';
@@ -32,12 +38,16 @@ class Cluster {
   readonly api = new FakeNodeApi();
   readonly cache = new FakeCache(this.clock);
   readonly breakerChanges: string[][] = [];
+  readonly metrics = new ControllerMetrics(new Registry());
   readonly reconciler: Reconciler;
   private writes = 0;
 
-  constructor() {
+  constructor(nodeSelector: Record<string, unknown> = {}) {
     this.cache.systemExtensions.push(
-      parseSystemExtension({ metadata: { name: 'gpu' }, spec: { probe: { tcp: { port: 9400 } } } }),
+      parseSystemExtension({
+        metadata: { name: 'gpu' },
+        spec: { nodeSelector, probe: { tcp: { port: 9400 } } },
+      }),
     );
     const fence = (): void => undefined;
     this.reconciler = new Reconciler({
@@ -46,7 +56,7 @@ class Cluster {
       fence,
       clock: this.clock,
       log: createLogger({ level: 'silent', name: 'test' }),
-      metrics: new ControllerMetrics(new Registry()),
+      metrics: this.metrics,
       events: eventRecorder(this.api, 'test', this.clock, fence),
       config: config(),
       onBreakerChange: () => this.breakerChanges.push([...this.reconciler.trippedExtensions]),
@@ -54,7 +64,11 @@ class Cluster {
   }
 
   /** Adds (or replaces) a bootstrapped node whose agent reports gpu with `state`. */
-  node(name: string, state: ExtensionState): void {
+  node(
+    name: string,
+    state: ExtensionState,
+    meta: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+  ): void {
     const uid = `uid-${name}`;
     this.cache.nodes.set(
       name,
@@ -63,7 +77,8 @@ class Cluster {
           name,
           uid,
           creationTimestamp: new Date(this.clock.now() - DAY_MS).toISOString(),
-          annotations: { [NodeAnnotation.bootstrappedBootId]: BOOT },
+          ...(meta.labels ? { labels: meta.labels } : {}),
+          annotations: { ...meta.annotations, [NodeAnnotation.bootstrappedBootId]: BOOT },
         },
         status: { nodeInfo: { bootID: BOOT } },
       }),
@@ -192,5 +207,65 @@ describe('breaker across leadership terms (regression: counts of an earlier term
     for (const name of NODES) cluster.node(name, ExtensionState.Healthy);
     const second = await cluster.lead(NODES);
     expect(second.flat()).toEqual([]);
+  });
+});
+
+describe('breaker counts only what the admin declared (regression: annotations tripped it)', () => {
+  it.each([
+    { name: 'critical: false', critical: false },
+    { name: 'critical: true', critical: true },
+  ])(
+    'gpu annotations ($name) failing on two unselected nodes do not trip it: the broken gpu node keeps its runtime taint',
+    async ({ critical }) => {
+      const cluster = new Cluster({ matchLabels: { gpu: 'true' } });
+      const gpu = { labels: { gpu: 'true' } };
+      cluster.node('gpu-broken', ExtensionState.Unhealthy, gpu);
+      cluster.node('gpu-1', ExtensionState.Healthy, gpu);
+      cluster.node('gpu-2', ExtensionState.Healthy, gpu);
+      const annotation = {
+        annotations: {
+          [`${EXTENSION_ANNOTATION_PREFIX}gpu`]: JSON.stringify({ probe: { tcp: { port: 1 } }, critical }),
+        },
+      };
+      cluster.node('cpu-1', ExtensionState.Unhealthy, annotation);
+      cluster.node('cpu-2', ExtensionState.Unhealthy, annotation);
+
+      const trippedAfterEach = await cluster.lead(['cpu-1', 'cpu-2', 'gpu-broken', 'gpu-1', 'gpu-2']);
+      expect(trippedAfterEach.flat()).toEqual([]);
+      expect(cluster.breakerChanges).toEqual([]);
+      expect(cluster.api.nodes.get('gpu-broken')?.spec?.taints?.map((t) => t.key)).toEqual([
+        DEFAULT_RUNTIME_TAINT_KEY,
+      ]);
+    },
+  );
+});
+
+describe('extension metric series (regression: one series per annotation-chosen name, never removed)', () => {
+  const series = async (cluster: Cluster): Promise<string[]> =>
+    (await cluster.metrics.extensionNodes.get()).values
+      .map((v) => `${v.labels.extension}/${v.labels.state}=${v.value}`)
+      .sort();
+
+  it('names no SystemExtension declares are bounded, the rest fold into one series, and gone names have none', async () => {
+    const cluster = new Cluster({ matchLabels: { gpu: 'true' } });
+    cluster.node('gpu-0', ExtensionState.Healthy, { labels: { gpu: 'true' } });
+    // One node registers 200 made-up extensions by annotation (no lease: they are Unknown, missing).
+    const annotations = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [`${EXTENSION_ANNOTATION_PREFIX}junk-${i}`, 'tcp://127.0.0.1:1']),
+    );
+    cluster.node('noisy', ExtensionState.Healthy, { annotations });
+    await cluster.lead(['gpu-0', 'noisy']);
+    const withJunk = await series(cluster);
+    const names = new Set(withJunk.map((s) => s.split('/')[0]));
+    expect(names.size).toBe(1 + MAX_UNDECLARED_EXTENSION_SERIES + 1);
+    expect(names.has('gpu')).toBe(true);
+    expect(names.has(OTHER_EXTENSION_LABEL)).toBe(true);
+    const total = (await cluster.metrics.extensionNodes.get()).values.reduce((sum, v) => sum + v.value, 0);
+    expect(total).toBe(201);
+
+    // The annotations go: so do their series.
+    cluster.node('noisy', ExtensionState.Healthy);
+    await cluster.reconciler.reconcile('noisy');
+    expect(await series(cluster)).toEqual(['gpu/Healthy=1']);
   });
 });

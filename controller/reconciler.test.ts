@@ -4,7 +4,7 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { buildLease, type LeaseObject } from '../api/lease.ts';
+import { MAX_LEASE_DURATION_SECONDS, buildLease, type LeaseObject } from '../api/lease.ts';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
@@ -289,5 +289,19 @@ describe('Reconciler faults from the API', () => {
     else await reconciled;
     await settle();
     expect(t.reasons()).toEqual(reasons);
+  });
+});
+
+describe('lease durations (regression: a 25-day lease reconciled its node ~900 times a second)', () => {
+  it('a lease of 2,147,484 s requeues its node no later than the longest duration believed', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    for (const ext of [undefined, 'web']) {
+      const long = lease(ext, T0);
+      long.spec = { ...long.spec, leaseDurationSeconds: 2_147_484 };
+      t.cache.leases.added(toCachedLease(long)!);
+    }
+    const { requeueAfterMs } = await t.reconciler.reconcile(NODE);
+    expect(requeueAfterMs).toBeGreaterThan(0);
+    expect(requeueAfterMs).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS * 1000);
   });
 });

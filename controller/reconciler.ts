@@ -110,6 +110,10 @@ export class Reconciler {
       maxUnhealthyFraction: deps.config.maxUnhealthyFraction,
       minFailing: BREAKER_DEFAULTS.minFailing,
     });
+    deps.metrics.countExtensionNodes(
+      () => this.extensionPairs(),
+      () => new Set([...deps.cache.systemExtensionList()].map((sx) => sx.name)),
+    );
     // A correlated failure is the cluster's, not one node's: it is recorded regarding ClusterHealth.
     this.clusterEvents = clusterEventRecorder(deps.api, deps.config.identity, deps.clock, deps.fence);
   }
@@ -121,6 +125,12 @@ export class Reconciler {
   /** Each node's latest decided state. */
   nodeStates(): Map<string, NodeState> {
     return new Map([...this.contributions].map(([name, c]) => [name, c.state]));
+  }
+
+  /** Every required (node, extension) pair's extension name and state, as last decided. */
+  private *extensionPairs(): Generator<{ extension: string; state: string }> {
+    for (const c of this.contributions.values())
+      for (const e of c.extensions) yield { extension: e.name, state: e.state };
   }
 
   /** Every (node, extension) pair as last decided: what the roll-up evaluates. */
@@ -152,7 +162,6 @@ export class Reconciler {
     this.contributions.clear();
     this.breaker.reset();
     metrics.nodes.reset();
-    metrics.extensionNodes.reset();
     metrics.breakerTripped.reset();
     metrics.nodeConditions.reset();
     this.runtimeTaintedAtMs.clear();
@@ -370,7 +379,6 @@ export class Reconciler {
     const apply = (c: Contribution, sign: 1 | -1): void => {
       metrics.nodes.inc({ state: c.state }, sign);
       metrics.nodeConditions.inc(c.condition, sign);
-      for (const e of c.extensions) metrics.extensionNodes.inc({ extension: e.name, state: e.state }, sign);
     };
     if (old) apply(old, -1);
     let changed: boolean;
@@ -402,11 +410,12 @@ export class Reconciler {
     const { metrics, log } = this.deps;
     const { transitions } = this.breaker.evaluate();
     for (const { extension, tripped, count } of transitions) {
-      metrics.breakerTripped.set({ extension }, tripped ? 1 : 0);
       if (!tripped) {
+        metrics.breakerTripped.remove({ extension });
         log.info({ extension, ...count }, 'Correlated failure over: breaker reset');
         continue;
       }
+      metrics.breakerTripped.set({ extension }, 1);
       const message = `Extension ${extension} fails on ${count.failing} of ${count.requiring} nodes at once: treating it as a faulty rollout, not faulty nodes; holding back runtime taints for it.`;
       log.warn({ extension, ...count }, 'Correlated failure: breaker tripped');
       metrics.events.inc({ reason: EventReason.CorrelatedFailure });

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../lib/clock.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { FakeClock, systemClock } from '../lib/clock.ts';
 import { WorkQueue, type ReconcileResult } from './workqueue.ts';
 
 function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, concurrency = 2) {
@@ -133,5 +133,29 @@ describe('WorkQueue', () => {
     release();
     await queue.idle();
     expect(queue.stuckForMs()).toBe(0);
+  });
+});
+
+describe('a requeue far in the future (regression: a 25-day lease reconciled its node ~900 times a second)', () => {
+  it('the work queue on the real clock reconciles the key once, not in a loop', async () => {
+    // vitest's fake timers run a delay over 2^31-1 ms after 1 ms, as setTimeout does.
+    vi.useFakeTimers();
+    try {
+      let reconciles = 0;
+      const queue = new WorkQueue(
+        async () => {
+          reconciles++;
+          return { requeueAfterMs: 2_147_484 * 1000 };
+        },
+        { clock: systemClock, concurrency: 1 },
+      );
+      queue.start();
+      queue.add('node-a');
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(reconciles).toBe(1);
+      await queue.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -32,6 +32,7 @@ function node(
     bootId: 'b',
     labels,
     annotations,
+    unparsedAnnotations: {},
     taints,
     conditionTransitionTime: undefined,
   };
@@ -139,7 +140,12 @@ describe('one hasTaint rule for the decision and the writes (regression: two def
       }),
     );
     expect(d.events.map((e) => e.reason)).not.toContain(EventReason.RuntimeTaintRemoved);
-    const cached = { ...node, resourceVersion: '1', conditionTransitionTime: undefined };
+    const cached = {
+      ...node,
+      resourceVersion: '1',
+      unparsedAnnotations: {},
+      conditionTransitionTime: undefined,
+    };
     const written = nodeChange(
       cached,
       d,

@@ -29,10 +29,22 @@ function sleepWith(clock: Clock, delayMs: number, signal?: AbortSignal): Promise
   });
 }
 
+/** The longest delay setTimeout honours: it runs anything longer (and NaN) after 1 ms. */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
+  /**
+   * Negative and NaN delays run at once; a delay beyond MAX_TIMER_DELAY_MS (a lease duration of 25 days, a
+   * deadline far in the future, Infinity) is waited out in steps of at most that, so it never becomes 1 ms.
+   */
   setTimer(delayMs, fn) {
-    const handle = setTimeout(fn, Math.max(0, delayMs));
+    let handle: ReturnType<typeof setTimeout>;
+    const arm = (remainingMs: number): void => {
+      const stepMs = Math.min(remainingMs, MAX_TIMER_DELAY_MS);
+      handle = setTimeout(() => (remainingMs > stepMs ? arm(remainingMs - stepMs) : fn()), stepMs);
+    };
+    arm(delayMs > 0 ? delayMs : 0);
     return { cancel: () => clearTimeout(handle) };
   },
   sleep(delayMs, signal) {

@@ -77,6 +77,21 @@ describe('createLogger', () => {
   });
 });
 
+describe('text format and control characters (regression: ESC reached the terminal)', () => {
+  it.each([
+    { name: 'a bare value', fields: { lease: 'x\u001b[2J' } },
+    { name: 'a quoted value', fields: { message: 'a b\u009b31m \u202e' } },
+    { name: "an error's message and stack", fields: { err: new Error('boom\u001b]0;title\u0007') } },
+  ])('$name is escaped', ({ fields }) => {
+    const { log, lines } = capture('text');
+    log.warn(fields, 'Failed to write lease');
+    expect(lines.length).toBeGreaterThan(0);
+    // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+    for (const line of lines) expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e]/);
+    expect(lines[0]).toContain('\\u00');
+  });
+});
+
 describe('duplicateKeys', () => {
   it.each([
     { line: '{"a":1,"b":{"a":2},"c":"\\"a\\":"}', duplicates: [] },

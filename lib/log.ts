@@ -8,6 +8,7 @@
 // in one JSON line).
 
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
+import { escapeControls, escapeForTerminal } from '../api/text.ts';
 import { KubeError } from './kube/errors.ts';
 
 export type { Logger };
@@ -44,9 +45,10 @@ export function createLogger(
 /** Keys every line has; the text format shows them first, in its own way. */
 const FIXED_KEYS = new Set(['time', 'level', 'msg', 'name']);
 
+/** A value as the text format shows it: bare when plain, else quoted; never with a raw control character. */
 function textValue(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return /^[^\s"=]+$/.test(text) ? text : JSON.stringify(text);
+  return escapeControls(/^[^\s"=]+$/.test(text) ? text : JSON.stringify(text));
 }
 
 /**
@@ -58,7 +60,7 @@ export function formatTextLine(line: string): string {
   try {
     entry = JSON.parse(line) as Record<string, unknown>;
   } catch {
-    return line.endsWith('\n') ? line : `${line}\n`;
+    return `${escapeControls(line.replace(/\n$/, ''))}\n`;
   }
   const fields: string[] = [];
   let stack = '';
@@ -68,13 +70,13 @@ export function formatTextLine(line: string): string {
       const err = value as { code?: unknown; message?: unknown; stack?: unknown };
       const code = typeof err.code === 'string' ? `${err.code}: ` : '';
       fields.push(`err=${textValue(`${code}${String(err.message ?? '')}`)}`);
-      if (typeof err.stack === 'string') stack = `\n${err.stack.replace(/^/gm, '    ')}`;
+      if (typeof err.stack === 'string') stack = `\n${escapeForTerminal(err.stack).replace(/^/gm, '    ')}`;
       continue;
     }
     fields.push(`${key}=${textValue(value)}`);
   }
   const level = String(entry.level ?? '').toUpperCase();
-  const head = `${String(entry.time ?? '')} ${level.padEnd(5)} ${String(entry.msg ?? '')}`;
+  const head = escapeControls(`${String(entry.time ?? '')} ${level.padEnd(5)} ${String(entry.msg ?? '')}`);
   return `${[head, ...fields].join(' ')}${stack}\n`;
 }
 

@@ -141,4 +141,44 @@ describe('LeaseWriter', () => {
     const ops = store.calls.map((c) => c.op);
     expect(ops.lastIndexOf('create')).toBeGreaterThan(ops.indexOf('delete'));
   });
+
+  it('remove keeps deleting with backoff until the lease is gone (regression: gave up after 5 attempts)', async () => {
+    const { store, clock, writer } = setup();
+    await writer.write(desired('Healthy', 1_000));
+    for (let i = 0; i < 20; i++)
+      store.failNext('delete', FakeLeaseStore.error(KubeErrorCode.ServerError, 503));
+    let done = false;
+    const removed = writer.remove(name).then(() => (done = true));
+    for (let i = 0; i < 20; i++) await clock.advance(7_000);
+    await removed;
+    expect(done).toBe(true);
+    expect(store.leases.has(name)).toBe(false);
+    expect(store.calls.filter((c) => c.op === 'delete').length).toBe(21);
+  });
+
+  it('a lease registered again while its delete is failing stops the retries and is written', async () => {
+    const { store, clock, writer } = setup();
+    await writer.write(desired('Healthy', 1_000));
+    for (let i = 0; i < 100; i++)
+      store.failNext('delete', FakeLeaseStore.error(KubeErrorCode.ServerError, 503));
+    const removed = writer.remove(name);
+    await clock.advance(0);
+    const readded = writer.write(desired('Unhealthy', 2_000));
+    await clock.advance(7_000);
+    await Promise.all([removed, readded]);
+    expect(store.leases.get(name)?.metadata.annotations?.[LeaseAnnotation.state]).toBe('Unhealthy');
+    expect(store.calls.filter((c) => c.op === 'delete').length).toBe(1);
+  });
+
+  it('stop() ends the retries of a delete', async () => {
+    const { store, clock, writer } = setup();
+    await writer.write(desired('Healthy', 1_000));
+    for (let i = 0; i < 100; i++)
+      store.failNext('delete', FakeLeaseStore.error(KubeErrorCode.ServerError, 503));
+    const removed = writer.remove(name);
+    await clock.advance(0);
+    writer.stop();
+    await removed;
+    expect(store.calls.filter((c) => c.op === 'delete').length).toBe(1);
+  });
 });

@@ -96,9 +96,14 @@ export class LeaseWriter {
     return removal;
   }
 
+  /**
+   * Deletes until the lease is gone (or missing), with capped backoff: a deregistered lease left behind would
+   * keep an extension the node no longer has in the controller's view. Ends early only when the writer stops
+   * or the lease is written again meanwhile (re-registered: it is wanted after all, and that write waits).
+   */
   private async deleteWithRetries(name: string): Promise<void> {
     const backoff = new Backoff(LEASE_BACKOFF, this.deps.random);
-    for (let attempt = 0; attempt < 5 && !this.stopping.signal.aborted; attempt++) {
+    for (let attempt = 1; !this.stopping.signal.aborted; attempt++) {
       try {
         await this.deps.store.delete(name);
         this.deps.metrics?.write('delete', 'ok');
@@ -106,8 +111,10 @@ export class LeaseWriter {
       } catch (err) {
         if (isKubeError(err, KubeErrorCode.NotFound)) return;
         this.deps.metrics?.write('delete', 'error');
-        this.deps.log.warn({ err, lease: name }, 'Failed to delete lease');
-        await this.deps.clock.sleep(backoff.next(), this.stopping.signal).catch(() => undefined);
+        const delay = isKubeError(err) && err.retryAfterMs ? err.retryAfterMs : backoff.next();
+        this.deps.log.warn({ err, lease: name, attempt, retryInMs: delay }, 'Failed to delete lease');
+        await this.deps.clock.sleep(delay, this.stopping.signal).catch(() => undefined);
+        if (this.slots.has(name)) return;
       }
     }
   }

@@ -37,7 +37,10 @@ describe('trips', () => {
   });
 });
 
-/** Unknown means "the lease expired" (a confirmed fault) unless a reason says otherwise. */
+/**
+ * A critical SystemExtension registration. Unknown means "the lease expired" (a confirmed fault) unless a
+ * reason says otherwise.
+ */
 const verdict = (name: string, state: ExtensionState, reason = ''): ExtensionVerdict => ({
   name,
   state,
@@ -46,6 +49,7 @@ const verdict = (name: string, state: ExtensionState, reason = ''): ExtensionVer
   critical: true,
   blocking: true,
   conditionType: 'EveryNodeReady',
+  source: 'systemExtension',
 });
 const decision = (state: NodeState, ...extensions: ExtensionVerdict[]): BreakerInput => ({
   state,
@@ -139,6 +143,37 @@ describe('BreakerState counts', () => {
     expect(breaker.count('gpu')).toEqual({ requiring: 1, failing: 0 });
     breaker.apply('b', undefined);
     expect(breaker.count('gpu')).toEqual({ requiring: 0, failing: 0 });
+  });
+});
+
+describe('BreakerState counts only what an admin declared (regression: annotations tripped it)', () => {
+  it.each([
+    {
+      name: 'an annotation (critical: false) naming the extension',
+      differs: { source: 'annotation', critical: false, blocking: false },
+    },
+    { name: 'an annotation (critical: true) naming the extension', differs: { source: 'annotation' } },
+    { name: "the agent's config file", differs: { source: 'config' } },
+    { name: 'no known source', differs: { source: undefined } },
+    {
+      name: 'a non-critical SystemExtension registration',
+      differs: { critical: false, blocking: false },
+    },
+  ] as const)('$name neither requires nor fails', ({ differs }) => {
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    // The case: one node where the admin's gpu is truly broken, two healthy ones it selects, and
+    // two nodes it does not select that fail a registration of the same name.
+    breaker.apply('broken', ready(ExtensionState.Unhealthy));
+    breaker.apply('fine-1', ready(ExtensionState.Healthy));
+    breaker.apply('fine-2', ready(ExtensionState.Healthy));
+    for (const node of ['other-1', 'other-2']) {
+      breaker.apply(
+        node,
+        decision(NodeState.Degraded, { ...verdict('gpu', ExtensionState.Unhealthy), ...differs }),
+      );
+    }
+    expect(breaker.count('gpu')).toEqual({ requiring: 3, failing: 1 });
+    expect(breaker.evaluate()).toEqual({ tripped: new Set(), transitions: [] });
   });
 });
 

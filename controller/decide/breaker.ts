@@ -2,6 +2,13 @@
 // once, the fault is the extension's rollout (or the agent's), not the nodes, so the controller stops
 // putting runtime taints on for it. Bootstrap taints are unaffected.
 //
+// Whose registrations count: only what an admin declared, a critical registration that a SystemExtension's
+// nodeSelector put on the node. A node annotation (whoever may patch one Node can write it) and a
+// non-critical registration (it never taints, so there is nothing to hold back) never feed the counts:
+// otherwise annotations naming an admin's extension on a few unselected nodes could trip it and lift the
+// runtime taints of the nodes where it is truly broken, and stop eviction everywhere. Each node contributes
+// at most one to `requiring` and one to `failing` per extension, whatever it writes (docs/controller.md).
+//
 // What counts: only post-bootstrap nodes (Ready or Degraded), because only they can get a runtime taint;
 // a node pool that is still coming up neither trips nor dilutes the breaker. "Failing" is a confirmed
 // fault, the same one that puts the runtime taint on (docs/adr/0004): Unhealthy, or Unknown because the
@@ -18,7 +25,7 @@
 
 import { isFault } from './condition.ts';
 import { NodeState } from './node-state.ts';
-import type { NodeDecision } from './types.ts';
+import type { ExtensionVerdict, NodeDecision } from './types.ts';
 
 export interface ExtensionFailureCount {
   /** Post-bootstrap nodes that require the extension. */
@@ -68,11 +75,16 @@ const NONE: ExtensionFailureCount = { requiring: 0, failing: 0 };
 /** Per node: each counted extension and whether it is failing there. */
 type Contribution = ReadonlyMap<string, boolean>;
 
+/** An admin's declaration: a critical registration from a SystemExtension (not an annotation, not the config). */
+function feedsBreaker(e: Pick<ExtensionVerdict, 'source' | 'critical'>): boolean {
+  return e.source === 'systemExtension' && e.critical;
+}
+
 function contributionOf(decision: BreakerInput | undefined): Contribution {
   if (!decision || (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded)) {
     return new Map();
   }
-  return new Map(decision.extensions.map((e) => [e.name, isFault(e)]));
+  return new Map(decision.extensions.filter(feedsBreaker).map((e) => [e.name, isFault(e)]));
 }
 
 /** Per-extension failure counts over the latest decision of every node, and the breaker judged on them. */

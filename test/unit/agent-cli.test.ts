@@ -2,13 +2,26 @@
 // what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (docs/design.md section 10).
 
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  link,
+  mkdir,
+  mkdtemp,
+  readFile,
+  realpath,
+  rm,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { MAX_LEASE_DURATION_SECONDS } from '../../api/lease.ts';
 import { duplicateKeys } from '../../lib/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
@@ -432,5 +445,96 @@ describe('nodecare-agent command line', { timeout: TIMEOUT_MS }, () => {
       / WARN {2}Watch failed; retrying with backoff .*err="Network: /,
     );
     expect(lines.filter((l) => /^\s+at /.test(l))).toEqual([]);
+  });
+});
+
+describe('lease durations the agent may write', () => {
+  it('stay within what the controller believes (api/lease.ts MAX_LEASE_DURATION_SECONDS)', () => {
+    expect(AGENT_OPTIONS['heartbeat-duration-seconds'].max).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS);
+    // Extension leases last three renewal intervals (agent/runner.ts).
+    expect(AGENT_OPTIONS['extension-renew-seconds'].max * 3).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS);
+  });
+});
+
+describe('the self re-exec with V8 flags (agent/runtime-flags.ts)', { timeout: TIMEOUT_MS }, () => {
+  it('re-executes itself with the flags when it can (same pid), and warns of nothing', async () => {
+    const child = spawn(
+      process.execPath,
+      [MAIN, '--node-name=node-a', '--health-port=0', `--kubeconfig=${kubeconfig}`],
+      { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const lines: string[] = [];
+    const started = await new Promise<boolean>((resolve) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        lines.push(line);
+        if (line.includes('Started nodecare-agent')) resolve(true);
+      });
+      child.once('close', () => resolve(false));
+    });
+    const cmdline = started ? await readFile(`/proc/${child.pid}/cmdline`, 'utf8') : '';
+    child.kill('SIGKILL');
+    expect(started, lines.join('\n')).toBe(true);
+    expect(cmdline.split('\0')).toEqual(
+      expect.arrayContaining(['--max-semi-space-size=1', '--v8-pool-size=1']),
+    );
+    expect(lines.filter((l) => l.includes('Running without the runtime flags'))).toEqual([]);
+  });
+
+  it('runs on without the flags and logs why when re-executing would fail (regression: SIGABRT, crash loop)', async () => {
+    // The agent runs from a private link to node that is deleted before the agent re-executes: an execve of
+    // the gone executable fails (ENOENT), which node answers with abort().
+    const node = join(dir, 'node-to-delete');
+    const real = await realpath(process.execPath);
+    await link(real, node).catch(async () => {
+      await copyFile(real, node);
+      await chmod(node, 0o755);
+    });
+    // Loaded before the agent's modules: holds them back until the test has deleted the executable.
+    const gate = join(dir, 'wait-for-deletion.mjs');
+    await writeFile(
+      gate,
+      "import { existsSync } from 'node:fs';\n" +
+        'const cell = new Int32Array(new SharedArrayBuffer(4));\n' +
+        'while (existsSync(process.execPath)) Atomics.wait(cell, 0, 0, 10);\n',
+    );
+    const child = spawn(
+      node,
+      [
+        '--import',
+        pathToFileURL(gate).href,
+        MAIN,
+        '--node-name=node-a',
+        '--health-port=0',
+        `--kubeconfig=${kubeconfig}`,
+      ],
+      { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const lines: string[] = [];
+    const closed = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once('close', (code, signal) => resolve({ code, signal })),
+    );
+    await unlink(node);
+    const started = await new Promise<boolean>((resolve) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        lines.push(line);
+        if (line.includes('Started nodecare-agent')) resolve(true);
+      });
+      void closed.then(() => resolve(false));
+    });
+    child.kill('SIGKILL');
+    const exit = await closed;
+    expect(started, `exit ${JSON.stringify(exit)}; stdout: ${lines.join('\n')}; stderr: ${stderr}`).toBe(
+      true,
+    );
+    const warning = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'Running without the runtime flags: re-executing with them would fail');
+    expect(warning).toMatchObject({
+      level: 'warn',
+      flags: ['--max-semi-space-size=1', '--v8-pool-size=1'],
+      problem: expect.stringMatching(/^cannot execute .*node-to-delete.*ENOENT/),
+    });
   });
 });
