@@ -21,6 +21,8 @@ export interface BuiltImage {
   ref: string;
   /** The image manifest's digest. */
   digest: string;
+  /** The image config's digest: the image ID a container runtime reports (a Pod's `imageID`). */
+  configDigest: string;
   /** The layers unpacked. */
   sizeBytes: number;
   /** The layers as stored and pulled (gzip). */
@@ -50,6 +52,7 @@ export interface FileEntry {
 export interface ImageContents {
   ref: string;
   digest: string;
+  configDigest: string;
   config: ImageConfig;
   layers: Array<{ digest: string; compressedBytes: number; sizeBytes: number }>;
   /** The file system the layers make, whiteouts applied; paths without a leading slash. */
@@ -90,6 +93,7 @@ async function build(log: (line: string) => void): Promise<BuiltImage> {
     archive,
     ref,
     digest: image.digest,
+    configDigest: image.configDigest,
     sizeBytes: image.layers.reduce((sum, l) => sum + l.sizeBytes, 0),
     compressedBytes: image.layers.reduce((sum, l) => sum + l.compressedBytes, 0),
   };
@@ -162,6 +166,7 @@ export async function readImage(archive: string): Promise<ImageContents> {
   return {
     ref: top.annotations?.['io.containerd.image.name'] ?? '',
     digest: top.digest,
+    configDigest: manifest.config.digest,
     config,
     layers,
     files,

@@ -56,6 +56,11 @@ export async function addNode(spec: NodeSpec): Promise<TestNode> {
   return handleFor(await call<RealNodeInfo>('/_/addNode', spec));
 }
 
+/** A node added with addNode() leaves: its machine torn down, its Node object deleted. */
+export async function removeNode(name: string): Promise<void> {
+  await call('/_/removeNode', { name });
+}
+
 function handleFor(info: RealNodeInfo): TestNode {
   return {
     ...info,

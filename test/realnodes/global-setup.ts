@@ -6,10 +6,19 @@
 // Root is required. As another user nothing starts: one line says the suite did not run and why, and the
 // test files report themselves skipped with that reason; with CI=true not running is a failure.
 
+import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startNodes, startRealNodeControlPlane, mountsUnder, type RealNode } from './realnodes.ts';
+import { buildImage, describeImage, type BuiltImage } from '../image/image.ts';
+import { writeOciArchive } from './oci.ts';
+import {
+  startNodes,
+  startRealNodeControlPlane,
+  mountsUnder,
+  type NodeSpec,
+  type RealNodes,
+} from './realnodes.ts';
 
 export interface RealNodeInfo {
   name: string;
@@ -33,8 +42,15 @@ declare module 'vitest' {
     /** The pause image's archive and the static in-cluster client, for test images. */
     realNodesPauseArchive: string;
     realNodesIncluster: string;
+    /** The nodecare image built from the Dockerfile (test/image), imported into every node. */
+    nodecareImage: BuiltImage;
+    /** The test workloads' image (testbin: device plugin, readiness stand-in), imported into every node. */
+    testbinArchive: string;
   }
 }
+
+/** The test workloads' image as the fixtures name it (test/realnodes/fixtures). */
+export const TESTBIN_IMAGE = 'nodecare.test/testbin:1';
 
 /** The one-line notice when the suite cannot run here, or undefined. Throws under CI=true. */
 export function realNodesNotRunReason(): string | undefined {
@@ -64,6 +80,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     return undefined;
   }
   const started = Date.now();
+  // The image first: a broken Dockerfile fails the suite before any node starts.
+  const image = await buildImage();
+  process.stderr.write(`[realnodes] ${describeImage(image)}\n`);
   const plane = await startRealNodeControlPlane();
   let cluster;
   try {
@@ -72,11 +91,27 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     await plane.stop();
     throw err;
   }
+  const testbinArchive = join(plane.slot.dir, 'testbin.oci.tar');
+  try {
+    await writeOciArchive(testbinArchive, {
+      ref: TESTBIN_IMAGE,
+      files: [{ path: '/testbin', source: await buildTestbin(), mode: 0o755 }],
+      entrypoint: ['/testbin'],
+    });
+    for (const node of cluster.nodes) {
+      await node.importImage(image.archive);
+      await node.importImage(testbinArchive);
+    }
+  } catch (err) {
+    await cluster.stop();
+    await plane.stop();
+    throw err;
+  }
   process.stderr.write(
-    `[realnodes] control plane + ${cluster.nodes.length} Ready nodes in ${((Date.now() - started) / 1000).toFixed(1)}s\n`,
+    `[realnodes] control plane + ${cluster.nodes.length} Ready nodes with the images in ${((Date.now() - started) / 1000).toFixed(1)}s\n`,
   );
   const socket = join(plane.slot.dir, 'control.sock');
-  const server = createServer((req, res) => void handle(cluster.nodes, cluster.waitReady, req, res));
+  const server = createServer((req, res) => void handle(cluster, req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, resolve);
@@ -95,6 +130,8 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('realNodesApiAddress', plane.slot.apiAddress);
   project.provide('realNodesPauseArchive', cluster.parts.pauseArchive);
   project.provide('realNodesIncluster', cluster.parts.incluster);
+  project.provide('nodecareImage', image);
+  project.provide('testbinArchive', testbinArchive);
 
   return async () => {
     const stopping = Date.now();
@@ -111,13 +148,26 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   };
 }
 
+/** test/realnodes/testbin, built by build-testbin.sh (cached); resolves with the binary's path. */
+function buildTestbin(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [join(import.meta.dirname, 'build-testbin.sh')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const path = stdout.trim().split('\n').pop() ?? '';
+      if (code === 0 && path) resolve(path);
+      else reject(new Error(`test/realnodes/build-testbin.sh exited ${code}`));
+    });
+  });
+}
+
 /** POST /<node>/<action> with a JSON body; answers JSON ({ result } or { error }). */
-async function handle(
-  nodes: RealNode[],
-  waitReady: (names?: string[], timeoutMs?: number) => Promise<void>,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
+async function handle(cluster: RealNodes, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const nodes = cluster.nodes;
   const reply = (status: number, body: unknown): void => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -128,8 +178,17 @@ async function handle(
     const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
     const [, target, action] = (req.url ?? '').split('/');
     if (target === '_' && action === 'waitReady') {
-      await waitReady(body.names as string[] | undefined, body.timeoutMs as number | undefined);
+      await cluster.waitReady(body.names as string[] | undefined, body.timeoutMs as number | undefined);
       return reply(200, { result: null });
+    }
+    if (target === '_' && action === 'removeNode') {
+      await cluster.remove(body.name as string);
+      return reply(200, { result: null });
+    }
+    if (target === '_' && action === 'addNode') {
+      const node = await cluster.add(body as unknown as NodeSpec);
+      const info: RealNodeInfo = { name: node.name, ip: node.ip, podCIDR: node.podCIDR, dir: node.dir };
+      return reply(200, { result: info });
     }
     const node = nodes.find((n) => n.name === target);
     if (!node) return reply(404, { error: `no node ${target}` });

@@ -26,7 +26,9 @@
 //   in the root namespace with a /32 route to it; the node's default route is that link, so it reaches the API
 //   server (a local address of the root namespace) and the API server reaches its kubelet (logs, exec);
 // - pods that are not hostNetwork sit on a bridge `cni0` inside the node's namespace (Debian's bridge +
-//   host-local CNI plugins), in 192.0.2.(128s+32n)/27, routed by the root namespace through the node's IP.
+//   host-local CNI plugins), in 198.51.100.(128s+16(n+1))/28, routed by the root namespace through the node's
+//   IP. (Not 192.0.2.0/24: this kind of machine has its own eth0 there; claimSlot refuses ranges that overlap
+//   the host's own networks.)
 //   No NAT, no iptables (not installed here), no forwarding in the root namespace: pods reach the API
 //   server and their own node; pod-to-pod across nodes is not provided.
 // Nothing is reachable beyond this machine: the root namespace does not forward.
@@ -160,12 +162,53 @@ function slotAddresses(slot: number): { apiAddress: string; serviceCIDR: string 
 }
 
 function nodeAddresses(slot: number, index: number): { ip: string; podCIDR: string; gateway: string } {
-  const pod = 128 * slot + 32 * index;
+  const pod = 128 * slot + 16 * (index + 1);
   return {
     ip: `198.51.100.${128 * slot + 10 + index}`,
-    podCIDR: `192.0.2.${pod}/27`,
-    gateway: `192.0.2.${pod + 1}`,
+    podCIDR: `198.51.100.${pod}/28`,
+    gateway: `198.51.100.${pod + 1}`,
   };
+}
+
+/** The ranges a slot uses: its nodes' and pods' addresses, and its service CIDR (the API server's address). */
+function slotRanges(slot: number): string[] {
+  return [`198.51.100.${128 * slot}/25`, slotAddresses(slot).serviceCIDR];
+}
+
+const toInt = (address: string): number => address.split('.').reduce((n, o) => n * 256 + Number(o), 0) >>> 0;
+
+function overlaps(a: string, b: string): boolean {
+  const [ba, la] = a.split('/');
+  const [bb, lb] = b.split('/');
+  const bits = Math.min(Number(la ?? 32), Number(lb ?? 32));
+  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+  return (toInt(ba!) & mask) >>> 0 === (toInt(bb!) & mask) >>> 0;
+}
+
+/**
+ * The host's own networks (interface addresses with their prefixes) that a slot's ranges would shadow; the
+ * slot's own API server address on `lo` is not counted. Some machines put their own network in a
+ * documentation range (one of ours used 192.0.2.0/24 on eth0): a node or pod address there would capture the
+ * host's traffic.
+ */
+async function hostConflicts(slot: number): Promise<string[]> {
+  const { stdout } = await execFileAsync('ip', ['-j', '-4', 'addr', 'show']);
+  const links = JSON.parse(stdout) as {
+    ifname: string;
+    addr_info?: { local: string; prefixlen: number }[];
+  }[];
+  const own = new Set([0, 1].map((s) => slotAddresses(s).apiAddress));
+  const conflicts: string[] = [];
+  for (const link of links) {
+    if (/^ncs\d+n\d+$/.test(link.ifname)) continue; // a node of ours (this or a dead run's slot)
+    for (const a of link.addr_info ?? []) {
+      if (link.ifname === 'lo' && own.has(a.local)) continue;
+      const net = `${a.local}/${a.prefixlen}`;
+      for (const range of slotRanges(slot))
+        if (overlaps(net, range)) conflicts.push(`${net} on ${link.ifname}`);
+    }
+  }
+  return conflicts;
 }
 
 async function processStart(pid: number): Promise<string | undefined> {
@@ -216,6 +259,14 @@ export async function claimSlot(log: (line: string) => void = defaultLog): Promi
       throw err;
     }
     const { apiAddress, serviceCIDR } = slotAddresses(index);
+    const conflicts = await hostConflicts(index);
+    if (conflicts.length > 0) {
+      await rm(dir, { recursive: true, force: true });
+      throw new RealNodeError(
+        'claim',
+        `slot ${index}'s addresses (${slotRanges(index).join(', ')}) overlap this machine's own network: ${conflicts.join(', ')}`,
+      );
+    }
     const state: SlotState = { slot: index, owner, apiAddress, nodes: [] };
     const save = (): Promise<void> => writeFile(join(dir, 'state.json'), JSON.stringify(state, null, 2));
     await save();
@@ -456,6 +507,8 @@ export interface RealNodes {
   waitReady(names?: string[], timeoutMs?: number): Promise<void>;
   /** A further node joins the cluster now (a new machine booting), up to 4 nodes in all. */
   add(spec: NodeSpec): Promise<RealNode>;
+  /** A node leaves for good: its machine is torn down and its Node object deleted. */
+  remove(name: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -498,6 +551,15 @@ export async function startNodes(
         const node = await createNode(plane, parts, slot, nodes.length, spec, log);
         nodes.push(node);
         return node;
+      },
+      async remove(name) {
+        const node = nodes.find((n) => n.name === name);
+        if (!node) throw new RealNodeError('remove', `no node ${name}`);
+        await node.stop();
+        nodes.splice(nodes.indexOf(node), 1);
+        const deleted = await plane.kubectl(['delete', 'node', name, '--ignore-not-found']);
+        if (deleted.code !== 0)
+          throw new RealNodeError('remove', `kubectl delete node ${name}: ${deleted.stderr}`);
       },
       stop: stopAll,
     };
@@ -603,8 +665,8 @@ async function createNode(
         'imagefs.available': '1%',
         'nodefs.inodesFree': '1%',
       },
-      // The pod subnet has 29 addresses.
-      maxPods: 24,
+      // The pod subnet (/28) has 13 addresses for pods off the host network; host-network pods count too.
+      maxPods: 16,
       clusterDomain: 'cluster.local',
     }),
   );

@@ -1,0 +1,141 @@
+// nodecare installed with Helm on real kubelets, as docs/install.md says, with only the image set: the agent
+// Ready on every node writing its heartbeat with the kubelet's token, the controller Available and judging the
+// nodes; then `kubectl nodecare uninstall`, `helm uninstall` and the CRDs deleted leave nothing of nodecare's,
+// with the kubelets still running.
+
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LEASE_NAMESPACE, agentLeaseName } from '../../api/index.ts';
+import { kubectl, realNodes } from './client.ts';
+import {
+  ROOT,
+  SYSTEM,
+  getJson,
+  getPods,
+  healthyView,
+  podReady,
+  untilView,
+  viewOf,
+  type Node,
+} from './cluster.ts';
+
+const notRun = inject('realNodesNotRun');
+const CHART = join(ROOT, 'charts', 'nodecare');
+
+function run(
+  command: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`, () => {
+  const nodes = notRun ? [] : realNodes();
+  const image = notRun ? undefined : inject('nodecareImage');
+  const kubeconfig = notRun ? '' : inject('kubeconfig');
+  let helmBin = '';
+  let uninstalled = false;
+
+  const helm = async (...args: string[]): Promise<string> => {
+    const result = await run(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
+    if (result.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+    return result.stdout;
+  };
+
+  beforeAll(async () => {
+    const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')]);
+    if (built.code !== 0) throw new Error(`test/tools/build-helm.sh failed:\n${built.stderr}`);
+    helmBin = built.stdout.trim().split('\n').pop() ?? '';
+  }, 900_000);
+
+  afterAll(async () => {
+    if (uninstalled || !helmBin) return;
+    await run(process.execPath, [join(ROOT, 'cli', 'main.ts'), 'uninstall', `--kubeconfig=${kubeconfig}`]);
+    await run(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
+    await kubectl(['delete', '-f', join(CHART, 'crds'), '--ignore-not-found']).catch(() => '');
+  });
+
+  it('helm install with only the image set: the agent Ready on every node with its heartbeat, the controller Available', async () => {
+    const at = image!.ref.lastIndexOf(':');
+    await helm(
+      'install',
+      'nodecare',
+      CHART,
+      '--namespace',
+      SYSTEM,
+      '--create-namespace',
+      '--take-ownership',
+      '--set',
+      `image.repository=${image!.ref.slice(0, at)}`,
+      '--set',
+      `image.tag=${image!.ref.slice(at + 1)}`,
+      '--wait',
+      '--timeout=240s',
+    );
+    const agents = await getPods(SYSTEM, 'app.kubernetes.io/name=nodecare-agent');
+    const nodeNames = (await getJson<{ items: Node[] }>(['get', 'nodes'])).items.map((n) => n.metadata.name);
+    expect(
+      agents
+        .filter(podReady)
+        .map((p) => p.spec.nodeName)
+        .sort(),
+    ).toEqual(nodeNames.sort());
+    expect(
+      (await getPods(SYSTEM, 'app.kubernetes.io/name=nodecare-controller')).filter(podReady),
+    ).toHaveLength(2);
+    for (const node of nodeNames) {
+      const holder = await kubectl([
+        'get',
+        'lease',
+        '-n',
+        LEASE_NAMESPACE,
+        agentLeaseName(node),
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
+      expect(holder, node).not.toBe('');
+      await untilView(node, 'healthy', healthyView);
+    }
+  });
+
+  it('kubectl nodecare uninstall, helm uninstall and the CRDs deleted leave nothing of nodecare; the kubelets still run', async () => {
+    const cli = await run(process.execPath, [
+      join(ROOT, 'cli', 'main.ts'),
+      'uninstall',
+      `--kubeconfig=${kubeconfig}`,
+    ]);
+    expect(cli.code, cli.stderr + cli.stdout).toBe(0);
+    await helm('uninstall', 'nodecare', '--namespace', SYSTEM, '--wait', '--timeout=120s');
+    await kubectl(['delete', '-f', join(CHART, 'crds'), '--wait=true']);
+    uninstalled = true;
+    for (const n of (await getJson<{ items: Node[] }>(['get', 'nodes'])).items) {
+      const view = viewOf(n);
+      expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
+      expect(view.label, n.metadata.name).toBeUndefined();
+      expect(view.condition, n.metadata.name).toBeUndefined();
+      expect(view.ready?.status, n.metadata.name).toBe('True');
+    }
+    expect(await kubectl(['get', 'pods', '-n', SYSTEM, '-o', 'name', '--ignore-not-found'])).toBe('');
+    expect(await kubectl(['get', 'leases', '-n', LEASE_NAMESPACE, '-o', 'name', '--ignore-not-found'])).toBe(
+      '',
+    );
+    expect(await kubectl(['get', 'crd', '-o', 'name'])).not.toContain('nodecare.io');
+    const leftovers = await kubectl([
+      'get',
+      'clusterroles,clusterrolebindings,validatingadmissionpolicies,flowschemas,prioritylevelconfigurations',
+      '-o',
+      'name',
+    ]);
+    expect(leftovers).not.toContain('nodecare');
+    for (const node of nodes) expect((await node.pids()).kubelet, node.name).toBeGreaterThan(0);
+  });
+});

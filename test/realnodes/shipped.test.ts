@@ -1,0 +1,548 @@
+// nodecare as a user installs it, on real kubelets: the image built from the Dockerfile (global-setup.ts),
+// `kubectl apply -k` of manifests/ with only the image overridden, the agent DaemonSet on every node with its
+// real host mounts and its kubelet-issued token, the controller Deployment on the pod network. Then the stories
+// of docs/install.md, each on real nodes: a node joining with the bootstrap taint from `--register-with-taints`
+// until its GPU device plugin (registered through the kubelet) is healthy; the plugin killed and restarted; a
+// DaemonSet pod whose readiness the kubelet probes; the agent's pod deleted and its container killed; a reboot;
+// and `kubectl nodecare uninstall` leaving nothing behind. The tests run in order and build on each other.
+
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { load } from 'js-yaml';
+import { request } from 'undici';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  LEASE_NAMESPACE,
+  buildLease,
+  extensionLeaseName,
+} from '../../api/index.ts';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { loadConnection } from '../../lib/kube/config.ts';
+import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { addNode, kubectl, realNodes, removeNode, waitNodesReady, type TestNode } from './client.ts';
+import {
+  ROOT,
+  SYSTEM,
+  describeView,
+  getJson,
+  getNode,
+  getPods,
+  healthyView,
+  jwtClaims,
+  kustomizationWithImage,
+  podReady,
+  podToken,
+  until,
+  untilView,
+  viewOf,
+  watchView,
+  type Node,
+  type Pod,
+} from './cluster.ts';
+
+const notRun = inject('realNodesNotRun');
+const FIXTURES = join(import.meta.dirname, 'fixtures');
+const AGENT_SELECTOR = 'app.kubernetes.io/name=nodecare-agent';
+const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=nodecare-controller';
+/** The shipped example SystemExtension for a GPU device plugin, at test speed (see the first story). */
+const GPU_EXAMPLE = join(ROOT, 'manifests', 'examples', 'gpu-device-plugin.yaml');
+
+/** One line per measured figure, so the suite's output shows them. */
+function report(line: string): void {
+  process.stderr.write(`[realnodes] ${line}\n`);
+}
+
+async function agentPodOn(node: string): Promise<Pod> {
+  return until(`a Ready nodecare-agent pod on ${node}`, async () => {
+    const pod = (await getPods(SYSTEM, AGENT_SELECTOR)).find((p) => p.spec.nodeName === node);
+    return pod && podReady(pod) ? pod : undefined;
+  });
+}
+
+async function leaseState(node: string, extension: string): Promise<string | undefined> {
+  const out = await kubectl([
+    'get',
+    'lease',
+    '-n',
+    LEASE_NAMESPACE,
+    extensionLeaseName(node, extension),
+    '-o',
+    'jsonpath={.metadata.annotations.nodecare\\.io/state}',
+    '--ignore-not-found',
+  ]);
+  return out.trim() || undefined;
+}
+
+/** When the Node events with `reason` happened (ms since the epoch), oldest first. */
+async function eventTimes(node: string, reason: string): Promise<number[]> {
+  const list = await getJson<{
+    items: { eventTime?: string; firstTimestamp?: string; lastTimestamp?: string }[];
+  }>([
+    'get',
+    'events',
+    '-A',
+    '--field-selector',
+    `involvedObject.kind=Node,involvedObject.name=${node},reason=${reason}`,
+  ]);
+  return list.items
+    .map((e) => Date.parse(e.eventTime ?? e.lastTimestamp ?? e.firstTimestamp ?? ''))
+    .filter((t) => !Number.isNaN(t))
+    .sort((a, b) => a - b);
+}
+
+async function events(node: string, reason: string): Promise<number> {
+  const list = await getJson<{ items: { involvedObject: { name: string }; reason: string }[] }>([
+    'get',
+    'events',
+    '-A',
+    '--field-selector',
+    `involvedObject.kind=Node,involvedObject.name=${node},reason=${reason}`,
+  ]);
+  return list.items.length;
+}
+
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, 'cli', 'main.ts'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe.skipIf(notRun !== '')(
+  `nodecare as shipped on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
+  () => {
+    const nodes = notRun ? [] : realNodes();
+    const image = notRun ? undefined : inject('nodecareImage');
+    const kubeconfig = notRun ? '' : inject('kubeconfig');
+    let installDir = '';
+    let uninstalled = false;
+    let node4: TestNode | undefined;
+
+    afterAll(async () => {
+      // The suite's other files find the 3 nodes they started with.
+      if (node4) await removeNode(node4.name);
+      // A failed story must not leave an install behind for the next file of the suite.
+      if (uninstalled || !installDir) return;
+      await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]).catch(() => undefined);
+      await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=false']).catch(() => '');
+    });
+
+    it('kubectl apply -k, overriding only the image: the agent Ready on every node, the controller Available, nodes adopted untainted', async () => {
+      installDir = kustomizationWithImage(image!.ref);
+      await kubectl(['apply', '--server-side', '-k', installDir]);
+      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=180s']);
+      await kubectl([
+        'wait',
+        '-n',
+        SYSTEM,
+        '--for=condition=Available',
+        'deployment/nodecare-controller',
+        '--timeout=180s',
+      ]);
+      const agents = await getPods(SYSTEM, AGENT_SELECTOR);
+      expect(agents.map((p) => p.spec.nodeName).sort()).toEqual(nodes.map((n) => n.name).sort());
+      expect(agents.every(podReady)).toBe(true);
+      const controllers = (await getPods(SYSTEM, CONTROLLER_SELECTOR)).filter(podReady);
+      expect(controllers).toHaveLength(2);
+      // Every pod runs the image built from the Dockerfile, by its digest.
+      const images = await getJson<{ items: { status: { containerStatuses: { imageID: string }[] } }[] }>([
+        'get',
+        'pods',
+        '-n',
+        SYSTEM,
+      ]);
+      for (const pod of images.items)
+        expect(pod.status.containerStatuses[0]!.imageID).toContain(image!.configDigest);
+      // The nodes were there before nodecare: adopted, never held (docs/adr/0002).
+      for (const node of nodes) {
+        const view = await untilView(node.name, 'healthy', healthyView);
+        expect(view.bootstrapTaint).toBe(false);
+      }
+    });
+
+    it("the agent's token is the kubelet's: the admission policy admits its own node's Lease and denies another node's", async () => {
+      const node = nodes[0]!;
+      const pod = await agentPodOn(node.name);
+      const token = await podToken(node, pod.metadata.uid);
+      const claims = jwtClaims(token) as {
+        sub?: string;
+        'kubernetes.io'?: { node?: { name?: string }; pod?: { name?: string } };
+      };
+      expect(claims.sub).toBe('system:serviceaccount:nodecare-system:nodecare-agent');
+      expect(claims['kubernetes.io']?.node?.name).toBe(node.name);
+      expect(claims['kubernetes.io']?.pod?.name).toBe(pod.metadata.name);
+
+      const doc = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: unknown }[] };
+      for (const user of doc.users) user.user = { token };
+      const path = join(installDir, 'agent.kubeconfig');
+      writeFileSync(path, JSON.stringify(doc), { mode: 0o600 });
+      const client = new KubeClient(await loadConnection(path), { userAgent: 'nodecare-realnodes-test' });
+      const leases = `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`;
+      const leaseFor = async (name: string) => {
+        const n = await getJson<{ metadata: { uid: string } }>(['get', 'node', name]);
+        return buildLease({
+          node: { name, uid: n.metadata.uid },
+          extension: 'token-check',
+          holderIdentity: 'realnodes-test',
+          leaseDurationSeconds: 30,
+          renewTime: new Date(),
+          bootId: 'test',
+          record: {
+            state: 'Healthy',
+            reason: 'ProbeSucceeded',
+            message: 'ok',
+            since: new Date().toISOString(),
+          },
+        });
+      };
+      try {
+        const own = await leaseFor(node.name);
+        await client.request('POST', leases, { body: own });
+        await client.request('DELETE', `${leases}/${own.metadata.name}`);
+        const other = await leaseFor(nodes[1]!.name);
+        const denied = await client.request('POST', leases, { body: other }).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        expect(denied).toBeInstanceOf(KubeError);
+        expect((denied as KubeError).code).toBe(KubeErrorCode.Forbidden);
+        expect((denied as KubeError).message).toContain('nodecare-agent-own-node-leases');
+        expect((denied as KubeError).message).toContain(`an agent on node ${node.name}`);
+      } finally {
+        await client.close();
+      }
+    });
+
+    it("the agent container sees the host only through the documented read-only mounts, and a file probe reaches the node's /run/nodecare", async () => {
+      const node = nodes[0]!;
+      // The agent's own mount table, read from the host: containers share its PID namespace here.
+      const tasks = await node.ctr(['tasks', 'ls']);
+      const pod = await agentPodOn(node.name);
+      const id = pod.status.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
+      const pid = /^(\S+)\s+(\d+)/m.exec(tasks.stdout.split('\n').find((l) => l.startsWith(id)) ?? '')?.[2];
+      expect(pid, tasks.stdout).toBeDefined();
+      const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [pre, post] = line.split(' - ');
+          const fields = pre!.split(' ');
+          return { path: fields[4]!, options: fields[5]!.split(','), fstype: post!.split(' ')[0]! };
+        });
+      const readOnly = (m: { options: string[] }): boolean => m.options.includes('ro');
+      expect(readOnly(mounts.find((m) => m.path === '/')!)).toBe(true);
+      // Memory and kernel file systems are the container's own; anything else is the node's disk.
+      const own = new Set(['tmpfs', 'proc', 'sysfs', 'devpts', 'mqueue', 'cgroup', 'cgroup2', 'overlay']);
+      const fromHost = mounts.filter((m) => !own.has(m.fstype));
+      // The kubelet's per-pod files (a pod's own, not the node's state) and the documented host paths.
+      const podFiles = ['/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/dev/termination-log'];
+      const documented = [
+        '/var/lib/kubelet/device-plugins',
+        '/var/lib/kubelet/plugins_registry',
+        '/var/lib/kubelet/plugins',
+        '/run/cilium',
+        '/run/calico',
+        '/run/flannel',
+        '/run/nodecare',
+      ];
+      expect(
+        fromHost
+          .map((m) => m.path)
+          .filter((p) => !podFiles.includes(p))
+          .sort(),
+      ).toEqual([...documented].sort());
+      for (const m of fromHost.filter((x) => documented.includes(x.path)))
+        expect(readOnly(m), m.path).toBe(true);
+      // What the agent can write at all: its in-memory /tmp and the pod's own files, nothing of the node's.
+      const writable = fromHost.filter((m) => !readOnly(m)).map((m) => m.path);
+      expect(
+        writable.every((p) => podFiles.includes(p)),
+        writable.join(' '),
+      ).toBe(true);
+
+      // A heartbeat file on the node, through the shipped /run/nodecare mount, registered by annotation.
+      const heartbeat = node.hostPath('/run/nodecare/realnodes.heartbeat');
+      writeFileSync(heartbeat, 'alive\n');
+      await kubectl([
+        'annotate',
+        'node',
+        node.name,
+        `extensions.nodecare.io/heartbeat-file=${JSON.stringify({
+          probe: { file: { path: '/run/nodecare/realnodes.heartbeat' } },
+          periodSeconds: 2,
+        })}`,
+      ]);
+      await until('the heartbeat-file lease Healthy', async () =>
+        (await leaseState(node.name, 'heartbeat-file')) === 'Healthy' ? true : undefined,
+      );
+      rmSync(heartbeat);
+      await until('the heartbeat-file lease not Healthy once the file is gone', async () => {
+        const state = await leaseState(node.name, 'heartbeat-file');
+        return state && state !== 'Healthy' ? state : undefined;
+      });
+      await kubectl(['annotate', 'node', node.name, 'extensions.nodecare.io/heartbeat-file-']);
+      await untilView(node.name, 'healthy again without the annotation', healthyView);
+    });
+
+    it('a node joining with --register-with-taints is held until its GPU device plugin has registered with the kubelet, then the pending pod runs there', async () => {
+      // The shipped example SystemExtension, at test speed: 2 s probes, and 10 s of start-up grace instead of
+      // 10 minutes so that the next story sees a failure as a failure.
+      const example = load(readFileSync(GPU_EXAMPLE, 'utf8')) as { spec: Record<string, unknown> };
+      example.spec.periodSeconds = 2;
+      example.spec.startupGraceSeconds = 10;
+      await kubectl(['apply', '-f', '-'], JSON.stringify(example));
+      await kubectl(['apply', '-f', join(FIXTURES, 'device-plugin.yaml')]);
+      // The workload: no toleration, pinned to the node that is about to join. The scheduler keeps it pending.
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'gpu-workload', namespace: 'default' },
+          spec: {
+            nodeSelector: { 'kubernetes.io/hostname': 'node-4' },
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              { name: 'main', image: 'nodecare.test/testbin:1', imagePullPolicy: 'Never', args: ['pause'] },
+            ],
+          },
+        }),
+      );
+
+      // Sampled from before the node exists: whenever node-4 carried the bootstrap taint, the pod was unbound.
+      const samples: { taints: string[]; bound: boolean }[] = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const [node, pod] = await Promise.all([
+            getNode('node-4').catch(() => undefined),
+            getJson<Pod>(['get', 'pod', '-n', 'default', 'gpu-workload']),
+          ]);
+          if (node)
+            samples.push({ taints: (node.spec.taints ?? []).map((t) => t.key), bound: !!pod.spec.nodeName });
+          await sleep(200);
+        }
+      })();
+      const joined = Date.now();
+      try {
+        node4 = await addNode({
+          name: 'node-4',
+          registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
+          labels: { 'nvidia.com/gpu.present': 'true', 'nodecare.test/device-plugin': 'on' },
+          images: [image!.archive, inject('testbinArchive')],
+        });
+        await waitNodesReady(['node-4']);
+        await untilView('node-4', 'released (healthy, no bootstrap taint)', healthyView);
+      } finally {
+        sampling = false;
+        await sampler;
+      }
+      // The kubelet registered the node with the taint: the first look at it found it, and the controller
+      // never had to add it. While it was there, the pod stayed unbound.
+      expect(samples[0]?.taints, 'node-4 at first sight').toContain(BOOTSTRAP);
+      expect(samples.filter((x) => x.taints.includes(BOOTSTRAP) && x.bound)).toEqual([]);
+      // And it was the bootstrap taint that held the pod: for a while it was the node's only taint (the
+      // kubelet's not-ready taint gone), and the pod still waited.
+      const heldByUsAlone = samples.filter((x) => x.taints.join() === BOOTSTRAP && !x.bound);
+      expect(heldByUsAlone.length, JSON.stringify(samples)).toBeGreaterThan(0);
+
+      await agentPodOn('node-4');
+      const capacity = await until('nvidia.com/gpu capacity on node-4', async () => {
+        const gpus = (await getNode('node-4')).status.capacity?.['nvidia.com/gpu'];
+        return gpus && gpus !== '0' ? gpus : undefined;
+      });
+      expect(capacity).toBe('2');
+      expect(await leaseState('node-4', 'nvidia-device-plugin')).toBe('Healthy');
+      expect(await events('node-4', 'BootstrapTaintAdded')).toBe(0);
+      const removed = await eventTimes('node-4', 'BootstrapTaintRemoved');
+      expect(removed).toHaveLength(1);
+
+      const running = await until('gpu-workload running on node-4', async () => {
+        const pod = await getJson<Pod>(['get', 'pod', '-n', 'default', 'gpu-workload']);
+        return pod.spec.nodeName === 'node-4' && podReady(pod) ? pod : undefined;
+      });
+      expect(running.spec.nodeName).toBe('node-4');
+      // The scheduler's own account of why it waited: an untolerated taint (node-4's was ours alone, above).
+      const failed = await getJson<{ items: { message: string }[] }>([
+        'get',
+        'events',
+        '-n',
+        'default',
+        '--field-selector',
+        'involvedObject.name=gpu-workload,reason=FailedScheduling',
+      ]);
+      const onTaint = failed.items.map((e) => e.message).find((m) => m.startsWith('0/4 nodes') && m.includes('untolerated taint'));
+      expect(onTaint, failed.items.map((e) => e.message).join('\n')).toBeDefined();
+      report(`gpu-workload was pending: ${onTaint}`);
+      const created = Date.parse((await getNode('node-4')).metadata.creationTimestamp);
+      const schedulableAt = removed[0]!;
+      report(
+        `node-4: registration → schedulable ${((schedulableAt - created) / 1000).toFixed(1)}s ` +
+          `(join requested → schedulable ${((schedulableAt - joined) / 1000).toFixed(1)}s; ` +
+          `the event's clock has 1 s steps)`,
+      );
+    });
+
+    it('the device plugin killed → the runtime taint; started again → registered again and the taint cleared', async () => {
+      await kubectl(['label', 'node', 'node-4', 'nodecare.test/device-plugin-']);
+      const failed = await untilView(
+        'node-4',
+        'runtime taint after the device plugin went',
+        (v) => v.runtimeTaint && v.condition?.status === 'False',
+      );
+      expect(failed.label).toBe('unhealthy');
+      expect(await leaseState('node-4', 'nvidia-device-plugin')).toBe('Unhealthy');
+      report(`device plugin gone: ${describeView(failed)}`);
+
+      await kubectl(['label', 'node', 'node-4', 'nodecare.test/device-plugin=on']);
+      await untilView('node-4', 'runtime taint cleared after the device plugin came back', healthyView);
+      expect(await leaseState('node-4', 'nvidia-device-plugin')).toBe('Healthy');
+    });
+
+    it('podReady: a DaemonSet pod whose readiness the kubelet probes turns unready → the runtime taint; ready again → cleared', async () => {
+      await kubectl(['apply', '-f', join(FIXTURES, 'log-agent.yaml')]);
+      await kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/test-log-agent', '--timeout=120s']);
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'nodecare.io/v1alpha1',
+          kind: 'SystemExtension',
+          metadata: { name: 'log-agent' },
+          spec: {
+            probe: {
+              podReady: { namespace: 'kube-system', selector: { matchLabels: { app: 'test-log-agent' } } },
+            },
+            periodSeconds: 2,
+            failureThreshold: 1,
+            startupGraceSeconds: 0,
+          },
+        }),
+      );
+      const node = nodes[0]!;
+      await until('the log-agent lease Healthy on every node', async () => {
+        const states = await Promise.all(
+          ['node-1', 'node-2', 'node-3', 'node-4'].map((n) => leaseState(n, 'log-agent')),
+        );
+        return states.every((s) => s === 'Healthy') ? states : undefined;
+      });
+      const flip = async (to: 'fail' | 'ok'): Promise<void> => {
+        const res = await request(`http://${node.ip}:9700/${to}`, { method: 'POST' });
+        expect(res.statusCode).toBe(200);
+        await res.body.dump();
+      };
+      await flip('fail');
+      const failed = await untilView(
+        node.name,
+        'runtime taint after the pod turned unready',
+        (v) => v.runtimeTaint,
+      );
+      expect(await leaseState(node.name, 'log-agent')).toBe('Unhealthy');
+      report(`log-agent unready on ${node.name}: ${describeView(failed)}`);
+      // Only that node: the others keep serving.
+      for (const other of ['node-2', 'node-3', 'node-4'])
+        expect(viewOf(await getNode(other)).runtimeTaint).toBe(false);
+      await flip('ok');
+      await untilView(node.name, 'runtime taint cleared after the pod turned ready', healthyView);
+    });
+
+    it('the agent pod deleted, then its container killed: back each time, heartbeats continue, the node never flaps', async () => {
+      const node = nodes[1]!;
+      const before = await agentPodOn(node.name);
+      const views = await watchView(
+        node.name,
+        async () => {
+          await kubectl(['delete', 'pod', '-n', SYSTEM, before.metadata.name, '--wait=true']);
+          const after = await until('a new agent pod Ready', async () => {
+            const pod = await agentPodOn(node.name);
+            return pod.metadata.uid !== before.metadata.uid ? pod : undefined;
+          });
+          const container = after.status.containerStatuses![0]!;
+          const id = container.containerID!.replace(/^containerd:\/\//, '');
+          const killed = await node.ctr(['tasks', 'kill', '--signal', 'SIGKILL', id]);
+          expect(killed.code, killed.stderr).toBe(0);
+          await until('the agent container restarted and Ready', async () => {
+            const pod = await agentPodOn(node.name);
+            const status = pod.status.containerStatuses![0]!;
+            return pod.metadata.uid === after.metadata.uid && status.restartCount > container.restartCount
+              ? pod
+              : undefined;
+          });
+        },
+        5_000,
+      );
+      expect(views.length).toBeGreaterThan(10);
+      const flaps = views.filter((v) => !healthyView(v));
+      expect(flaps.map(describeView)).toEqual([]);
+    });
+
+    it('a reboot (every process of the node killed, a new boot ID): bootstrap taint again until its extensions are healthy on the new boot', async () => {
+      const node = node4!;
+      const bootBefore = (await getNode(node.name)).status.nodeInfo?.bootID;
+      const views = await watchView(node.name, async () => {
+        await node.restart();
+        await until('a new boot ID on node-4', async () => {
+          const id = (await getNode(node.name)).status.nodeInfo?.bootID;
+          return id && id !== bootBefore ? id : undefined;
+        });
+        await untilView(node.name, 'released again after the reboot', healthyView);
+      });
+      const retainted = views.findIndex((v) => v.bootstrapTaint);
+      expect(retainted, 'the bootstrap taint was never seen after the reboot').toBeGreaterThanOrEqual(0);
+      // Once released, it stays released; the runtime taint never shows (a reboot is bootstrap, not failure).
+      expect(views.slice(retainted).some((v) => v.runtimeTaint)).toBe(false);
+      expect(healthyView(views.at(-1)!)).toBe(true);
+      await waitNodesReady(['node-4']);
+    });
+
+    it('kubectl nodecare uninstall, then kubectl delete -k: no nodecare taint, label, condition, lease, pod or object left; the kubelets still run', async () => {
+      const result = await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
+      expect(result.code, result.stderr + result.stdout).toBe(0);
+      // The uninstall deleted the workloads already (docs/install.md: hence --ignore-not-found).
+      await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=true', '--timeout=120s']);
+      uninstalled = true;
+      const all = await getJson<{ items: Node[] }>(['get', 'nodes']);
+      expect(all.items).toHaveLength(4);
+      for (const n of all.items) {
+        const view = viewOf(n);
+        expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
+        expect(view.label).toBeUndefined();
+        expect(view.condition).toBeUndefined();
+        const ours = Object.keys({ ...n.metadata.labels, ...n.metadata.annotations }).filter((k) =>
+          /(^|\.)nodecare\.io\//.test(k),
+        );
+        expect(ours, n.metadata.name).toEqual([]);
+        expect(view.ready?.status, n.metadata.name).toBe('True');
+      }
+      const crds = await kubectl(['get', 'crd', '-o', 'name']);
+      expect(crds).not.toContain('nodecare.io');
+      const namespaces = await kubectl(['get', 'namespaces', '-o', 'name']);
+      expect(namespaces).not.toContain('nodecare-');
+      const leftovers = await kubectl([
+        'get',
+        'clusterroles,clusterrolebindings,validatingadmissionpolicies,flowschemas,prioritylevelconfigurations',
+        '-o',
+        'name',
+      ]);
+      expect(leftovers).not.toContain('nodecare');
+      for (const node of [...nodes, node4!]) expect((await node.pids()).kubelet).toBeGreaterThan(0);
+      await kubectl([
+        'delete',
+        '-f',
+        join(FIXTURES, 'device-plugin.yaml'),
+        '-f',
+        join(FIXTURES, 'log-agent.yaml'),
+      ]);
+      await kubectl(['delete', 'pod', '-n', 'default', 'gpu-workload', '--wait=false']);
+    });
+  },
+);
