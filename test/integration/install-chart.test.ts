@@ -101,6 +101,12 @@ describe('charts/nodecare', () => {
     const chart = await renderChart();
     const base = new Map(parse(await kubectl('kustomize', join(ROOT, 'manifests'))).map((o) => [key(o), o]));
     expect([...chart.keys()].sort()).toEqual([...base.keys()].sort());
+    // The one difference: the release namespace is kept on `helm uninstall` (the release record lives in it).
+    const system = chart.get('Namespace /nodecare-system')!.metadata as {
+      annotations?: Record<string, string>;
+    };
+    expect(system.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    delete system.annotations;
     for (const [k, object] of base) expect(chart.get(k), k).toEqual(object);
   });
 

@@ -381,7 +381,9 @@ describe.skipIf(notRun !== '')(
         '--field-selector',
         'involvedObject.name=gpu-workload,reason=FailedScheduling',
       ]);
-      const onTaint = failed.items.map((e) => e.message).find((m) => m.startsWith('0/4 nodes') && m.includes('untolerated taint'));
+      const onTaint = failed.items
+        .map((e) => e.message)
+        .find((m) => m.startsWith('0/4 nodes') && m.includes('untolerated taint'));
       expect(onTaint, failed.items.map((e) => e.message).join('\n')).toBeDefined();
       report(`gpu-workload was pending: ${onTaint}`);
       const created = Date.parse((await getNode('node-4')).metadata.creationTimestamp);
