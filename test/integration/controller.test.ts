@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import {
   CoordinationV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   EventsV1Api,
   PatchStrategy,
   setHeaderOptions,
@@ -19,6 +20,7 @@ import {
 } from '../../api/index.ts';
 import {
   adminKubeConfig,
+  createSystemExtension,
   eventually,
   uniqueName,
   FAST_PROBING,
@@ -48,6 +50,8 @@ const processes: ProgramProcess[] = [];
 const servers: Server[] = [];
 /** Nodes a test created: deleted after it, so one test's failing nodes never weigh on the next (breaker, zones). */
 const createdNodes: string[] = [];
+/** SystemExtensions a test created: deleted after it. */
+const systemExtensions: string[] = [];
 
 beforeAll(async () => {
   await applyBaseManifests();
@@ -56,6 +60,16 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(processes.splice(0).map((p) => p.kill()));
   await Promise.all(createdNodes.splice(0).map((name) => core.deleteNode({ name }).catch(() => undefined)));
+  const custom = admin.makeApiClient(CustomObjectsApi);
+  for (const name of systemExtensions.splice(0))
+    await custom
+      .deleteClusterCustomObject({
+        group: 'nodecare.io',
+        version: 'v1alpha1',
+        plural: 'systemextensions',
+        name,
+      })
+      .catch(() => undefined);
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
     s.close();
@@ -362,11 +376,33 @@ describe('nodecare-controller', () => {
   });
 
   it('trips the correlated-failure breaker: one extension failing on most nodes removes rather than adds runtime taints', async () => {
+    // The breaker guards an administrator's rollout: a SystemExtension (only those feed it, docs/controller.md)
+    // on four nodes, probing a node condition each node's test double flips on its own.
     const ext = uniqueName('rollout');
+    const group = uniqueName('breaker-group');
+    const CHECK = 'RolloutCheckReady';
+    await createSystemExtension(admin.makeApiClient(CustomObjectsApi), ext, {
+      nodeSelector: { matchLabels: { 'breaker-group': group } },
+      probe: { nodeCondition: { type: CHECK, status: 'True' } },
+      ...fast,
+    });
+    systemExtensions.push(ext);
     const nodes = Array.from({ length: 4 }, () => uniqueName('ctl-breaker'));
-    const endpoints = await Promise.all(nodes.map(() => endpoint()));
-    for (const [i, n] of nodes.entries())
-      await createNode(n, { [ext]: httpExtension((endpoints[i] as { port: number }).port) });
+    const setCheck = async (node: string, status: 'True' | 'False'): Promise<void> => {
+      await core.patchNodeStatus(
+        {
+          name: node,
+          body: {
+            status: { conditions: [{ type: CHECK, status, reason: 'Test', message: 'flipped by the test' }] },
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      );
+    };
+    for (const n of nodes) {
+      await createNode(n, {}, { 'breaker-group': group });
+      await setCheck(n, 'True');
+    }
     for (const n of nodes) await agentFor(n);
     const ctl = await controller();
     for (const n of nodes)
@@ -375,6 +411,7 @@ describe('nodecare-controller', () => {
         'Ready',
         (node) => condition(node)?.status === 'True' && taintKeys(node).length === 0,
       );
+    const endpoints = nodes.map((n) => ({ stop: () => setCheck(n, 'False') }));
 
     // One node fails first: that is a node problem, it gets the runtime taint.
     await (endpoints[0] as { stop(): Promise<void> }).stop();

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -33,7 +33,7 @@ import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { mintServiceAccountToken } from '../controlplane/tokens.ts';
-import { adminKubeConfig, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
+import { adminKubeConfig, createSystemExtension, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { kubectl } from './setup.ts';
 
@@ -369,6 +369,25 @@ describe('manifests on the real API server', () => {
 // ---------------------------------------------------------------------------------------------------------
 
 const extension = uniqueName('web');
+/**
+ * An administrator's extension on all three nodes, one shared endpoint: what the correlated-failure breaker
+ * guards (a bad rollout of a SystemExtension). Only SystemExtension-selected, critical registrations feed it.
+ */
+const rollout = uniqueName('rollout');
+const TEST_NODE_LABEL = 'nodecare-test/install';
+let shared: { port: number; server: Server } | undefined;
+
+async function startShared(port = 0): Promise<void> {
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  shared = { port: (server.address() as AddressInfo).port, server };
+}
+
+async function stopShared(): Promise<void> {
+  if (!shared) return;
+  shared.server.closeAllConnections();
+  await new Promise<void>((resolve) => shared!.server.close(() => resolve()));
+}
 const nodeNames = ['a', 'b', 'c'].map((n) => uniqueName(`install-${n}`));
 const nodes = new Map<string, { uid: string; pod: { name: string; uid: string }; kubeconfig: string }>();
 let controllerKubeconfig = '';
@@ -411,6 +430,12 @@ function refusals(proc: ProgramProcess): string[] {
 
 describe('the components as their own ServiceAccounts, with real tokens', () => {
   beforeAll(async () => {
+    await startShared();
+    await createSystemExtension(admin.makeApiClient(CustomObjectsApi), rollout, {
+      nodeSelector: { matchLabels: { [TEST_NODE_LABEL]: 'true' } },
+      probe: { http: { url: `http://127.0.0.1:${shared!.port}/` } },
+      ...FAST_PROBING,
+    });
     for (const node of nodeNames) {
       await startEndpoint(node);
       const probe = {
@@ -421,7 +446,7 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         body: {
           metadata: {
             name: node,
-            labels: { 'kubernetes.io/hostname': node },
+            labels: { 'kubernetes.io/hostname': node, [TEST_NODE_LABEL]: 'true' },
             annotations: { [`${EXTENSION_ANNOTATION_PREFIX}${extension}`]: JSON.stringify(probe) },
           },
           status: {
@@ -472,6 +497,16 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
   afterAll(async () => {
     await Promise.all([...agents.values(), ...(controller ? [controller] : [])].map((p) => p.kill()));
     for (const node of endpoints.keys()) await stopEndpoint(node).catch(() => undefined);
+    await stopShared().catch(() => undefined);
+    await admin
+      .makeApiClient(CustomObjectsApi)
+      .deleteClusterCustomObject({
+        group: 'nodecare.io',
+        version: 'v1alpha1',
+        plural: 'systemextensions',
+        name: rollout,
+      })
+      .catch(() => undefined);
     for (const node of nodeNames) {
       await core
         .deleteNamespacedPod({ namespace: SYSTEM, name: `agent-${node}`, gracePeriodSeconds: 0 })
@@ -712,13 +747,13 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       });
     });
 
-    it('breaker: the extension failing on every node taints none and raises CorrelatedFailure', async () => {
-      const ports = new Map([...endpoints].map(([node, e]) => [node, e.port]));
-      for (const node of nodeNames) await stopEndpoint(node);
+    it("breaker: the administrator's extension failing on every node taints none and raises CorrelatedFailure", async () => {
+      const port = shared!.port;
+      await stopShared();
       await eventually(
         () =>
           controller!.logs.find(
-            (l) => l.msg === 'Correlated failure: breaker tripped' && l.extension === extension,
+            (l) => l.msg === 'Correlated failure: breaker tripped' && l.extension === rollout,
           ),
         { what: 'the breaker tripped' },
       );
@@ -729,7 +764,7 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         },
         { what: 'no runtime taint on any node' },
       );
-      for (const node of nodeNames) await startEndpoint(node, ports.get(node));
+      await startShared(port);
       await eventually(
         async () => {
           const all = await Promise.all(nodeNames.map(readNode));

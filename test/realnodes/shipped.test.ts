@@ -39,6 +39,7 @@ import {
   untilView,
   viewOf,
   watchView,
+  type Condition,
   type Node,
   type Pod,
 } from './cluster.ts';
@@ -506,6 +507,38 @@ describe.skipIf(notRun !== '')(
       await waitNodesReady(['node-4']);
     });
 
+    it("a kubelet stopped for good: Kubernetes marks the node NotReady, and nodecare's condition, label and ClusterHealth agree and say why", async () => {
+      const node = node4!;
+      // Only the kubelet dies: containerd and the agent's container run on and keep reporting, which is
+      // exactly when nodecare must not call the node healthy.
+      await node.killForGood();
+      const notReady = await untilView(
+        node.name,
+        'nodecare reports the kubelet not ready',
+        (v) => v.ready?.status !== 'True' && v.condition?.status === 'Unknown',
+        120_000,
+      );
+      expect(notReady.condition?.reason).toBe('NodeNotReady');
+      expect(notReady.condition?.message).toContain(notReady.ready!.reason!);
+      expect(notReady.label).toBe('unknown');
+      expect(notReady.runtimeTaint).toBe(false);
+      report(`${node.name} with its kubelet gone: ${describeView(notReady)}: ${notReady.condition?.message}`);
+      const rollup = await until('ClusterHealth EveryNodeReady naming the node', async () => {
+        const health = await getJson<{ status?: { conditions?: Condition[] } }>([
+          'get',
+          'clusterhealth',
+          'cluster',
+        ]);
+        const every = health.status?.conditions?.find((c) => c.type === 'EveryNodeReady');
+        return every && every.status !== 'True' && every.message?.includes(node.name) ? every : undefined;
+      });
+      expect(rollup.message).toMatch(/not ready/i);
+      report(`ClusterHealth EveryNodeReady ${rollup.status}/${rollup.reason}: ${rollup.message}`);
+      // The operator's answer to a dead machine: it leaves the cluster (its pods are garbage-collected).
+      await removeNode(node.name);
+      node4 = undefined;
+    });
+
     it('kubectl nodecare uninstall, then kubectl delete -k: no nodecare taint, label, condition, lease, pod or object left; the kubelets still run', async () => {
       const result = await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
       expect(result.code, result.stderr + result.stdout).toBe(0);
@@ -513,7 +546,7 @@ describe.skipIf(notRun !== '')(
       await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=true', '--timeout=120s']);
       uninstalled = true;
       const all = await getJson<{ items: Node[] }>(['get', 'nodes']);
-      expect(all.items).toHaveLength(4);
+      expect(all.items.map((n) => n.metadata.name).sort()).toEqual(nodes.map((n) => n.name).sort());
       for (const n of all.items) {
         const view = viewOf(n);
         expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
@@ -536,7 +569,7 @@ describe.skipIf(notRun !== '')(
         'name',
       ]);
       expect(leftovers).not.toContain('nodecare');
-      for (const node of [...nodes, node4!]) expect((await node.pids()).kubelet).toBeGreaterThan(0);
+      for (const node of nodes) expect((await node.pids()).kubelet).toBeGreaterThan(0);
       await kubectl([
         'delete',
         '-f',
