@@ -4,6 +4,7 @@ import {
   annotationSafetyProblems,
   parseSystemExtension,
   resolveRegistrations,
+  restrictConditionType,
   type AnnotationSafety,
   type NodeView,
   type ParsedSystemExtension,
@@ -518,5 +519,57 @@ describe('annotationSafetyProblems', () => {
 
   it('leaves exec to the rules on what an annotation may ask for', () => {
     expect(annotationSafetyProblems(probe({ exec: { command: ['/bin/true'] } }), SAFETY)).toEqual([]);
+  });
+});
+
+describe('restrictConditionType', () => {
+  const annotated = (conditionType: string): Registration =>
+    required(
+      resolveRegistrations(
+        node({}, { 'extensions.nodecare.io/gpu': JSON.stringify({ ...TCP, conditionType }) }),
+        [],
+      ).byName.get('gpu'),
+    );
+
+  it.each([
+    'EveryNodeReady',
+    'SystemComponentsHealthy',
+    'ObservabilityComponentsHealthy',
+    'ControlPlaneHealthy',
+  ])('lets an annotation feed the Gardener type %s', (type) => {
+    const registration = annotated(type);
+    expect(restrictConditionType(registration, [])).toBe(registration);
+  });
+
+  it('makes an annotation naming another type invalid, feeding EveryNodeReady, unless the admin allows it', () => {
+    const registration = annotated('Evil42');
+    const restricted = restrictConditionType(registration, []);
+    expect(restricted).toMatchObject({
+      name: 'gpu',
+      source: 'annotation',
+      valid: false,
+      policy: { conditionType: 'EveryNodeReady', critical: true },
+    });
+    expect(restricted.valid ? [] : restricted.problems).toEqual([
+      'conditionType: "Evil42" is not allowed for a node annotation (allowed: EveryNodeReady, SystemComponentsHealthy, ObservabilityComponentsHealthy, ControlPlaneHealthy; a SystemExtension may name any type)',
+    ]);
+    expect(restrictConditionType(registration, ['Evil42'])).toBe(registration);
+  });
+
+  it('keeps the problems of an already invalid annotation', () => {
+    const { byName } = resolveRegistrations(
+      node({}, { 'extensions.nodecare.io/gpu': JSON.stringify({ probe: {}, conditionType: 'Custom' }) }),
+      [],
+    );
+    const restricted = restrictConditionType(required(byName.get('gpu')), []);
+    expect(restricted.valid ? [] : restricted.problems).toHaveLength(2);
+  });
+
+  it('lets SystemExtensions and the config file name any type', () => {
+    const { byName } = resolveRegistrations(node(), [sx('gpu', { ...TCP, conditionType: 'GpuHealthy' })]);
+    const registration = required(byName.get('gpu'));
+    expect(restrictConditionType(registration, [])).toBe(registration);
+    const fromConfig: Registration = { ...registration, source: 'config' };
+    expect(restrictConditionType(fromConfig, [])).toBe(fromConfig);
   });
 });

@@ -5,6 +5,8 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
 import {
+  BUILTIN_CONDITION_TYPES,
+  EXTENSION_DEFAULTS,
   SYSTEM_EXTENSION_FIELDS,
   parseAnnotationValue,
   parseExtensionSpec,
@@ -178,6 +180,33 @@ export function resolveRegistrations(
     byName.set(name, safety && registration.valid ? confined(registration, safety) : registration);
   }
   return { byName, badAnnotationKeys, conflicts };
+}
+
+/**
+ * The condition type rule for annotations (docs/rollup.md, "Which condition types"): a node annotation may feed
+ * only the four Gardener types and those an administrator allows (the controller's --annotation-condition-type);
+ * whoever patches one Node must not be able to add conditions to the cluster's roll-up. An annotation naming
+ * another type is an invalid registration (its node alone is affected: InvalidRegistration, reported with
+ * ERR_CONFIGURATION_PROBLEM under EveryNodeReady). SystemExtensions and the agent's config file, written by
+ * administrators, may name any PascalCase type.
+ */
+export function restrictConditionType(registration: Registration, allowed: readonly string[]): Registration {
+  const type = registration.policy.conditionType;
+  if (
+    registration.source !== 'annotation' ||
+    (BUILTIN_CONDITION_TYPES as readonly string[]).includes(type) ||
+    allowed.includes(type)
+  )
+    return registration;
+  const allowedList = [...BUILTIN_CONDITION_TYPES, ...allowed].join(', ');
+  const problem = `conditionType: ${quoteInput(type)} is not allowed for a node annotation (allowed: ${allowedList}; a SystemExtension may name any type)`;
+  return {
+    name: registration.name,
+    source: registration.source,
+    policy: { ...registration.policy, conditionType: EXTENSION_DEFAULTS.conditionType },
+    valid: false,
+    problems: [...(registration.valid ? [] : registration.problems), problem],
+  };
 }
 
 /** Marks the probe's path with the directories the agent must find it in when it probes. */

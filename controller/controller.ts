@@ -18,6 +18,7 @@ import { Reconciler } from './reconciler.ts';
 import { KubeRollupApi } from './rollup/store.ts';
 import { RollupWriter } from './rollup/writer.ts';
 import { WorkQueue } from './workqueue.ts';
+import { clusterEventRecorder } from './cluster-events.ts';
 import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes.ts';
 
 /** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
@@ -133,6 +134,7 @@ export async function runController(
     log: log.child({ component: 'rollup' }),
     metrics,
     fence,
+    events: clusterEventRecorder(api, config.identity, clock, fence),
     thresholdsMs: config.rollupThresholdsMs,
     gardenerCluster: config.gardenerCluster,
     gardenerResyncMs: config.gardenerResyncMs,
