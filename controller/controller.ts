@@ -98,7 +98,9 @@ export async function runController(
     nodeChanged: (name) => queue.add(name),
     allNodesChanged: () => {
       enqueueAll();
-      rollup.markDirty(); // a SystemExtension changed: its counts may have to be written even with no node
+      // A SystemExtension changed: its counts may have to be written even with no node, and its status may
+      // not be what this leader last wrote (an old leader's late write): read again.
+      rollup.systemExtensionsChanged();
     },
     error: (source, err) => {
       metrics.watchErrors.inc({ source });

@@ -285,6 +285,66 @@ describe('RollupWriter', () => {
     expect(api.writes.length).toBe(writes);
   });
 
+  it("an old leader's late SystemExtension write is refused by the resourceVersion precondition", async () => {
+    const { api, world, writer, step, written } = setup();
+    writer.start();
+    await step(0);
+    expect(api.systemExtensions.get('gpu')).toMatchObject({ nodes: 2, healthy: 2 });
+    // This replica computes new counts; just before its patch lands, the new leader has written its own
+    // (and this replica's term has ended).
+    const newLeaders = { nodes: 3, healthy: 3, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };
+    api.beforeNext('patchSystemExtensionStatus', () => {
+      api.putSystemExtensionStatus('gpu', newLeaders);
+      world.leading = false;
+    });
+    world.pairs = [pair('node-a', 'gpu', ExtensionState.Unhealthy)];
+    writer.markDirty();
+    await step(60_000);
+    expect(api.systemExtensions.get('gpu')).toEqual(newLeaders);
+    expect(await written('systemextension', 'conflict')).toBe(1);
+    expect(await written('systemextension', 'ok')).toBe(1);
+    expect(await written('systemextension', 'error')).toBe(0);
+  });
+
+  it('on a 409 lists the SystemExtensions again and writes on what is there', async () => {
+    const { api, world, writer, step, written } = setup();
+    writer.start();
+    await step(0);
+    api.beforeNext('patchSystemExtensionStatus', () =>
+      api.putSystemExtensionStatus('gpu', {
+        nodes: 9,
+        healthy: 9,
+        progressing: 0,
+        unhealthy: 0,
+        unknown: 0,
+        failing: 0,
+      }),
+    );
+    world.pairs = [pair('node-a', 'gpu', ExtensionState.Unhealthy)];
+    writer.markDirty();
+    await step();
+    expect(api.systemExtensions.get('gpu')).toEqual({
+      nodes: 1,
+      healthy: 0,
+      progressing: 0,
+      unhealthy: 1,
+      unknown: 0,
+      failing: 1,
+    });
+    expect(await written('systemextension', 'conflict')).toBe(1);
+  });
+
+  it("a stale write landing after this leader's is noticed through the watch and overwritten", async () => {
+    const { api, writer, step } = setup();
+    writer.start();
+    await step(0);
+    const right = api.systemExtensions.get('gpu');
+    api.putSystemExtensionStatus('gpu', { ...right!, healthy: 0, unknown: 2, failing: 2 });
+    writer.systemExtensionsChanged(); // the SystemExtension's watch event
+    await step();
+    expect(api.systemExtensions.get('gpu')).toEqual(right);
+  });
+
   it('writes nothing once the term ended (fenced), and does not retry', async () => {
     const { api, world, writer, step } = setup();
     writer.start();

@@ -6,7 +6,9 @@
 //   heartbeat: an evaluation that changes nothing writes nothing.
 // - Deadlines: a condition in its threshold (Progressing on a failure) is re-evaluated when the threshold runs out.
 // - Optimistic: status is replaced with the resourceVersion it was computed on; a 409 (another writer, an old
-//   leader's last write) re-reads the object and evaluates again. The previous conditions come from the object
+//   leader's last write) re-reads the object and evaluates again. SystemExtension counts likewise: each patch
+//   carries the resourceVersion it was computed against, and a SystemExtension's watch event makes the writer
+//   list them again, so an old leader's late write is either refused or noticed and overwritten. The previous conditions come from the object
 //   itself, so a new leader continues the old one's timestamps: a hand-over moves no lastTransitionTime.
 // - Failures back off exponentially and retry; a write refused because the term ended is dropped silently.
 // - Refused as invalid (422): the evaluation bounds every input-derived string and list to the CRD's schema, so
@@ -32,6 +34,7 @@ import {
   type ClusterHealthObject,
   type RollupApi,
   type SystemExtensionCounts,
+  type SystemExtensionStatusView,
 } from './store.ts';
 
 /** At most one evaluation this often (a burst of node changes is one write). */
@@ -127,8 +130,8 @@ export class RollupWriter {
   private active = false;
   /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
   private current: ClusterHealthObject | null | undefined;
-  /** Each SystemExtension's counts as last read or written; undefined: list them first. */
-  private sxCounts: Map<string, SystemExtensionCounts | undefined> | undefined;
+  /** Each SystemExtension's counts and resourceVersion as last read or written; undefined: list them first. */
+  private sxCounts: Map<string, SystemExtensionStatusView> | undefined;
   private shoot: ShootFacts = NO_SHOOT;
   private shootReadMs = -Infinity;
   private dirty = false;
@@ -338,32 +341,63 @@ export class RollupWriter {
       counts.nodes += 1;
       counts[COUNT_FIELD[pair.state]] += 1;
     }
-    if (this.sxCounts === undefined) {
-      this.sxCounts = new Map((await api.listSystemExtensions()).map((sx) => [sx.name, sx.counts]));
-    }
-    const known = this.sxCounts;
-    for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
-    for (const [name, counts] of desired) {
-      counts.failing = counts.unhealthy + counts.unknown;
-      if (sameSxCounts(known.get(name), counts)) continue;
-      fence();
+    for (const counts of desired.values()) counts.failing = counts.unhealthy + counts.unknown;
+    for (let attempt = 0; ; attempt++) {
+      if (this.sxCounts === undefined) {
+        const listed = await api.listSystemExtensions();
+        this.sxCounts = new Map(listed.map((sx) => [sx.name, sx]));
+      }
+      const known = this.sxCounts;
+      for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
       try {
-        await api.patchSystemExtensionStatus(name, counts);
-        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
-        known.set(name, counts);
-      } catch (err) {
-        if (isKubeError(err, KubeErrorCode.Invalid)) {
-          this.reportInvalid('systemextension', name, err);
-          known.set(name, counts); // not retried until the counts change
-          continue;
+        for (const [name, counts] of desired) {
+          const current = known.get(name);
+          if (current === undefined || sameSxCounts(current.counts, counts)) continue;
+          fence();
+          try {
+            // The precondition: an old leader's late write (or anyone's) in between gets 409, not the last word.
+            const resourceVersion = await api.patchSystemExtensionStatus(
+              name,
+              current.resourceVersion,
+              counts,
+            );
+            metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
+            known.set(name, { name, resourceVersion, counts });
+          } catch (err) {
+            if (isKubeError(err, KubeErrorCode.Invalid)) {
+              this.reportInvalid('systemextension', name, err);
+              known.set(name, { ...current, counts }); // not retried until the counts change
+              continue;
+            }
+            if (isKubeError(err, KubeErrorCode.NotFound)) {
+              known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+              continue;
+            }
+            throw err;
+          }
         }
-        if (!isKubeError(err, KubeErrorCode.NotFound)) {
+        return;
+      } catch (err) {
+        if (err instanceof NotLeaderError) throw err;
+        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) {
           metrics.rollupWrites.inc({ kind: 'systemextension', result: 'error' });
           throw err;
         }
-        known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+        // Written meanwhile (by an old leader, or anyone): list again and write on what is there.
+        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'conflict' });
+        this.sxCounts = undefined;
       }
     }
+  }
+
+  /**
+   * A SystemExtension changed (its watch event): its status may no longer be what this writer last read or
+   * wrote (a late write of an old leader): list them again before the next write and compare with that.
+   */
+  systemExtensionsChanged(): void {
+    if (!this.active) return;
+    this.sxCounts = undefined;
+    this.markDirty();
   }
 
   /** A write the API server refused as invalid: counted always; logged and recorded once until a write succeeds. */
