@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  CONFIG_OVER_ANNOTATION_NOTE,
   GROUP_VERSION,
   LeaseAnnotation,
   SYSTEM_EXTENSION,
@@ -146,6 +147,32 @@ describe('runAgent', () => {
     h.api.emit(NODES, 'MODIFIED', node('boot-1', worse, 6));
     await until(() => ignored().length === 2, 'the warning about the new key');
     expect(ignored()[1]?.annotation).toBe('extensions.nodecare.io/Also_Bad');
+  });
+
+  it('keeps a config-file extension over a node annotation of the same name: noted on its Lease, logged once', async () => {
+    const port = await tcpListener();
+    const extensions = new Map([
+      ['web', spec({ probe: { tcp: { port } }, periodSeconds: 10, startupGraceSeconds: 0 })],
+    ]);
+    // The annotation would probe a closed port: were it in force, the extension would fail.
+    const annotation = {
+      'extensions.nodecare.io/web': JSON.stringify({ probe: { tcp: { port: 1 } }, startupGraceSeconds: 0 }),
+    };
+    const h = await start([node('boot-1', annotation)], extensions);
+    const lease = extensionLeaseName(NODE_NAME, 'web');
+    const message = (): string =>
+      h.store.leases.get(lease)?.metadata.annotations?.[LeaseAnnotation.message] ?? '';
+    await until(async () => {
+      await h.clock.advance(500);
+      return message().includes(CONFIG_OVER_ANNOTATION_NOTE);
+    }, 'the note on the lease');
+    expect(h.agent.states()).toEqual(new Map([['web', 'Healthy']]));
+    for (let i = 1; i <= 3; i++) h.api.emit(NODES, 'MODIFIED', node('boot-1', annotation, i));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const conflicts = h.logs.filter((l) => l.msg.startsWith('Registration conflict'));
+    expect(conflicts.map((l) => l.msg)).toEqual([
+      'Registration conflict: annotation "extensions.nodecare.io/web" ignored: the agent\'s config file defines extension "web"',
+    ]);
   });
 
   it('is live but not ready while its Node does not exist yet', async () => {

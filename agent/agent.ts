@@ -5,10 +5,10 @@
 import { uptime } from 'node:os';
 import type { Registry } from 'prom-client';
 import {
-  CONFLICT_LEASE_NOTE,
   DEFAULT_POLICY,
   extensionLeaseName,
   resolveRegistrations,
+  withConfigFile,
   type ExtensionSpec,
   type Registration,
 } from '../api/index.ts';
@@ -76,6 +76,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   /** When the Node last appeared (the heartbeat is expected from then on). */
   let nodeSeenMs = startedMs;
   let ignoredAnnotations = new Set<string>();
+  let loggedConflicts = new Set<string>();
+  const fileRegistrations = new Map(
+    [...config.fileExtensions].map(([name, spec]) => [name, fromConfigFile(name, spec)]),
+  );
 
   const target = (): LeaseTarget | undefined =>
     node
@@ -149,9 +153,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
       if (!ignoredAnnotations.has(key))
         log.warn({ annotation: key }, 'Ignored annotation: the extension name is not a DNS label');
     ignoredAnnotations = new Set(resolved.badAnnotationKeys);
-    const wanted = new Map<string, Registration>();
-    for (const [name, spec] of config.fileExtensions) wanted.set(name, fromConfigFile(name, spec));
-    for (const [name, registration] of resolved.byName) wanted.set(name, registration);
+    const { wanted, notes, conflicts } = withConfigFile(resolved, fileRegistrations);
+    // Logged once per change, like the ignored annotations.
+    for (const conflict of conflicts)
+      if (!loggedConflicts.has(conflict.message))
+        log.warn({ extension: conflict.name }, `Registration conflict: ${conflict.message}`);
+    loggedConflicts = new Set(conflicts.map((c) => c.message));
 
     const rebooted = previous !== undefined && previous.bootId !== current.bootId;
     const recreated = previous !== undefined && previous.uid !== current.uid;
@@ -188,10 +195,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
         runner.republish();
       }
     }
-    // An annotation ignored in favour of a SystemExtension is reported on that extension's Lease.
-    const conflicted = new Set(resolved.conflicts.map((c) => c.name));
-    for (const [name, runner] of runners)
-      runner.setNote(conflicted.has(name) ? CONFLICT_LEASE_NOTE : undefined);
+    // A registration ignored in favour of another of the same name is reported on that extension's Lease.
+    for (const [name, runner] of runners) runner.setNote(notes.get(name));
     watches.setPodWatch([...wanted.values()].some((r) => r.valid && r.spec.probe.kind === 'podReady'));
     metrics.extensions.set(wanted.size);
     metrics.invalidRegistrations.set([...wanted.values()].filter((r) => !r.valid).length);

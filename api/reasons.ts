@@ -60,6 +60,8 @@ export const EventReason = {
   PodEvicted: 'PodEvicted',
   /** A node annotation names an extension a SystemExtension defines without allowing an override. */
   RegistrationConflict: 'RegistrationConflict',
+  /** The API server refused a roll-up write as invalid (regarding ClusterHealth; a nodecare bug). */
+  RollupRejected: 'RollupRejected',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

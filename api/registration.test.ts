@@ -4,6 +4,11 @@ import {
   annotationSafetyProblems,
   parseSystemExtension,
   resolveRegistrations,
+  restrictConditionType,
+  withConfigFile,
+  CONFIG_OVER_ANNOTATION_NOTE,
+  CONFLICT_LEASE_NOTE,
+  SYSTEM_EXTENSION_OVER_CONFIG_NOTE,
   type AnnotationSafety,
   type NodeView,
   type ParsedSystemExtension,
@@ -518,5 +523,123 @@ describe('annotationSafetyProblems', () => {
 
   it('leaves exec to the rules on what an annotation may ask for', () => {
     expect(annotationSafetyProblems(probe({ exec: { command: ['/bin/true'] } }), SAFETY)).toEqual([]);
+  });
+});
+
+describe('restrictConditionType', () => {
+  const annotated = (conditionType: string): Registration =>
+    required(
+      resolveRegistrations(
+        node({}, { 'extensions.nodecare.io/gpu': JSON.stringify({ ...TCP, conditionType }) }),
+        [],
+      ).byName.get('gpu'),
+    );
+
+  it.each([
+    'EveryNodeReady',
+    'SystemComponentsHealthy',
+    'ObservabilityComponentsHealthy',
+    'ControlPlaneHealthy',
+  ])('lets an annotation feed the Gardener type %s', (type) => {
+    const registration = annotated(type);
+    expect(restrictConditionType(registration, [])).toBe(registration);
+  });
+
+  it('makes an annotation naming another type invalid, feeding EveryNodeReady, unless the admin allows it', () => {
+    const registration = annotated('Evil42');
+    const restricted = restrictConditionType(registration, []);
+    expect(restricted).toMatchObject({
+      name: 'gpu',
+      source: 'annotation',
+      valid: false,
+      policy: { conditionType: 'EveryNodeReady', critical: true },
+    });
+    expect(restricted.valid ? [] : restricted.problems).toEqual([
+      'conditionType: "Evil42" is not allowed for a node annotation (allowed: EveryNodeReady, SystemComponentsHealthy, ObservabilityComponentsHealthy, ControlPlaneHealthy; a SystemExtension may name any type)',
+    ]);
+    expect(restrictConditionType(registration, ['Evil42'])).toBe(registration);
+  });
+
+  it('keeps the problems of an already invalid annotation', () => {
+    const { byName } = resolveRegistrations(
+      node({}, { 'extensions.nodecare.io/gpu': JSON.stringify({ probe: {}, conditionType: 'Custom' }) }),
+      [],
+    );
+    const restricted = restrictConditionType(required(byName.get('gpu')), []);
+    expect(restricted.valid ? [] : restricted.problems).toHaveLength(2);
+  });
+
+  it('lets SystemExtensions and the config file name any type', () => {
+    const { byName } = resolveRegistrations(node(), [sx('gpu', { ...TCP, conditionType: 'GpuHealthy' })]);
+    const registration = required(byName.get('gpu'));
+    expect(restrictConditionType(registration, [])).toBe(registration);
+    const fromConfig: Registration = { ...registration, source: 'config' };
+    expect(restrictConditionType(fromConfig, [])).toBe(fromConfig);
+  });
+});
+
+describe('withConfigFile (what the agent probes)', () => {
+  const fromFile = (name: string, port: number): Registration => {
+    const parse = parseExtensionSpec({ probe: { tcp: { port } } });
+    if (!parse.result.ok) throw new Error('bad test spec');
+    return { name, source: 'config', valid: true, spec: parse.result.value, policy: parse.policy };
+  };
+  const file = new Map([
+    ['gpu', fromFile('gpu', 1)],
+    ['proxy', fromFile('proxy', 2)],
+    ['local', fromFile('local', 3)],
+  ]);
+
+  it('keeps a config-file extension over a node annotation of the same name, and says so', () => {
+    const resolved = resolveRegistrations(
+      node({}, { 'extensions.nodecare.io/gpu': JSON.stringify({ probe: { tcp: { port: 9 } } }) }),
+      [],
+    );
+    const { wanted, notes, conflicts } = withConfigFile(resolved, file);
+    expect(wanted.get('gpu')).toBe(file.get('gpu'));
+    expect(notes.get('gpu')).toBe(CONFIG_OVER_ANNOTATION_NOTE);
+    expect(conflicts).toEqual([
+      {
+        name: 'gpu',
+        message:
+          'annotation "extensions.nodecare.io/gpu" ignored: the agent\'s config file defines extension "gpu"',
+      },
+    ]);
+    expect(wanted.get('local')).toBe(file.get('local'));
+    expect(notes.has('local')).toBe(false);
+  });
+
+  it('lets a SystemExtension in force replace a config-file extension of the same name, and says so', () => {
+    const resolved = resolveRegistrations(node({ pool: 'a' }), [
+      sx('proxy', { ...TCP, nodeSelector: { matchLabels: { pool: 'a' } } }),
+    ]);
+    const { wanted, notes, conflicts } = withConfigFile(resolved, file);
+    expect(wanted.get('proxy')?.source).toBe('systemExtension');
+    expect(notes.get('proxy')).toBe(SYSTEM_EXTENSION_OVER_CONFIG_NOTE);
+    expect(conflicts.map((c) => c.message)).toEqual([
+      'config-file extension "proxy" ignored: SystemExtension "proxy" is in force on this node',
+    ]);
+    // A SystemExtension that does not select the node leaves the config-file entry alone.
+    const elsewhere = withConfigFile(
+      resolveRegistrations(node({ pool: 'b' }), [
+        sx('proxy', {
+          ...TCP,
+          nodeSelector: { matchLabels: { pool: 'a' } },
+        }),
+      ]),
+      file,
+    );
+    expect(elsewhere.wanted.get('proxy')).toBe(file.get('proxy'));
+    expect(elsewhere.conflicts).toEqual([]);
+  });
+
+  it('carries the annotation-versus-SystemExtension note as before', () => {
+    const resolved = resolveRegistrations(
+      node({}, { 'extensions.nodecare.io/kube-proxy': JSON.stringify({ probe: { tcp: { port: 9 } } }) }),
+      [sx('kube-proxy', TCP)],
+    );
+    const { wanted, notes } = withConfigFile(resolved, new Map());
+    expect(wanted.get('kube-proxy')?.source).toBe('systemExtension');
+    expect(notes.get('kube-proxy')).toBe(CONFLICT_LEASE_NOTE);
   });
 });

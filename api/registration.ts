@@ -5,6 +5,8 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
 import {
+  BUILTIN_CONDITION_TYPES,
+  EXTENSION_DEFAULTS,
   SYSTEM_EXTENSION_FIELDS,
   parseAnnotationValue,
   parseExtensionSpec,
@@ -178,6 +180,88 @@ export function resolveRegistrations(
     byName.set(name, safety && registration.valid ? confined(registration, safety) : registration);
   }
   return { byName, badAnnotationKeys, conflicts };
+}
+
+/** What the agent appends to the message of a config-file extension's Lease while an annotation names it too. */
+export const CONFIG_OVER_ANNOTATION_NOTE =
+  "a node annotation of the same name is ignored: the agent's config file defines this extension";
+
+/** What the agent appends to the message of a SystemExtension's Lease while its config file names it too. */
+export const SYSTEM_EXTENSION_OVER_CONFIG_NOTE =
+  "the agent's config-file extension of the same name is replaced by this SystemExtension";
+
+export interface AgentRegistrations {
+  /** Every extension the agent probes, by name. */
+  wanted: Map<string, Registration>;
+  /** Per extension name, the note its Lease message carries while two registrations of it conflict. */
+  notes: Map<string, string>;
+  /** One line per conflict, for the agent's log. */
+  conflicts: RegistrationConflict[];
+}
+
+/**
+ * What the agent probes (docs/agent.md, "Which extensions"): the node's resolved registrations and the
+ * extensions of its own config file, whose author is an administrator (whoever builds the DaemonSet).
+ * Precedence between the two: a SystemExtension in force on the node replaces a config-file entry of the same
+ * name (the controller requires the SystemExtension, so its Lease must carry that probe); a config-file entry
+ * replaces a node annotation of the same name (the node's own word must not swap an administrator's check for
+ * another); either way the conflict is reported, never silent: a note on the Lease message and a log line.
+ */
+export function withConfigFile(
+  resolved: ResolvedRegistrations,
+  fileExtensions: ReadonlyMap<string, Registration>,
+): AgentRegistrations {
+  const wanted = new Map(resolved.byName);
+  const notes = new Map<string, string>();
+  const conflicts: RegistrationConflict[] = [];
+  for (const conflict of resolved.conflicts) notes.set(conflict.name, CONFLICT_LEASE_NOTE);
+  for (const [name, registration] of fileExtensions) {
+    const other = wanted.get(name);
+    if (other?.source === 'systemExtension') {
+      notes.set(name, SYSTEM_EXTENSION_OVER_CONFIG_NOTE);
+      conflicts.push({
+        name,
+        message: `config-file extension ${quoteInput(name)} ignored: SystemExtension ${quoteInput(name)} is in force on this node`,
+      });
+      continue;
+    }
+    if (other?.source === 'annotation') {
+      notes.set(name, CONFIG_OVER_ANNOTATION_NOTE);
+      conflicts.push({
+        name,
+        message: `annotation ${quoteInput(`${EXTENSION_ANNOTATION_PREFIX}${name}`)} ignored: the agent's config file defines extension ${quoteInput(name)}`,
+      });
+    }
+    wanted.set(name, registration);
+  }
+  return { wanted, notes, conflicts };
+}
+
+/**
+ * The condition type rule for annotations (docs/rollup.md, "Which condition types"): a node annotation may feed
+ * only the four Gardener types and those an administrator allows (the controller's --annotation-condition-type);
+ * whoever patches one Node must not be able to add conditions to the cluster's roll-up. An annotation naming
+ * another type is an invalid registration (its node alone is affected: InvalidRegistration, reported with
+ * ERR_CONFIGURATION_PROBLEM under EveryNodeReady). SystemExtensions and the agent's config file, written by
+ * administrators, may name any PascalCase type.
+ */
+export function restrictConditionType(registration: Registration, allowed: readonly string[]): Registration {
+  const type = registration.policy.conditionType;
+  if (
+    registration.source !== 'annotation' ||
+    (BUILTIN_CONDITION_TYPES as readonly string[]).includes(type) ||
+    allowed.includes(type)
+  )
+    return registration;
+  const allowedList = [...BUILTIN_CONDITION_TYPES, ...allowed].join(', ');
+  const problem = `conditionType: ${quoteInput(type)} is not allowed for a node annotation (allowed: ${allowedList}; a SystemExtension may name any type)`;
+  return {
+    name: registration.name,
+    source: registration.source,
+    policy: { ...registration.policy, conditionType: EXTENSION_DEFAULTS.conditionType },
+    valid: false,
+    problems: [...(registration.valid ? [] : registration.problems), problem],
+  };
 }
 
 /** Marks the probe's path with the directories the agent must find it in when it probes. */

@@ -94,6 +94,35 @@ describe('cli model (the controller decision core over an API snapshot)', () => 
     expect(isHealthy(byName.bad!)).toBe(false);
   });
 
+  it("judges an annotation's condition type as the controller does (restricted unless allowed)", () => {
+    const custom = {
+      ...snapshot,
+      nodes: [
+        node('gpu', {
+          annotations: {
+            'extensions.nodecare.io/net': JSON.stringify({
+              probe: { http: { url: 'http://127.0.0.1:1/' } },
+              conditionType: 'GpuHealthy',
+            }),
+            ...bootstrapped,
+          },
+        }),
+      ],
+      leases: [lease('gpu', undefined, undefined, now - 1000), lease('gpu', 'net', 'Healthy', now - 1000)],
+    };
+    const refused = analyze(custom, CLI_POLICY_DEFAULTS, now).nodes[0]!;
+    expect(refused.registrations.get('net')).toMatchObject({
+      valid: false,
+      policy: { conditionType: 'EveryNodeReady' },
+    });
+    const allowed = analyze(custom, { ...CLI_POLICY_DEFAULTS, annotationConditionTypes: ['GpuHealthy'] }, now)
+      .nodes[0]!;
+    expect(allowed.registrations.get('net')).toMatchObject({
+      valid: true,
+      policy: { conditionType: 'GpuHealthy' },
+    });
+  });
+
   it('sorts worst first', () => {
     expect(sortWorstFirst(analysis.nodes).map((r) => r.name)).toEqual(['bad', 'booting', 'ok']);
   });

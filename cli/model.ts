@@ -10,6 +10,7 @@
 import {
   parseSystemExtension,
   resolveRegistrations,
+  restrictConditionType,
   type LeaseObject,
   type Registration,
   type RegistrationConflict,
@@ -86,6 +87,8 @@ export interface CliPolicy {
   bootstrapTimeoutSeconds: number;
   missingLeaseGraceSeconds: number;
   maxUnhealthyFraction: number;
+  /** Custom condition types node annotations may feed (the controller's --annotation-condition-type). */
+  annotationConditionTypes: readonly string[];
 }
 
 export const CLI_POLICY_DEFAULTS: CliPolicy = {
@@ -94,6 +97,7 @@ export const CLI_POLICY_DEFAULTS: CliPolicy = {
   bootstrapTimeoutSeconds: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
   missingLeaseGraceSeconds: DECISION_DEFAULTS.missingLeaseGraceSeconds,
   maxUnhealthyFraction: BREAKER_DEFAULTS.maxUnhealthyFraction,
+  annotationConditionTypes: [],
 };
 
 export interface NodeReport {
@@ -168,7 +172,15 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
 
   const prepared = snapshot.nodes.map((raw) => {
     const node = toCachedNode(raw);
-    const { byName, conflicts } = resolveRegistrations(node, sxs);
+    const resolved = resolveRegistrations(node, sxs);
+    const { conflicts } = resolved;
+    // As the controller judges them: an annotation's condition type is restricted (api/registration.ts).
+    const byName = new Map(
+      [...resolved.byName].map(([name, r]) => [
+        name,
+        restrictConditionType(r, policy.annotationConditionTypes),
+      ]),
+    );
     const leases = new Map<string, CachedLease>();
     let agentLease: CachedLease | undefined;
     const ignoredLeases: CachedLease[] = [];

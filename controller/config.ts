@@ -133,6 +133,12 @@ export const CONTROLLER_OPTIONS = {
       'ClusterHealth: how long a failing condition type stays Progressing before False, as <ConditionType>=<seconds> (Gardener defaults: EveryNodeReady=300, every other type 60).',
     default: [],
   },
+  'annotation-condition-type': {
+    type: 'list',
+    description:
+      'ClusterHealth: a custom PascalCase condition type a node annotation may feed, besides the four Gardener types (EveryNodeReady, SystemComponentsHealthy, ObservabilityComponentsHealthy, ControlPlaneHealthy). An annotation naming any other type is an invalid registration. SystemExtensions may name any type.',
+    default: [],
+  },
   'gardener-cluster': {
     type: 'string',
     description:
@@ -189,6 +195,8 @@ export interface ControllerConfig {
   };
   /** Per condition type, the threshold of the roll-up's threshold machine (types not listed: the defaults). */
   rollupThresholdsMs: Readonly<Record<string, number>>;
+  /** Condition types a node annotation may feed besides the four Gardener types (--annotation-condition-type). */
+  annotationConditionTypes: readonly string[];
   gardenerCluster: string | undefined;
   gardenerResyncMs: number;
   workers: number;
@@ -237,6 +245,10 @@ export function loadControllerConfig(
   if (v['bootstrap-taint-key'] === v['runtime-taint-key'])
     problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
   const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
+  const annotationConditionTypes = v['annotation-condition-type'] as string[];
+  for (const type of annotationConditionTypes)
+    if (!CONDITION_TYPE.test(type))
+      problems.push(`--annotation-condition-type: "${type}" is not a PascalCase condition type`);
   const gardenerCluster = v['gardener-cluster'] as string;
   if (gardenerCluster !== '' && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(gardenerCluster))
     problems.push(`--gardener-cluster: "${gardenerCluster}" is not a valid object name`);
@@ -270,6 +282,7 @@ export function loadControllerConfig(
         dryRun: v['eviction-dry-run'] as boolean,
       },
       rollupThresholdsMs,
+      annotationConditionTypes: Object.freeze([...new Set(annotationConditionTypes)]),
       gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,
       gardenerResyncMs: (v['gardener-resync-seconds'] as number) * 1000,
       workers: v.workers as number,

@@ -18,6 +18,7 @@ import { Reconciler } from './reconciler.ts';
 import { KubeRollupApi } from './rollup/store.ts';
 import { RollupWriter } from './rollup/writer.ts';
 import { WorkQueue } from './workqueue.ts';
+import { clusterEventRecorder } from './cluster-events.ts';
 import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes.ts';
 
 /** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
@@ -97,7 +98,9 @@ export async function runController(
     nodeChanged: (name) => queue.add(name),
     allNodesChanged: () => {
       enqueueAll();
-      rollup.markDirty(); // a SystemExtension changed: its counts may have to be written even with no node
+      // A SystemExtension changed: its counts may have to be written even with no node, and its status may
+      // not be what this leader last wrote (an old leader's late write): read again.
+      rollup.systemExtensionsChanged();
     },
     error: (source, err) => {
       metrics.watchErrors.inc({ source });
@@ -133,6 +136,7 @@ export async function runController(
     log: log.child({ component: 'rollup' }),
     metrics,
     fence,
+    events: clusterEventRecorder(api, config.identity, clock, fence),
     thresholdsMs: config.rollupThresholdsMs,
     gardenerCluster: config.gardenerCluster,
     gardenerResyncMs: config.gardenerResyncMs,

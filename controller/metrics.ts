@@ -121,7 +121,7 @@ export class ControllerMetrics {
     });
     this.rollupWrites = new Counter({
       name: 'nodecare_controller_rollup_writes_total',
-      help: 'Writes of the roll-up by kind (clusterhealth, systemextension) and result (ok, created, conflict, error).',
+      help: 'Writes of the roll-up by kind (clusterhealth, systemextension) and result (ok, created, conflict, error, invalid: refused with 422, a bug).',
       labelNames: ['kind', 'result'],
       registers,
     });

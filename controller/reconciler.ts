@@ -3,7 +3,12 @@
 // succeeded, and return the next deadline. Also keeps the cluster-wide state the per-node decision needs:
 // the correlated-failure breaker, updated incrementally as decisions change.
 
-import { LEASE_NAMESPACE, resolveRegistrations, type RegistrationSource } from '../api/index.ts';
+import {
+  LEASE_NAMESPACE,
+  resolveRegistrations,
+  restrictConditionType,
+  type RegistrationSource,
+} from '../api/index.ts';
 import { NodeAnnotation, type ExtensionState } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -184,13 +189,17 @@ export class Reconciler {
     const { cache, clock } = this.deps;
     if (!node) return undefined;
     const { byName, conflicts } = resolveRegistrations(node, cache.systemExtensionList());
-    const required: RequiredExtension[] = [...byName.values()].map((r) => ({
-      name: r.name,
-      source: r.source,
-      policy: r.policy,
-      valid: r.valid,
-      ...(r.valid ? {} : { problems: r.problems }),
-    }));
+    const allowedTypes = this.deps.config.annotationConditionTypes;
+    const required: RequiredExtension[] = [...byName.values()].map((registration) => {
+      const r = restrictConditionType(registration, allowedTypes);
+      return {
+        name: r.name,
+        source: r.source,
+        policy: r.policy,
+        valid: r.valid,
+        ...(r.valid ? {} : { problems: r.problems }),
+      };
+    });
     const { extensions, agent } = cache.leasesOf(name);
     return decideNode({
       node,

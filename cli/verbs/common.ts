@@ -47,6 +47,12 @@ export const POLICY_OPTIONS = {
     min: 0,
     max: 1,
   },
+  'annotation-condition-type': {
+    type: 'list',
+    description:
+      "The controller's --annotation-condition-type (custom condition types node annotations may feed; repeatable).",
+    default: [],
+  },
   'lease-namespace': {
     type: 'string',
     description: 'Namespace of the extension and agent Leases.',
@@ -79,6 +85,7 @@ export function policyOf(values: OptionValues): CliPolicy {
     bootstrapTimeoutSeconds: values['bootstrap-timeout-seconds'] as number,
     missingLeaseGraceSeconds: values['missing-lease-grace-seconds'] as number,
     maxUnhealthyFraction: values['max-unhealthy-fraction'] as number,
+    annotationConditionTypes: (values['annotation-condition-type'] as string[] | undefined) ?? [],
   };
 }
 

@@ -5,6 +5,10 @@ import {
   ERR_CONFIGURATION_PROBLEM,
   evaluateRollup,
   itemsMessage,
+  MAX_CONDITION_MESSAGE,
+  MAX_CONDITIONS,
+  MAX_EXTENSION_ROWS,
+  MAX_ITEM_LENGTH,
   statusLabel,
   SUCCESS_MESSAGE,
   type RollupInput,
@@ -265,5 +269,66 @@ describe('statusLabel (Gardener ComputeShootStatus)', () => {
     [['Unknown', 'False'], 'unhealthy'],
   ] as const)('%j → %s', (statuses, label) => {
     expect(statusLabel(statuses.map((status) => ({ status })))).toBe(label);
+  });
+});
+
+describe('evaluateRollup: bounded by the ClusterHealth schema whatever nodes write', () => {
+  it('caps a 40 KB reason and a long node name in every item, and the whole message', () => {
+    const huge = `Bad\u001b[2J${'x'.repeat(40_000)}`;
+    const longNode = `n${'a'.repeat(252)}`;
+    const pairs = Array.from({ length: 12 }, (_, i) =>
+      pair(`${longNode.slice(0, 250)}-${i}`, 'gpu', 'Unhealthy', huge),
+    );
+    const { conditions } = run(pairs);
+    const message = byType(conditions, 'EveryNodeReady')!.message;
+    expect(message.length).toBeLessThanOrEqual(MAX_CONDITION_MESSAGE);
+    expect(message).not.toContain('\u001b');
+    expect(message).toContain('… and 2 more.');
+    for (const item of message.split(/ \d+\) /))
+      expect(item.length).toBeLessThanOrEqual(MAX_ITEM_LENGTH + 64);
+    const single = byType(run([pair(longNode, 'gpu', 'Unhealthy', huge)]).conditions, 'EveryNodeReady')!;
+    expect(single.message.length).toBeLessThanOrEqual(MAX_ITEM_LENGTH + 64);
+    expect(single.message).toMatch(/^na{252}: gpu Unhealthy \(Bad\\u001b\[2Jx+… \(\d+ more characters\)\.$/);
+  });
+
+  it('never writes more than MAX_CONDITIONS conditions: Gardener types first, then custom ones by name; foreign ones kept', () => {
+    const custom = Array.from({ length: 70 }, (_, i) =>
+      pair('node-a', `ext-${i}`, 'Healthy', '', `Custom${String(i).padStart(2, '0')}`),
+    );
+    const foreign: RollupCondition = { ...initCondition('APIServerAvailable', T0), status: 'True' };
+    const result = run([...custom, pair('node-a', 'proxy', 'Unhealthy', 'ProbeTimeout')], {
+      previous: [foreign],
+    });
+    expect(result.conditions).toHaveLength(MAX_CONDITIONS);
+    expect(result.conditions[0]).toBe(foreign);
+    expect(byType(result.conditions, 'EveryNodeReady')?.status).toBe('False');
+    expect(result.owned).toContain('Custom61');
+    expect(result.owned).not.toContain('Custom62');
+    expect(result.droppedTypes).toEqual(Array.from({ length: 8 }, (_, i) => `Custom${62 + i}`));
+    // Every extension is still counted.
+    expect(result.extensions).toHaveLength(71);
+  });
+
+  it('a type another owner already writes is taken over in place, needing no room', () => {
+    const foreign = Array.from({ length: MAX_CONDITIONS }, (_, i) => ({
+      ...initCondition(`Other${i}`, T0),
+      status: 'True' as const,
+    }));
+    foreign[5] = { ...initCondition('EveryNodeReady', T0), status: 'True' };
+    const result = run([pair('node-a', 'gpu', 'Healthy'), pair('node-a', 'x', 'Healthy', '', 'Mine')], {
+      previous: foreign,
+    });
+    expect(result.conditions).toHaveLength(MAX_CONDITIONS);
+    expect(result.owned).toEqual(['EveryNodeReady']);
+    expect(result.droppedTypes).toEqual(['Mine']);
+  });
+
+  it('keeps at most MAX_EXTENSION_ROWS extension rows', () => {
+    const pairs = Array.from({ length: MAX_EXTENSION_ROWS + 3 }, (_, i) =>
+      pair('node-a', `e${i}`, 'Healthy'),
+    );
+    const result = run(pairs);
+    expect(result.extensions).toHaveLength(MAX_EXTENSION_ROWS);
+    expect(result.droppedExtensions).toBe(3);
   });
 });

@@ -6,8 +6,10 @@
 // Unknown / ConditionCheckError; else a failing pair → the threshold machine (HealthCheckUnsuccessful); else a
 // progressing pair → Progressing / HealthCheckProgressing; else True / HealthCheckSuccessful.
 
+import { BUILTIN_CONDITION_TYPES } from '../../api/extension.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
+import { capInput } from '../../api/text.ts';
 import {
   failedCondition,
   initCondition,
@@ -38,6 +40,18 @@ export const HIBERNATED_MESSAGE = 'Shoot is hibernated';
 
 /** How many failing items a message names before it says how many more there are. */
 export const MAX_MESSAGE_ITEMS = 10;
+
+/**
+ * Bounds that keep every status the roll-up computes within the ClusterHealth CRD's schema (a status the API
+ * server refuses with 422 would block the whole roll-up): whatever nodes write, one item of a message is at
+ * most MAX_ITEM_LENGTH characters (a node name of 253, an extension name of 63, the state and a capped
+ * reason fit), a message at most MAX_CONDITION_MESSAGE (the CRD allows 32,768), at most MAX_CONDITIONS
+ * conditions (the CRD's maxItems) and MAX_EXTENSION_ROWS per-extension rows (the CRD's maxItems).
+ */
+export const MAX_ITEM_LENGTH = 512;
+export const MAX_CONDITION_MESSAGE = 8_192;
+export const MAX_CONDITIONS = 64;
+export const MAX_EXTENSION_ROWS = 10_000;
 
 /** One (node, extension) pair as the controller decided it. */
 export interface RollupPair {
@@ -83,9 +97,12 @@ function isConfigurationProblem(pair: RollupPair): boolean {
   );
 }
 
-/** `node-a: gpu-plugin Unhealthy (ProbeTimeout)` */
+/** `node-a: gpu-plugin Unhealthy (ProbeTimeout)`, capped and made inert (the reason is a node's word). */
 function describePair(pair: RollupPair): string {
-  return `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
+  return capInput(
+    `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`,
+    MAX_ITEM_LENGTH,
+  );
 }
 
 function byNodeThenExtension(a: RollupPair, b: RollupPair): number {
@@ -102,7 +119,14 @@ export function itemsMessage(pairs: readonly RollupPair[], max: number = MAX_MES
   const shown = sorted.slice(0, max).map(describePair);
   const rest = sorted.length - shown.length;
   const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
-  return rest > 0 ? `${listed} … and ${rest} more.` : listed;
+  return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
+}
+
+/** A condition message within MAX_CONDITION_MESSAGE characters, whatever `max` items it lists. */
+export function capMessage(message: string): string {
+  if (message.length <= MAX_CONDITION_MESSAGE) return message;
+  const tail = ` … (${message.length - MAX_CONDITION_MESSAGE} more characters)`;
+  return `${message.slice(0, MAX_CONDITION_MESSAGE - tail.length)}${tail}`;
 }
 
 export interface ExtensionCounts {
@@ -140,6 +164,22 @@ export interface RollupResult {
   nextDeadlineMs: number | undefined;
   extensions: ExtensionCounts[];
   label: RollupLabel;
+  /**
+   * Condition types in use that got no condition because the object holds MAX_CONDITIONS already (the four
+   * Gardener types come first, then custom types in name order); empty normally.
+   */
+  droppedTypes: string[];
+  /** Per-extension rows left out past MAX_EXTENSION_ROWS (in name order); 0 normally. */
+  droppedExtensions: number;
+}
+
+const BUILTIN_TYPES: ReadonlySet<string> = new Set(BUILTIN_CONDITION_TYPES);
+
+/** The four Gardener types first, then custom types by name. */
+function byTypePriority(a: string, b: string): number {
+  const builtin = Number(BUILTIN_TYPES.has(b)) - Number(BUILTIN_TYPES.has(a));
+  if (builtin !== 0) return builtin;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 interface TypeBucket {
@@ -184,9 +224,23 @@ export function evaluateRollup(input: RollupInput): RollupResult {
   const workerless = input.workerless ?? false;
   const previousByType = new Map(input.previous.map((c) => [c.type, c]));
   const ownedBefore = new Set(input.ownedBefore);
-  const owned = [...buckets.keys()]
+  const inUse = [...buckets.keys()]
     .filter((type) => !(workerless && type === GardenerConditionType.EveryNodeReady))
-    .sort();
+    .sort(byTypePriority);
+  // Another owner's conditions are kept (or taken over in place, when we feed the same type); ours fill the
+  // room left within the CRD's maxItems.
+  const foreign = new Set(input.previous.map((c) => c.type).filter((type) => !ownedBefore.has(type)));
+  let size = foreign.size;
+  const owned: string[] = [];
+  const droppedTypes: string[] = [];
+  for (const type of inUse) {
+    if (foreign.has(type)) owned.push(type);
+    else if (size < MAX_CONDITIONS) {
+      owned.push(type);
+      size += 1;
+    } else droppedTypes.push(type);
+  }
+  owned.sort();
   const next = new Map<string, RollupCondition>();
   for (const type of owned) {
     const old = previousByType.get(type) ?? initCondition(type, nowMs);
@@ -224,6 +278,7 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     conditions.push(built);
     changed = true;
   }
+  const extensions = [...counts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const deadlines = conditions
     .filter(
       (c) =>
@@ -237,8 +292,10 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     owned,
     changed,
     nextDeadlineMs: deadlines.length > 0 ? Math.min(...deadlines) : undefined,
-    extensions: [...counts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    extensions: extensions.slice(0, MAX_EXTENSION_ROWS),
     label: statusLabel(conditions),
+    droppedTypes,
+    droppedExtensions: Math.max(0, extensions.length - MAX_EXTENSION_ROWS),
   };
 }
 

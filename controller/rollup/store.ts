@@ -48,6 +48,8 @@ export interface SystemExtensionCounts {
 
 export interface SystemExtensionStatusView {
   name: string;
+  /** The object's resourceVersion when read: the precondition of the next status write. */
+  resourceVersion: string;
   counts: SystemExtensionCounts | undefined;
 }
 
@@ -63,7 +65,15 @@ export interface RollupApi {
     metadata: { labels: Record<string, string>; annotations: Record<string, string | null> },
   ): Promise<ClusterHealthObject>;
   listSystemExtensions(): Promise<SystemExtensionStatusView[]>;
-  patchSystemExtensionStatus(name: string, status: SystemExtensionCounts): Promise<void>;
+  /**
+   * Merge patch of the status with `resourceVersion` as the precondition (409 when stale); resolves with the
+   * object's new resourceVersion.
+   */
+  patchSystemExtensionStatus(
+    name: string,
+    resourceVersion: string,
+    status: SystemExtensionCounts,
+  ): Promise<string>;
   /** A Gardener `extensions.gardener.cloud/v1alpha1` Cluster; undefined when it does not exist. */
   getGardenerCluster(name: string): Promise<unknown>;
 }
@@ -73,7 +83,7 @@ const SYSTEM_EXTENSIONS_PATH = `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTEN
 const GARDENER_CLUSTERS_PATH = '/apis/extensions.gardener.cloud/v1alpha1/clusters';
 
 interface SystemExtensionListItem {
-  metadata: { name: string };
+  metadata: { name: string; resourceVersion?: string };
   status?: Partial<SystemExtensionCounts>;
 }
 
@@ -145,17 +155,23 @@ export class KubeRollupApi implements RollupApi {
     const list = await this.call<{ items?: SystemExtensionListItem[] }>('GET', SYSTEM_EXTENSIONS_PATH);
     return (list.items ?? []).map((item) => ({
       name: item.metadata.name,
+      resourceVersion: item.metadata.resourceVersion ?? '',
       counts: countsOf(item.status),
     }));
   }
 
-  async patchSystemExtensionStatus(name: string, status: SystemExtensionCounts): Promise<void> {
-    await this.call(
+  async patchSystemExtensionStatus(
+    name: string,
+    resourceVersion: string,
+    status: SystemExtensionCounts,
+  ): Promise<string> {
+    const written = await this.call<SystemExtensionListItem>(
       'PATCH',
       `${SYSTEM_EXTENSIONS_PATH}/${encodeURIComponent(name)}/status`,
-      { status },
+      { metadata: { resourceVersion }, status },
       PatchType.merge,
     );
+    return written.metadata.resourceVersion ?? '';
   }
 
   getGardenerCluster(name: string): Promise<unknown> {

@@ -16,6 +16,8 @@ export type RollupApiOp = keyof RollupApi;
 export class FakeRollupApi implements RollupApi {
   object: ClusterHealthObject | undefined;
   readonly systemExtensions = new Map<string, SystemExtensionCounts | undefined>();
+  /** Each SystemExtension's resourceVersion (set on the first read when absent). */
+  readonly systemExtensionVersions = new Map<string, string>();
   gardenerCluster: unknown;
   readonly calls: RollupApiOp[] = [];
   private readonly faults: Array<{ op: RollupApiOp; error: Error }> = [];
@@ -101,19 +103,41 @@ export class FakeRollupApi implements RollupApi {
     });
   }
 
+  private sxVersion(name: string): string {
+    let version = this.systemExtensionVersions.get(name);
+    if (version === undefined) {
+      version = String(++this.version);
+      this.systemExtensionVersions.set(name, version);
+    }
+    return version;
+  }
+
+  /** Stores a SystemExtension's counts as a write by someone else would (a new resourceVersion). */
+  putSystemExtensionStatus(name: string, counts: SystemExtensionCounts | undefined): void {
+    this.systemExtensions.set(name, counts && { ...counts });
+    this.systemExtensionVersions.set(name, String(++this.version));
+  }
+
   async listSystemExtensions(): Promise<SystemExtensionStatusView[]> {
     this.enter('listSystemExtensions');
     return [...this.systemExtensions].map(([name, counts]) => ({
       name,
+      resourceVersion: this.sxVersion(name),
       counts: counts && { ...counts },
     }));
   }
 
-  async patchSystemExtensionStatus(name: string, status: SystemExtensionCounts): Promise<void> {
+  async patchSystemExtensionStatus(
+    name: string,
+    resourceVersion: string,
+    status: SystemExtensionCounts,
+  ): Promise<string> {
     this.enter('patchSystemExtensionStatus');
     if (!this.systemExtensions.has(name))
       throw new KubeError(KubeErrorCode.NotFound, 404, `systemextensions "${name}" not found`);
-    this.systemExtensions.set(name, { ...status });
+    if (resourceVersion !== this.sxVersion(name)) throw FakeRollupApi.conflict();
+    this.putSystemExtensionStatus(name, status);
+    return this.sxVersion(name);
   }
 
   async getGardenerCluster(_name: string): Promise<unknown> {

@@ -7,6 +7,7 @@ import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { createLogger } from '../../lib/log.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { parseRollupThresholds } from '../config.ts';
+import type { NodeEvent } from '../decide/index.ts';
 import { NotLeaderError } from '../writes.ts';
 import { RollupReason, RollupStatus, type RollupCondition } from './condition.ts';
 import { ERR_CONFIGURATION_PROBLEM, HIBERNATED_MESSAGE, SUCCESS_MESSAGE } from './evaluate.ts';
@@ -38,6 +39,7 @@ function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string
   };
   api.systemExtensions.set('gpu', undefined);
   const metrics = new ControllerMetrics(new Registry());
+  const events: NodeEvent[] = [];
   const make = () =>
     new RollupWriter({
       api,
@@ -48,6 +50,11 @@ function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string
       fence: () => {
         if (!world.leading) throw new NotLeaderError();
       },
+      events: {
+        clusterEvent: async (event) => {
+          events.push(event);
+        },
+      },
       thresholdsMs: options.thresholdsMs ?? { EveryNodeReady: 10_000 },
       gardenerCluster: options.gardenerCluster,
     });
@@ -56,7 +63,11 @@ function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string
     api.object?.status?.conditions?.find((c) => c.type === type);
   /** Lets the writer run everything due within `ms`. */
   const step = (ms = ROLLUP_MIN_INTERVAL_MS) => clock.advance(ms);
-  return { clock, api, world, writer, make, condition, step, metrics };
+  const written = async (kind: string, result: string): Promise<number> =>
+    (await metrics.rollupWrites.get()).values.find(
+      (v) => v.labels.kind === kind && v.labels.result === result,
+    )?.value ?? 0;
+  return { clock, api, world, writer, make, condition, step, metrics, events, written };
 }
 
 describe('--rollup-threshold', () => {
@@ -206,6 +217,132 @@ describe('RollupWriter', () => {
       (v) => v.labels.kind === 'clusterhealth' && v.labels.result === 'error',
     );
     expect(errors?.value).toBe(1);
+  });
+
+  it('a 422 is a bug: reported once (event, log, metric), never retried, and the SystemExtension counts still land', async () => {
+    const { api, world, writer, step, events, written } = setup();
+    writer.start();
+    await step(0);
+    const invalid = () => new KubeError(KubeErrorCode.Invalid, 422, 'status.conditions: Too many: 65');
+    api.failNext('replaceClusterHealthStatus', invalid());
+    world.pairs = [
+      pair('node-a', 'gpu', ExtensionState.Progressing),
+      pair('node-b', 'gpu', ExtensionState.Healthy),
+    ];
+    writer.markDirty();
+    await step();
+    // Written what could be written: the SystemExtension's counts.
+    expect(api.systemExtensions.get('gpu')).toMatchObject({
+      nodes: 2,
+      healthy: 1,
+      progressing: 1,
+      failing: 0,
+    });
+    const writes = api.writes.length;
+    await step(10 * 60_000); // no retry loop: nothing changed, nothing is tried again
+    expect(api.writes.length).toBe(writes);
+    expect(await written('clusterhealth', 'invalid')).toBe(1);
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'RollupRejected',
+        message: expect.stringContaining('status.conditions: Too many: 65'),
+      }),
+    ]);
+    // The next change tries again; refused again, it is counted but not reported a second time.
+    api.failNext('replaceClusterHealthStatus', invalid());
+    world.pairs = [
+      pair('node-a', 'gpu', ExtensionState.Unhealthy),
+      pair('node-b', 'gpu', ExtensionState.Unhealthy),
+    ];
+    writer.markDirty();
+    await step();
+    expect(await written('clusterhealth', 'invalid')).toBe(2);
+    expect(events).toHaveLength(1);
+    expect(api.systemExtensions.get('gpu')).toMatchObject({ unhealthy: 2, failing: 2 });
+    // A later change that can be written is.
+    world.pairs = [pair('node-a', 'gpu', ExtensionState.Healthy)];
+    writer.markDirty();
+    await step();
+    expect(api.object?.status?.extensions?.[0]).toMatchObject({ healthy: 1, unhealthy: 0 });
+  });
+
+  it('a 422 on one SystemExtension does not stop the others', async () => {
+    const { api, world, writer, step, events, written } = setup();
+    api.systemExtensions.set('logs', undefined);
+    world.sx = ['gpu', 'logs'];
+    api.failNext(
+      'patchSystemExtensionStatus',
+      new KubeError(KubeErrorCode.Invalid, 422, 'status.nodes: Invalid'),
+    );
+    writer.start();
+    await step(0);
+    expect(api.systemExtensions.get('logs')).toMatchObject({ nodes: 0 });
+    expect(await written('systemextension', 'invalid')).toBe(1);
+    expect(events.map((e) => e.reason)).toEqual(['RollupRejected']);
+    const writes = api.writes.length;
+    await step(10 * 60_000);
+    expect(api.writes.length).toBe(writes);
+  });
+
+  it("an old leader's late SystemExtension write is refused by the resourceVersion precondition", async () => {
+    const { api, world, writer, step, written } = setup();
+    writer.start();
+    await step(0);
+    expect(api.systemExtensions.get('gpu')).toMatchObject({ nodes: 2, healthy: 2 });
+    // This replica computes new counts; just before its patch lands, the new leader has written its own
+    // (and this replica's term has ended).
+    const newLeaders = { nodes: 3, healthy: 3, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };
+    api.beforeNext('patchSystemExtensionStatus', () => {
+      api.putSystemExtensionStatus('gpu', newLeaders);
+      world.leading = false;
+    });
+    world.pairs = [pair('node-a', 'gpu', ExtensionState.Unhealthy)];
+    writer.markDirty();
+    await step(60_000);
+    expect(api.systemExtensions.get('gpu')).toEqual(newLeaders);
+    expect(await written('systemextension', 'conflict')).toBe(1);
+    expect(await written('systemextension', 'ok')).toBe(1);
+    expect(await written('systemextension', 'error')).toBe(0);
+  });
+
+  it('on a 409 lists the SystemExtensions again and writes on what is there', async () => {
+    const { api, world, writer, step, written } = setup();
+    writer.start();
+    await step(0);
+    api.beforeNext('patchSystemExtensionStatus', () =>
+      api.putSystemExtensionStatus('gpu', {
+        nodes: 9,
+        healthy: 9,
+        progressing: 0,
+        unhealthy: 0,
+        unknown: 0,
+        failing: 0,
+      }),
+    );
+    world.pairs = [pair('node-a', 'gpu', ExtensionState.Unhealthy)];
+    writer.markDirty();
+    await step();
+    expect(api.systemExtensions.get('gpu')).toEqual({
+      nodes: 1,
+      healthy: 0,
+      progressing: 0,
+      unhealthy: 1,
+      unknown: 0,
+      failing: 1,
+    });
+    expect(await written('systemextension', 'conflict')).toBe(1);
+  });
+
+  it("a stale write landing after this leader's is noticed through the watch and overwritten", async () => {
+    const { api, writer, step } = setup();
+    writer.start();
+    await step(0);
+    const right = api.systemExtensions.get('gpu');
+    api.putSystemExtensionStatus('gpu', { ...right!, healthy: 0, unknown: 2, failing: 2 });
+    writer.systemExtensionsChanged(); // the SystemExtension's watch event
+    await step();
+    expect(api.systemExtensions.get('gpu')).toEqual(right);
   });
 
   it('writes nothing once the term ended (fenced), and does not retry', async () => {

@@ -6,14 +6,24 @@
 //   heartbeat: an evaluation that changes nothing writes nothing.
 // - Deadlines: a condition in its threshold (Progressing on a failure) is re-evaluated when the threshold runs out.
 // - Optimistic: status is replaced with the resourceVersion it was computed on; a 409 (another writer, an old
-//   leader's last write) re-reads the object and evaluates again. The previous conditions come from the object
+//   leader's last write) re-reads the object and evaluates again. SystemExtension counts likewise: each patch
+//   carries the resourceVersion it was computed against, and a SystemExtension's watch event makes the writer
+//   list them again, so an old leader's late write is either refused or noticed and overwritten. The previous conditions come from the object
 //   itself, so a new leader continues the old one's timestamps: a hand-over moves no lastTransitionTime.
 // - Failures back off exponentially and retry; a write refused because the term ended is dropped silently.
+// - Refused as invalid (422): the evaluation bounds every input-derived string and list to the CRD's schema, so
+//   a 422 is a bug, not a transient failure. It is reported once (a RollupRejected Warning event regarding
+//   ClusterHealth, an error log; nodecare_controller_rollup_writes_total{result="invalid"} counts every one)
+//   and not retried: the writer goes on to write what it can (the SystemExtension counts) and tries again only
+//   when the roll-up's inputs change.
 
 import { NODE_STATUS_LABEL, type RegistrationSource } from '../../api/index.ts';
+import { EventReason } from '../../api/reasons.ts';
+import { capInput } from '../../api/text.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
+import type { ClusterEventRecorder } from '../cluster-events.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence } from '../writes.ts';
 import { apiTime } from './condition.ts';
@@ -24,6 +34,7 @@ import {
   type ClusterHealthObject,
   type RollupApi,
   type SystemExtensionCounts,
+  type SystemExtensionStatusView,
 } from './store.ts';
 
 /** At most one evaluation this often (a burst of node changes is one write). */
@@ -53,6 +64,8 @@ export interface RollupWriterDeps {
   metrics: ControllerMetrics;
   /** Checked just before every write: throws NotLeaderError when this replica no longer leads. */
   fence: Fence;
+  /** Where a refused (422) write is reported, regarding ClusterHealth `cluster`. */
+  events?: ClusterEventRecorder;
   thresholdsMs: Readonly<Record<string, number>>;
   /** Name of the Gardener Cluster object to read; undefined: not a Gardener shoot. */
   gardenerCluster: string | undefined;
@@ -97,6 +110,11 @@ function ownedTypesOf(object: ClusterHealthObject | undefined): string[] {
   return value === '' ? [] : value.split(',');
 }
 
+/** What a refused write's report says of the error: its message, capped (the API server echoes the input). */
+function errorText(err: unknown): string {
+  return capInput(err instanceof Error ? err.message : String(err), 1024);
+}
+
 function isRereadError(err: unknown): boolean {
   return (
     isKubeError(err, KubeErrorCode.Conflict) ||
@@ -112,8 +130,8 @@ export class RollupWriter {
   private active = false;
   /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
   private current: ClusterHealthObject | null | undefined;
-  /** Each SystemExtension's counts as last read or written; undefined: list them first. */
-  private sxCounts: Map<string, SystemExtensionCounts | undefined> | undefined;
+  /** Each SystemExtension's counts and resourceVersion as last read or written; undefined: list them first. */
+  private sxCounts: Map<string, SystemExtensionStatusView> | undefined;
   private shoot: ShootFacts = NO_SHOOT;
   private shootReadMs = -Infinity;
   private dirty = false;
@@ -122,6 +140,10 @@ export class RollupWriter {
   private timer: Timer | undefined;
   private deadlineTimer: Timer | undefined;
   private running: Promise<void> | undefined;
+  /** A refused (422) write was reported and no ClusterHealth write succeeded since: report no other. */
+  private invalidReported = false;
+  /** The condition types and extension rows last left out for room (reported when they change). */
+  private droppedReported = '';
 
   constructor(deps: RollupWriterDeps) {
     this.deps = deps;
@@ -137,6 +159,8 @@ export class RollupWriter {
     this.shootReadMs = -Infinity;
     this.failures = 0;
     this.lastRunMs = -Infinity;
+    this.invalidReported = false;
+    this.droppedReported = '';
     this.markDirty();
   }
 
@@ -241,6 +265,7 @@ export class RollupWriter {
         nowMs,
       });
       metrics.rollupDuration.observe((performance.now() - started) / 1000);
+      this.reportDropped(result.droppedTypes, result.droppedExtensions);
       const pending = [
         result.nextDeadlineMs,
         this.deps.gardenerCluster ? this.shootReadMs + this.resyncMs : undefined,
@@ -284,9 +309,16 @@ export class RollupWriter {
           });
         }
         metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'ok' });
+        this.invalidReported = false;
         this.current = written;
         return;
       } catch (err) {
+        if (isKubeError(err, KubeErrorCode.Invalid)) {
+          // Not retried: the next change of the roll-up's inputs evaluates (and tries) again.
+          this.reportInvalid('clusterhealth', 'cluster', err);
+          this.current = undefined;
+          return;
+        }
         if (!isRereadError(err) || attempt >= MAX_CONFLICT_RETRIES) {
           metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'error' });
           throw err;
@@ -309,26 +341,97 @@ export class RollupWriter {
       counts.nodes += 1;
       counts[COUNT_FIELD[pair.state]] += 1;
     }
-    if (this.sxCounts === undefined) {
-      this.sxCounts = new Map((await api.listSystemExtensions()).map((sx) => [sx.name, sx.counts]));
-    }
-    const known = this.sxCounts;
-    for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
-    for (const [name, counts] of desired) {
-      counts.failing = counts.unhealthy + counts.unknown;
-      if (sameSxCounts(known.get(name), counts)) continue;
-      fence();
+    for (const counts of desired.values()) counts.failing = counts.unhealthy + counts.unknown;
+    for (let attempt = 0; ; attempt++) {
+      if (this.sxCounts === undefined) {
+        const listed = await api.listSystemExtensions();
+        this.sxCounts = new Map(listed.map((sx) => [sx.name, sx]));
+      }
+      const known = this.sxCounts;
+      for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
       try {
-        await api.patchSystemExtensionStatus(name, counts);
-        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
-        known.set(name, counts);
+        for (const [name, counts] of desired) {
+          const current = known.get(name);
+          if (current === undefined || sameSxCounts(current.counts, counts)) continue;
+          fence();
+          try {
+            // The precondition: an old leader's late write (or anyone's) in between gets 409, not the last word.
+            const resourceVersion = await api.patchSystemExtensionStatus(
+              name,
+              current.resourceVersion,
+              counts,
+            );
+            metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
+            known.set(name, { name, resourceVersion, counts });
+          } catch (err) {
+            if (isKubeError(err, KubeErrorCode.Invalid)) {
+              this.reportInvalid('systemextension', name, err);
+              known.set(name, { ...current, counts }); // not retried until the counts change
+              continue;
+            }
+            if (isKubeError(err, KubeErrorCode.NotFound)) {
+              known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+              continue;
+            }
+            throw err;
+          }
+        }
+        return;
       } catch (err) {
-        if (!isKubeError(err, KubeErrorCode.NotFound)) {
+        if (err instanceof NotLeaderError) throw err;
+        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) {
           metrics.rollupWrites.inc({ kind: 'systemextension', result: 'error' });
           throw err;
         }
-        known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+        // Written meanwhile (by an old leader, or anyone): list again and write on what is there.
+        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'conflict' });
+        this.sxCounts = undefined;
       }
     }
+  }
+
+  /**
+   * A SystemExtension changed (its watch event): its status may no longer be what this writer last read or
+   * wrote (a late write of an old leader): list them again before the next write and compare with that.
+   */
+  systemExtensionsChanged(): void {
+    if (!this.active) return;
+    this.sxCounts = undefined;
+    this.markDirty();
+  }
+
+  /** A write the API server refused as invalid: counted always; logged and recorded once until a write succeeds. */
+  private reportInvalid(kind: 'clusterhealth' | 'systemextension', name: string, err: unknown): void {
+    const { events, log, metrics } = this.deps;
+    metrics.rollupWrites.inc({ kind, result: 'invalid' });
+    if (this.invalidReported) return;
+    this.invalidReported = true;
+    const detail = errorText(err);
+    log.error(
+      { kind, name, err: detail },
+      'The API server refused the roll-up as invalid (a nodecare bug): not retrying; writing what can be written',
+    );
+    metrics.events.inc({ reason: EventReason.RollupRejected });
+    events
+      ?.clusterEvent({
+        type: 'Warning',
+        reason: EventReason.RollupRejected,
+        message: `The API server refused the roll-up write of ${kind} ${name} as invalid (a nodecare bug; not retried until the roll-up changes): ${detail}`,
+      })
+      .catch((eventErr: unknown) =>
+        log.warn({ err: eventErr, reason: EventReason.RollupRejected }, 'Failed to record event'),
+      );
+  }
+
+  /** Logs when the condition types or extension rows left out for room change (normally none). */
+  private reportDropped(types: readonly string[], extensions: number): void {
+    const key = `${types.join(',')}/${extensions}`;
+    if (key === this.droppedReported) return;
+    this.droppedReported = key;
+    if (types.length === 0 && extensions === 0) return;
+    this.deps.log.warn(
+      { droppedTypes: types.slice(0, 20), droppedTypeCount: types.length, droppedExtensions: extensions },
+      'ClusterHealth is full: condition types or extension rows beyond its limits are left out',
+    );
   }
 }
