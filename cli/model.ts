@@ -151,6 +151,7 @@ function reconstructedMemory(node: CachedNode, required: readonly string[]): Nod
     requiredSinceMs: new Map(required.map((name) => [name, node.creationTimestampMs])),
     extensionStates: new Map(),
     conflicts: new Set(),
+    notReadyReported: node.extensionsReadyCondition?.reason === ConditionReason.NodeNotReady,
   };
 }
 
