@@ -230,7 +230,10 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
   return { nodes, tripped, policy, now };
 }
 
-/** Worst first: a stuck bootstrap, then a degraded node, then one nodecare cannot see (its agent gone, its kubelet NotReady), then booting, then Ready. */
+/**
+ * Worst first: a stuck bootstrap, then a degraded node, then one nodecare cannot see (its agent gone, its kubelet
+ * NotReady), then booting, then Ready.
+ */
 export function severity(report: NodeReport): number {
   const { state, condition } = report.decision;
   if (state === NodeState.BootstrapTimeout) return 0;
