@@ -44,6 +44,11 @@ export const ConditionReason = {
   AgentNotReporting: 'AgentNotReporting',
   /** An extension could not be determined (agent's Unknown, invalid registration); no fault set or cleared. */
   ExtensionsUnknown: 'ExtensionsUnknown',
+  /**
+   * The kubelet's own `Ready` condition is not True (Unknown or False): Kubernetes says the node is not Ready, so
+   * extension results are not trusted until it is Ready again (docs/design.md section 5).
+   */
+  NodeNotReady: 'NodeNotReady',
 } as const;
 export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
 
@@ -62,6 +67,8 @@ export const EventReason = {
   RegistrationConflict: 'RegistrationConflict',
   /** The API server refused a roll-up write as invalid (regarding ClusterHealth; a nodecare bug). */
   RollupRejected: 'RollupRejected',
+  /** The kubelet's `Ready` condition stopped being True (Warning, once per transition into NotReady). */
+  NodeNotReady: 'NodeNotReady',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
@@ -77,5 +84,7 @@ export const ControllerReason = {
   LeaseMissing: 'LeaseMissing',
   LeaseExpired: 'LeaseExpired',
   LeaseStateInvalid: 'LeaseStateInvalid',
+  /** The kubelet's `Ready` condition is not True: the extension's result is not trusted (neither fault nor health). */
+  NodeNotReady: 'NodeNotReady',
 } as const;
 export type ControllerReason = (typeof ControllerReason)[keyof typeof ControllerReason];

@@ -18,6 +18,8 @@ import {
   type NodeObject,
 } from './model.ts';
 import { describeTaint } from './taints.ts';
+import { explainView, renderExplainText } from './verbs/explain.ts';
+import { nodeView, renderStatusText } from './verbs/status.ts';
 import { kubectlArgs } from './verbs/common.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -150,6 +152,86 @@ describe('cli model (the controller decision core over an API snapshot)', () => 
       extensions: [{ name: 'net', healthyMs: T0 + 30_000, heldMs: 30_000 }],
       restMs: 1000,
     });
+  });
+});
+
+describe('a node whose kubelet is not Ready (explain and status)', () => {
+  const now = T0 + 600_000;
+  const notReady: NodeObject = {
+    ...node('silent', {
+      annotations: {
+        'extensions.nodecare.io/net': 'http://127.0.0.1:1/',
+        [NodeAnnotation.bootstrappedBootId]: 'b1',
+      },
+    }),
+    status: {
+      nodeInfo: { bootID: 'b1' },
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'Unknown',
+          reason: 'NodeStatusUnknown',
+          message: 'Kubelet stopped posting node status.',
+          lastTransitionTime: new Date(now - 120_000).toISOString(),
+        },
+      ],
+    },
+  };
+  const snapshot: ClusterSnapshot = {
+    nodes: [
+      notReady,
+      node('plain', {
+        annotations: {
+          'extensions.nodecare.io/net': 'http://127.0.0.1:1/',
+          [NodeAnnotation.bootstrappedBootId]: 'b1',
+        },
+      }),
+    ],
+    // The agent's containers outlive the kubelet: its leases are still renewed and say Healthy.
+    leases: [
+      lease('silent', undefined, undefined, now - 1000),
+      lease('silent', 'net', 'Healthy', now - 1000),
+      lease('plain', undefined, undefined, now - 1000),
+      lease('plain', 'net', 'Healthy', now - 1000),
+    ],
+    systemExtensions: [],
+    clusterHealth: undefined,
+  };
+  const analysis = analyze(snapshot, CLI_POLICY_DEFAULTS, now);
+  const silent = analysis.nodes.find((r) => r.name === 'silent')!;
+
+  it('is decided NotReady by the controller core; a node without a Ready condition is as before', () => {
+    expect(silent.decision.state).toBe('NotReady');
+    expect(analysis.nodes.find((r) => r.name === 'plain')?.decision.state).toBe('Ready');
+    expect(isHealthy(silent)).toBe(false);
+    expect(sortWorstFirst(analysis.nodes).map((r) => r.name)).toEqual(['silent', 'plain']);
+    expect(nextAction(silent, 'renewed')).toBeUndefined();
+    expect(nextAction(silent, 'stopped')).toBeUndefined();
+  });
+
+  it('explain shows the state with the reason and what Kubernetes says', () => {
+    const lines = renderExplainText(explainView(silent, analysis.tripped, [], 10, now), now);
+    expect(lines).toContain('nodecare state: NotReady; ExtensionsReady Unknown (NodeNotReady)');
+    expect(lines).toContain(
+      `  The kubelet reports Ready=Unknown since ${new Date(now - 120_000).toISOString()} (NodeStatusUnknown: Kubelet stopped posting node status.); extension results are not trusted until the node is Ready again.`,
+    );
+    expect(lines).toContain('  ? net: Unknown (NodeNotReady)');
+    expect(lines).toContain(
+      'Now: the controller should set ExtensionsReady Unknown (NodeNotReady) — it does on its next reconcile (if this persists, is the nodecare controller running and leading?).',
+    );
+  });
+
+  it('status lists it first with its state and condition', () => {
+    const view = nodeView(silent, now);
+    expect(view).toMatchObject({
+      state: 'NotReady',
+      healthy: false,
+      label: 'unknown',
+      condition: { status: 'Unknown', reason: 'NodeNotReady' },
+    });
+    const text = renderStatusText(analysis, sortWorstFirst(analysis.nodes), undefined, true, []).join('\n');
+    expect(text).toMatch(/^silent\s+NotReady\s+Unknown\/NodeNotReady\s/m);
+    expect(text).toContain('2 nodes: 1 NotReady, 1 Ready; 1 healthy.');
   });
 });
 

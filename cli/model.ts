@@ -155,6 +155,7 @@ function reconstructedMemory(node: CachedNode, required: readonly string[]): Nod
     requiredSinceMs: new Map(required.map((name) => [name, node.creationTimestampMs])),
     extensionStates: new Map(),
     conflicts: new Set(),
+    notReadyReported: node.extensionsReadyCondition?.reason === ConditionReason.NodeNotReady,
   };
 }
 
@@ -241,7 +242,10 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
   return { nodes, tripped, policy, now };
 }
 
-/** Worst first: a stuck bootstrap, then a degraded node, then one nodecare cannot see, then booting, then Ready. */
+/**
+ * Worst first: a stuck bootstrap, then a degraded node, then one nodecare cannot see (its agent gone, its kubelet
+ * NotReady), then booting, then Ready.
+ */
 export function severity(report: NodeReport): number {
   const { state, condition } = report.decision;
   if (state === NodeState.BootstrapTimeout) return 0;

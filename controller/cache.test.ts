@@ -163,6 +163,59 @@ describe('LeaseIndex (regression: the controller believed any Lease)', () => {
 });
 
 describe('toCachedNode', () => {
+  const ready = (status: string, extra: Record<string, string> = {}) => ({
+    metadata: { name: 'n' },
+    status: {
+      conditions: [
+        { type: 'MemoryPressure', status: 'False' },
+        { type: 'Ready', status, lastHeartbeatTime: '2026-01-01T00:09:00Z', ...extra },
+      ],
+    },
+  });
+
+  it.each([
+    { name: 'no Ready condition (a plain Node object) → as before', raw: { metadata: { name: 'n' } } },
+    { name: 'Ready True → as before', raw: ready('True', { reason: 'KubeletReady' }) },
+  ])('keeps no kubelet condition: $name', ({ raw }) => {
+    const cached = toCachedNode(raw);
+    expect(cached.kubeletNotReady).toBeUndefined();
+    expect('kubeletNotReady' in cached).toBe(false);
+  });
+
+  it('keeps the kubelet Ready condition when it is not True: status, reason, message, since (no heartbeat time)', () => {
+    const raw = ready('Unknown', {
+      reason: 'NodeStatusUnknown',
+      message: 'Kubelet stopped posting node status.',
+      lastTransitionTime: '2026-01-01T00:05:00Z',
+    });
+    expect(toCachedNode(raw).kubeletNotReady).toEqual({
+      status: 'Unknown',
+      reason: 'NodeStatusUnknown',
+      message: 'Kubelet stopped posting node status.',
+      since: '2026-01-01T00:05:00Z',
+    });
+    expect(toCachedNode(ready('False')).kubeletNotReady).toEqual({
+      status: 'False',
+      reason: '',
+      message: '',
+      since: '',
+    });
+  });
+
+  it('caps and escapes what a node writes in its Ready condition', () => {
+    const cached = toCachedNode(
+      ready('False', {
+        reason: `Bad\u001b[2J${'x'.repeat(500)}`,
+        message: `line1\nline2 \u001b]0;t\u0007 ${'y'.repeat(5000)}`,
+      }),
+    ).kubeletNotReady;
+    expect(cached?.reason.startsWith('Bad\\u001b[2J')).toBe(true);
+    expect(cached?.reason.length).toBeLessThan(120);
+    expect(cached?.message.startsWith('line1 line2 \\u001b]0;t\\u0007 y')).toBe(true);
+    expect([...(cached?.message ?? '')].some((c) => c.charCodeAt(0) < 0x20)).toBe(false);
+    expect(cached?.message.length).toBeLessThanOrEqual(256);
+  });
+
   it('keeps taints whole, timeAdded included', () => {
     const taint = {
       key: 'node.kubernetes.io/unreachable',

@@ -19,18 +19,20 @@ import {
   decodeLease,
   extensionLeaseName,
   parseSystemExtension,
+  truncateMessage,
   type LeaseObject,
   type ObservedLease,
   type ParsedSystemExtension,
   type SystemExtensionObject,
 } from '../api/index.ts';
+import { capInput } from '../api/text.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
-import type { NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
+import type { KubeletNotReady, NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 
 /**
@@ -71,6 +73,25 @@ export interface NodeObject {
   };
 }
 
+/** The kubelet's own node condition: True when it posts status and is healthy (node lifecycle controller: Unknown when it went silent). */
+export const KUBELET_READY_CONDITION = 'Ready';
+
+/**
+ * The kubelet's Ready condition as the decision reads it: only when it exists and is not True (a node without
+ * one, such as a plain Node object no kubelet posts for, decides as before). Reason, message and time are
+ * input from whoever controls the node: capped and made inert here, once.
+ */
+export function kubeletNotReady(raw: NodeObject): KubeletNotReady | undefined {
+  const ready = raw.status?.conditions?.find((c) => c.type === KUBELET_READY_CONDITION);
+  if (ready === undefined || ready.status === 'True') return undefined;
+  return {
+    status: capInput(String(ready.status ?? ''), 16),
+    reason: capInput(ready.reason ?? '', 64),
+    message: truncateMessage(ready.message ?? ''),
+    since: capInput(ready.lastTransitionTime ?? '', 40),
+  };
+}
+
 export function toCachedNode(raw: NodeObject): CachedNode {
   const annotations: Record<string, string> = {};
   const unparsedAnnotations: Record<string, string> = {};
@@ -83,6 +104,7 @@ export function toCachedNode(raw: NodeObject): CachedNode {
     else unparsedAnnotations[key] = tooLong;
   }
   const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
+  const notReady = kubeletNotReady(raw);
   return {
     name: raw.metadata?.name ?? '',
     uid: raw.metadata?.uid ?? '',
@@ -98,6 +120,7 @@ export function toCachedNode(raw: NodeObject): CachedNode {
       ? { status: condition.status, reason: condition.reason ?? '', message: condition.message ?? '' }
       : undefined,
     conditionTransitionTime: condition?.lastTransitionTime,
+    ...(notReady ? { kubeletNotReady: notReady } : {}),
   };
 }
 

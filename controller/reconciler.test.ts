@@ -175,6 +175,84 @@ describe('Reconciler roll-up contributions', () => {
   });
 });
 
+describe('Reconciler: a node whose kubelet is not Ready', () => {
+  const kubelet = (status: string, reason: string, since: string) => ({
+    type: 'Ready',
+    status,
+    reason,
+    message: status === 'Unknown' ? 'Kubelet stopped posting node status.' : 'not ready yet',
+    lastTransitionTime: since,
+    lastHeartbeatTime: since,
+  });
+  /** The kubelet (or the node lifecycle controller) writes the node's Ready condition; the cache sees it. */
+  const setReady = (t: ReturnType<typeof setup>, condition: ReturnType<typeof kubelet> | undefined): void => {
+    const live = t.api.node(NODE)!;
+    const others = (live.status?.conditions ?? []).filter((c) => c.type !== 'Ready');
+    t.api.putNode({
+      ...live,
+      status: { ...live.status, conditions: [...others, ...(condition ? [condition] : [])] },
+    });
+    t.sync();
+  };
+
+  it('writes NodeNotReady and the unknown label, adds no taint, one event; the roll-up names the node; recovery is quiet', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    expect(t.rollupChanges.count).toBe(1);
+
+    setReady(t, kubelet('Unknown', 'NodeStatusUnknown', '2026-01-01T00:00:30Z'));
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    t.sync();
+    const live = t.api.node(NODE)!;
+    expect(live.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE)).toMatchObject({
+      status: 'Unknown',
+      reason: 'NodeNotReady',
+      message:
+        'The kubelet reports Ready=Unknown since 2026-01-01T00:00:30Z (NodeStatusUnknown: Kubelet stopped posting node status.); extension results are not trusted until the node is Ready again.',
+    });
+    expect(live.metadata?.labels?.['nodecare.io/status']).toBe('unknown');
+    expect(t.taints()).toEqual([]);
+    expect(t.reasons()).toEqual(['NodeNotReady']);
+    expect(t.reconciler.nodeStates().get(NODE)).toBe('NotReady');
+    expect(t.rollupChanges.count).toBe(2);
+    expect([...t.reconciler.rollupPairs()]).toEqual([
+      {
+        node: NODE,
+        extension: 'web',
+        conditionType: 'EveryNodeReady',
+        state: ExtensionState.Unknown,
+        reason: 'NodeNotReady',
+        source: 'annotation',
+        nodeNotReady: { reason: 'NodeStatusUnknown', since: '2026-01-01T00:00:30Z' },
+      },
+    ]);
+
+    // Still not Ready, for another reason: the roll-up's message changes, nothing else does.
+    setReady(t, kubelet('False', 'KubeletNotReady', '2026-01-01T00:01:00Z'));
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    t.sync();
+    expect(t.rollupChanges.count).toBe(3);
+    expect(t.reasons()).toEqual(['NodeNotReady']);
+
+    setReady(t, kubelet('True', 'KubeletReady', '2026-01-01T00:02:00Z'));
+    t.renew(T0 + 20_000, 'both');
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    t.sync();
+    expect(t.api.node(NODE)?.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE)).toMatchObject({
+      status: 'True',
+      reason: 'AllExtensionsHealthy',
+    });
+    expect(t.api.node(NODE)?.metadata?.labels?.['nodecare.io/status']).toBe('healthy');
+    expect(t.reasons()).toEqual(['NodeNotReady']);
+    expect(t.reconciler.nodeStates().get(NODE)).toBe('Ready');
+    expect([...t.reconciler.rollupPairs()][0]).not.toHaveProperty('nodeNotReady');
+  });
+});
+
 describe('Reconciler taints', () => {
   it("keeps another owner's taint field for field, timeAdded included (regression)", async () => {
     const t = setup(rawNode({ taints: [UNREACHABLE] }));

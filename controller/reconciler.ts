@@ -30,6 +30,7 @@ import {
 } from './decide/index.ts';
 import { sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
+import type { NodeNotReadyFact } from './rollup/evaluate.ts';
 import type { SourcedPair } from './rollup/writer.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import {
@@ -82,6 +83,8 @@ interface Contribution {
   state: NodeState;
   condition: { status: string; reason: string };
   extensions: ContributedExtension[];
+  /** While NotReady: what the kubelet says (the roll-up names it for every pair of the node). */
+  notReady: NodeNotReadyFact | undefined;
 }
 
 function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
@@ -149,6 +152,7 @@ export class Reconciler {
           state: e.state,
           reason: e.reason,
           ...(e.source ? { source: e.source } : {}),
+          ...(c.notReady ? { nodeNotReady: c.notReady } : {}),
         };
     }
   }
@@ -402,10 +406,17 @@ export class Reconciler {
           conditionType: e.conditionType,
           source: e.source,
         })),
+        notReady: decision.kubeletNotReady
+          ? { reason: decision.kubeletNotReady.reason, since: decision.kubeletNotReady.since }
+          : undefined,
       };
       apply(next, 1);
       this.contributions.set(name, next);
-      changed = !old || !sameExtensions(old.extensions, next.extensions);
+      changed =
+        !old ||
+        !sameExtensions(old.extensions, next.extensions) ||
+        old.notReady?.reason !== next.notReady?.reason ||
+        old.notReady?.since !== next.notReady?.since;
     } else {
       this.contributions.delete(name);
       changed = old !== undefined && old.extensions.length > 0;

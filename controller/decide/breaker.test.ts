@@ -144,6 +144,25 @@ describe('BreakerState counts', () => {
     breaker.apply('b', undefined);
     expect(breaker.count('gpu')).toEqual({ requiring: 0, failing: 0 });
   });
+
+  it('a NotReady node (the kubelet is not Ready) counts neither as requiring nor as failing', () => {
+    const breaker = new BreakerState(BREAKER_DEFAULTS);
+    for (const n of ['a', 'b', 'c']) breaker.apply(n, ready(ExtensionState.Unhealthy));
+    breaker.apply('d', ready(ExtensionState.Healthy));
+    expect(breaker.count('gpu')).toEqual({ requiring: 4, failing: 3 });
+    expect(breaker.evaluate().tripped.has('gpu')).toBe(true);
+    // Their kubelets stop posting: what the decision says of them then (every extension Unknown / NodeNotReady).
+    const notReady = decision(
+      NodeState.NotReady,
+      verdict('gpu', ExtensionState.Unknown, ControllerReason.NodeNotReady),
+    );
+    for (const n of ['a', 'b']) breaker.apply(n, notReady);
+    expect(breaker.count('gpu')).toEqual({ requiring: 2, failing: 1 });
+    expect(breaker.evaluate().tripped.has('gpu')).toBe(false);
+    // A node whose lease expired while its kubelet is NotReady is no fault either: it does not count at all.
+    breaker.apply('d', decision(NodeState.NotReady, verdict('gpu', ExtensionState.Unknown)));
+    expect(breaker.count('gpu')).toEqual({ requiring: 1, failing: 1 });
+  });
 });
 
 describe('BreakerState counts only what an admin declared (regression: annotations tripped it)', () => {

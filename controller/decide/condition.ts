@@ -7,7 +7,13 @@ import { ExtensionState, NODE_CONDITION_TYPE, NodeStatusLabelValue } from '../..
 import { ConditionReason, ControllerReason } from '../../api/reasons.ts';
 import { AGENT_MESSAGES, type AgentStatus } from './extension-state.ts';
 import { NodeState } from './node-state.ts';
-import type { ConditionStatus, DesiredCondition, EffectiveState, ObservedCondition } from './types.ts';
+import type {
+  ConditionStatus,
+  DesiredCondition,
+  EffectiveState,
+  KubeletNotReady,
+  ObservedCondition,
+} from './types.ts';
 
 /** Kubernetes allows 32 KiB; a node condition is read by people, so keep it to about 1 KB. */
 export const MAX_CONDITION_MESSAGE = 1024;
@@ -116,11 +122,42 @@ export function buildCondition(input: {
   return condition('False', ConditionReason.ExtensionsProgressing, notHealthy);
 }
 
+/**
+ * What Kubernetes says about the node, for messages: `Ready=Unknown since 2026-11-24T14:00:00Z
+ * (NodeStatusUnknown: Kubelet stopped posting node status.)`. Only the node's fields (no clock), so equal inputs
+ * give an equal message.
+ */
+export function describeKubelet(k: KubeletNotReady): string {
+  const why = [k.reason, k.message].filter((part) => part !== '').join(': ');
+  return `Ready=${k.status}${k.since ? ` since ${k.since}` : ''}${why ? ` (${why})` : ''}`;
+}
+
+/** ExtensionsReady while the kubelet's Ready condition is not True (the NOT_READY table in decide.ts). */
+export function notReadyCondition(k: KubeletNotReady): DesiredCondition {
+  return condition(
+    'Unknown',
+    ConditionReason.NodeNotReady,
+    `The kubelet reports ${describeKubelet(k)}; extension results are not trusted until the node is Ready again.`,
+  );
+}
+
+/** An extension's verdict while the kubelet is not Ready: not trusted, neither a fault nor health. */
+export function notTrusted(k: KubeletNotReady, judged: EffectiveState): EffectiveState {
+  return {
+    state: ExtensionState.Unknown,
+    reason: ControllerReason.NodeNotReady,
+    message: `Not trusted while the kubelet reports Ready=${k.status}; otherwise judged ${judged.state}${judged.reason ? ` (${judged.reason})` : ''}.`,
+  };
+}
+
 function agentMessage(agent: Exclude<AgentStatus, { kind: 'reporting' }>): string {
   return agent.kind === 'awaiting' ? AGENT_MESSAGES.awaiting : AGENT_MESSAGES[agent.cause];
 }
 
-/** The status label follows the condition; BootstrapTimeout reads as unhealthy, ExtensionsUnknown as unknown. */
+/**
+ * The status label follows the condition (the one mapping): BootstrapTimeout reads as unhealthy, ExtensionsUnknown
+ * and NodeNotReady as unknown.
+ */
 export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
   switch (reason) {
     case ConditionReason.AllExtensionsHealthy:
@@ -132,6 +169,7 @@ export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
       return NodeStatusLabelValue.unhealthy;
     case ConditionReason.AgentNotReporting:
     case ConditionReason.ExtensionsUnknown:
+    case ConditionReason.NodeNotReady:
       return NodeStatusLabelValue.unknown;
     default: {
       const unreachable: never = reason;

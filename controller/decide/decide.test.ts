@@ -25,7 +25,10 @@ import {
   T0,
   taint,
 } from './testing.ts';
+import type { ObservedLease } from '../../api/lease.ts';
 import type { ConditionStatus, DecisionInput, NodeDecision, NodeMemory } from './types.ts';
+
+type ObservedLeaseState = Pick<ObservedLease, 'state' | 'reason' | 'message'>;
 
 const NOW = T0 + 30 * SECOND;
 /** Observed 10 s ago: live for another 30 s. */
@@ -1043,7 +1046,158 @@ const unknownCases: Case[] = [
   },
 ];
 
-const allCases = [...bootstrapCases, ...rebootCases, ...adoptionCases, ...runtimeCases, ...unknownCases];
+/** What the node lifecycle controller writes when the kubelet stops posting status. */
+const SILENT_KUBELET = {
+  status: 'Unknown',
+  reason: 'NodeStatusUnknown',
+  message: 'Kubelet stopped posting node status.',
+  since: '2026-01-01T00:00:10Z',
+};
+/** What a kubelet that just started posts until its runtime's network is up. */
+const STARTING_KUBELET = {
+  status: 'False',
+  reason: 'KubeletNotReady',
+  message: 'container runtime network not ready: NetworkReady=false',
+  since: '2026-01-01T00:00:05Z',
+};
+const NOT_READY_MESSAGE =
+  'The kubelet reports Ready=Unknown since 2026-01-01T00:00:10Z (NodeStatusUnknown: Kubelet stopped posting node status.); extension results are not trusted until the node is Ready again.';
+/** Every row of the NOT_READY table shows the same condition, label and extension verdicts. */
+const notReadyExpected = {
+  state: NodeState.NotReady,
+  condition: ['Unknown', ConditionReason.NodeNotReady] as [ConditionStatus, ConditionReason],
+  label: 'unknown' as NodeStatusLabelValue,
+  extensions: { gpu: [ExtensionState.Unknown, ControllerReason.NodeNotReady] as [ExtensionState, string] },
+};
+
+/** The NOT_READY table (decide.ts): one row per state the node would otherwise be in. */
+const notReadyCases: Case[] = [
+  {
+    name: 'NotReady while Bootstrapping and everything Healthy → still held: bootstrap taint kept, no marker',
+    input: input({
+      now: NOW,
+      node: node({ taints: [BOOTSTRAP_TAINT], kubeletNotReady: SILENT_KUBELET }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: {
+      ...notReadyExpected,
+      taints: { bootstrap: true, runtime: false },
+      events: [EventReason.NodeNotReady],
+      message: NOT_READY_MESSAGE,
+    },
+  },
+  {
+    name: 'NotReady (a starting kubelet) on a new node without the bootstrap taint → the bootstrap rule still adds it',
+    input: input({
+      now: NOW,
+      node: node({ kubeletNotReady: STARTING_KUBELET }),
+      required: [ext('gpu')],
+    }),
+    expected: {
+      ...notReadyExpected,
+      taints: { bootstrap: true, runtime: false },
+      events: [EventReason.BootstrapTaintAdded, EventReason.NodeNotReady],
+      message:
+        'The kubelet reports Ready=False since 2026-01-01T00:00:05Z (KubeletNotReady: container runtime network not ready: NetworkReady=false); extension results are not trusted until the node is Ready again.',
+    },
+  },
+  {
+    name: 'NotReady past the bootstrap timeout → NotReady, taint kept, no BootstrapTimeout event',
+    input: input({
+      now: T0 + 20 * MINUTE,
+      node: node({ taints: [BOOTSTRAP_TAINT], kubeletNotReady: SILENT_KUBELET }),
+      required: [ext('gpu')],
+      agent: agent(T0 + 20 * MINUTE - SECOND),
+      leases: leases(T0 + 20 * MINUTE - SECOND, { gpu: unhealthyGpu }),
+    }),
+    expected: {
+      ...notReadyExpected,
+      taints: { bootstrap: true, runtime: false },
+      events: [EventReason.NodeNotReady],
+    },
+  },
+  {
+    name: 'NotReady while Ready and the agent gone too → no runtime taint, no lease re-read',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({ kubeletNotReady: SILENT_KUBELET }),
+      required: [ext('gpu')],
+      agent: agent(NOW - MINUTE),
+      leases: leases(NOW - MINUTE, { gpu: {} }),
+    }),
+    expected: {
+      ...notReadyExpected,
+      taints: { bootstrap: false, runtime: false },
+      events: [EventReason.NodeNotReady],
+    },
+  },
+  {
+    name: 'NotReady while Degraded and the extension Healthy again → the runtime taint stays',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({ taints: [RUNTIME_TAINT], kubeletNotReady: SILENT_KUBELET }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: {
+      ...notReadyExpected,
+      taints: { bootstrap: false, runtime: true },
+      events: [EventReason.NodeNotReady],
+    },
+  },
+  {
+    name: 'NotReady already reported (memory) → no second event',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({ kubeletNotReady: SILENT_KUBELET }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthyGpu }),
+      previous: memory({ gpu: ExtensionState.Healthy }, { notReadyReported: true }),
+    }),
+    expected: { ...notReadyExpected, taints: { bootstrap: false, runtime: false }, events: [] },
+  },
+  {
+    name: 'NotReady already on the node (a new leader, no memory) → no second event',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({
+        kubeletNotReady: SILENT_KUBELET,
+        extensionsReadyCondition: { status: 'Unknown', reason: 'NodeNotReady', message: 'older text' },
+      }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    }),
+    expected: { ...notReadyExpected, taints: { bootstrap: false, runtime: false }, events: [] },
+  },
+  {
+    name: 'NotReady with no extension required → NotReady all the same',
+    input: input({
+      now: NOW,
+      node: bootstrappedNode({ kubeletNotReady: SILENT_KUBELET }),
+      agent: agent(FRESH),
+    }),
+    expected: {
+      ...notReadyExpected,
+      extensions: {},
+      taints: { bootstrap: false, runtime: false },
+      events: [EventReason.NodeNotReady],
+    },
+  },
+];
+
+const allCases = [
+  ...bootstrapCases,
+  ...rebootCases,
+  ...adoptionCases,
+  ...runtimeCases,
+  ...unknownCases,
+  ...notReadyCases,
+];
 
 describe('decideNode: what Unknown means', () => {
   it.each(unknownCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
@@ -1057,6 +1211,160 @@ describe('decideNode: what Unknown means', () => {
         message:
           'Extension gpu Unknown (ProbeError): open /dev/nvidia0: permission denied Could not be determined: the node keeps its last confirmed state (no taint is set or cleared for it).',
       },
+    ]);
+  });
+});
+
+describe('decideNode: the kubelet is not Ready (the NOT_READY table)', () => {
+  it.each(notReadyCases)('$name', ({ input: i, expected }) => check(decideNode(i), expected));
+
+  it('an extension verdict says it is not trusted and what it would otherwise be', () => {
+    const d = decideNode(notReadyCases[0]!.input);
+    expect(d.extensions[0]?.message).toBe(
+      'Not trusted while the kubelet reports Ready=Unknown; otherwise judged Healthy (ProbeSucceeded).',
+    );
+    expect(d.kubeletNotReady).toEqual(SILENT_KUBELET);
+    expect(d.nextDeadlineMs).toBeUndefined();
+    expect(d.events.find((e) => e.reason === EventReason.NodeNotReady)).toEqual({
+      type: 'Warning',
+      reason: EventReason.NodeNotReady,
+      message:
+        'The kubelet reports Ready=Unknown since 2026-01-01T00:00:10Z (NodeStatusUnknown: Kubelet stopped posting node status.). Extension results are not trusted until the node is Ready again; nodecare adds and removes no runtime taint and keeps a bootstrapping node held meanwhile.',
+    });
+  });
+
+  it('a node without a Ready condition (a plain Node object) is decided as before', () => {
+    const i = input({
+      now: NOW,
+      node: ready,
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: {} }),
+    });
+    expect(i.node.kubeletNotReady).toBeUndefined();
+    expect(decideNode(i).state).toBe(NodeState.Ready);
+  });
+
+  /** Decides `steps` in turn, each on the node as the previous decision left it, with the leases given. */
+  function run(
+    start: DecisionInput['node'],
+    steps: Array<{ at: number; kubelet?: typeof SILENT_KUBELET; gpu: Partial<ObservedLeaseState> }>,
+  ): NodeDecision[] {
+    let n = start;
+    let previous: NodeMemory | undefined;
+    return steps.map(({ at, kubelet, gpu }) => {
+      const { kubeletNotReady: _, ...rest } = n;
+      n = kubelet ? { ...rest, kubeletNotReady: kubelet } : rest;
+      const d = decideNode(
+        input({
+          now: at,
+          node: n,
+          required: [ext('gpu')],
+          agent: agent(at - SECOND),
+          leases: leases(at - SECOND, { gpu }),
+          previous,
+        }),
+      );
+      n = applied(n, d);
+      previous = d.memory;
+      return d;
+    });
+  }
+  const summary = (d: NodeDecision): [string, boolean, boolean, string[]] => [
+    d.state,
+    d.desiredTaints.bootstrap,
+    d.desiredTaints.runtime,
+    d.events.map((e) => e.reason),
+  ];
+
+  it('Ready → NotReady → Ready again, the agent reporting Healthy throughout: one event, then as before', () => {
+    const ds = run(ready, [
+      { at: NOW, gpu: {} },
+      { at: NOW + MINUTE, kubelet: SILENT_KUBELET, gpu: {} },
+      { at: NOW + 2 * MINUTE, kubelet: SILENT_KUBELET, gpu: {} },
+      { at: NOW + 3 * MINUTE, gpu: {} },
+    ]);
+    expect(ds.map(summary)).toEqual([
+      [NodeState.Ready, false, false, []],
+      [NodeState.NotReady, false, false, [EventReason.NodeNotReady]],
+      [NodeState.NotReady, false, false, []],
+      [NodeState.Ready, false, false, []],
+    ]);
+    expect(ds[3]?.condition.reason).toBe(ConditionReason.AllExtensionsHealthy);
+    expect(ds[3]?.label).toBe('healthy');
+  });
+
+  it('NotReady again after recovering → a new event for the new spell', () => {
+    const ds = run(ready, [
+      { at: NOW, kubelet: SILENT_KUBELET, gpu: {} },
+      { at: NOW + MINUTE, gpu: {} },
+      { at: NOW + 2 * MINUTE, kubelet: SILENT_KUBELET, gpu: {} },
+    ]);
+    expect(ds.map((d) => d.events.map((e) => e.reason))).toEqual([
+      [EventReason.NodeNotReady],
+      [],
+      [EventReason.NodeNotReady],
+    ]);
+  });
+
+  it('Ready, the extension failing while NotReady → on recovery one ExtensionUnhealthy and the runtime taint, as before', () => {
+    const ds = run(ready, [
+      { at: NOW, gpu: {} },
+      { at: NOW + MINUTE, kubelet: SILENT_KUBELET, gpu: unhealthyGpu },
+      { at: NOW + 2 * MINUTE, gpu: unhealthyGpu },
+    ]);
+    expect(ds.map(summary)).toEqual([
+      [NodeState.Ready, false, false, []],
+      [NodeState.NotReady, false, false, [EventReason.NodeNotReady]],
+      [NodeState.Degraded, false, true, [EventReason.RuntimeTaintAdded, EventReason.ExtensionUnhealthy]],
+    ]);
+  });
+
+  it('Degraded → NotReady (extension recovers meanwhile) → Ready: the taint goes only after the kubelet is Ready', () => {
+    const ds = run(degraded, [
+      { at: NOW, gpu: unhealthyGpu },
+      { at: NOW + MINUTE, kubelet: SILENT_KUBELET, gpu: {} },
+      { at: NOW + 2 * MINUTE, gpu: {} },
+    ]);
+    expect(ds.map(summary)).toEqual([
+      [NodeState.Degraded, false, true, [EventReason.ExtensionUnhealthy]],
+      [NodeState.NotReady, false, true, [EventReason.NodeNotReady]],
+      [NodeState.Ready, false, false, [EventReason.RuntimeTaintRemoved]],
+    ]);
+  });
+
+  it('Bootstrapping → NotReady → Ready: bootstrap completes only once the kubelet is Ready', () => {
+    const ds = run(node({ taints: [BOOTSTRAP_TAINT] }), [
+      { at: NOW, kubelet: STARTING_KUBELET, gpu: {} },
+      { at: NOW + 10 * SECOND, gpu: {} },
+    ]);
+    expect(ds.map(summary)).toEqual([
+      [NodeState.NotReady, true, false, [EventReason.NodeNotReady]],
+      [NodeState.Ready, false, false, [EventReason.BootstrapTaintRemoved]],
+    ]);
+    expect(ds[0]?.desiredAnnotations).toEqual({});
+    expect(ds[1]?.desiredAnnotations).toEqual({ bootstrappedBootId: BOOT });
+  });
+
+  // The failure began while NotReady (first sight): it is announced once the kubelet is Ready, never lost.
+  it('a bootstrap that timed out while NotReady is reported once the kubelet is Ready, once', () => {
+    const start = node({ taints: [BOOTSTRAP_TAINT] });
+    const ds = run(start, [
+      { at: T0 + 14 * MINUTE, kubelet: SILENT_KUBELET, gpu: unhealthyGpu },
+      { at: T0 + 16 * MINUTE, kubelet: SILENT_KUBELET, gpu: unhealthyGpu },
+      { at: T0 + 17 * MINUTE, gpu: unhealthyGpu },
+      { at: T0 + 18 * MINUTE, gpu: unhealthyGpu },
+    ]);
+    expect(ds.map(summary)).toEqual([
+      [NodeState.NotReady, true, false, [EventReason.NodeNotReady]],
+      [NodeState.NotReady, true, false, []],
+      [
+        NodeState.BootstrapTimeout,
+        true,
+        false,
+        [EventReason.BootstrapTimeout, EventReason.ExtensionUnhealthy],
+      ],
+      [NodeState.BootstrapTimeout, true, false, []],
     ]);
   });
 });

@@ -9,9 +9,12 @@ import {
   describeExtension,
   describeNotHealthy,
   isFault,
+  describeKubelet,
   isIndeterminate,
   joinCapped,
   labelFor,
+  notReadyCondition,
+  notTrusted,
   sameCondition,
 } from './condition.ts';
 import { AGENT_MESSAGES, judgeAgent, judgeExtension, type AgentStatus } from './extension-state.ts';
@@ -21,12 +24,42 @@ import type {
   DecisionPolicy,
   EffectiveState,
   ExtensionVerdict,
+  KubeletNotReady,
   NodeDecision,
   NodeEvent,
   NodeMemory,
   NodeTaint,
   RequiredExtension,
 } from './types.ts';
+
+/*
+ * The NOT_READY table: the decision while the kubelet's own `Ready` condition exists and is not True (Unknown:
+ * the node lifecycle controller says the kubelet stopped posting status; False: the kubelet says it is not
+ * ready). Kubernetes says the node is not Ready, so nodecare neither trusts its extension results nor acts on
+ * them. A node without a Ready condition (a plain Node object) is decided as before. Decided here, once:
+ *
+ * | would otherwise be           | state    | bootstrap taint                        | runtime taint       | bootstrapped marker |
+ * | ---------------------------- | -------- | -------------------------------------- | ------------------- | ------------------- |
+ * | Bootstrapping                | NotReady | kept; added as the bootstrap rule adds | not added           | not written         |
+ * | BootstrapTimeout             | NotReady | kept                                   | not added           | not written         |
+ * | Ready                        | NotReady | not added                              | not added           | left as it is       |
+ * | Degraded                     | NotReady | —                                      | kept (not removed)  | left as it is       |
+ *
+ * In every row:
+ * - ExtensionsReady Unknown / NodeNotReady, "The kubelet reports Ready=<status> since <lastTransitionTime>
+ *   (<reason>: <message>); extension results are not trusted until the node is Ready again."; label `unknown`
+ *   (labelFor, the one mapping); every extension Unknown / NodeNotReady (neither a fault nor health).
+ * - No taint because of it (the node lifecycle controller's not-ready/unreachable taints keep pods off; ours
+ *   would only flap on recovery) and none removed (a held node stays held: bootstrap never completes while
+ *   NotReady). The bootstrap taint a bootstrapping node needs anyway is still added: it is the bootstrap rule,
+ *   and a node must never become schedulable early when its kubelet turns Ready.
+ * - Breaker: the node does not count (it counts only Ready and Degraded nodes). Eviction: none (only Degraded
+ *   nodes are evicted; a NotReady node counts as unhealthy for a zone's disruption).
+ * - Events: one Warning NodeNotReady per transition into NotReady (memory, or the condition already on the
+ *   node after a leader change); no extension or BootstrapTimeout events while in it. Memory keeps the last
+ *   reported extension states and the bootstrap start, so the first decision with Ready True is the one
+ *   nodecare would have made anyway and reports only what changed, once.
+ */
 
 /** The effect of both nodecare taints: a taint with our key and another effect is someone else's. */
 export const OWN_TAINT_EFFECT = 'NoSchedule';
@@ -107,7 +140,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     runtimeTainted,
     timeoutReported: sameBoot && previous.timeoutReported,
   });
-  const state = nextNodeState(from, {
+  const recorded = nextNodeState(from, {
     bootstrapPending,
     bootstrapComplete:
       agent.kind === 'reporting' && holding.every((j) => j.verdict.state === ExtensionState.Healthy),
@@ -115,22 +148,80 @@ export function decideNode(input: DecisionInput): NodeDecision {
     blockingFailing: blocking.some(isFault),
     blockingAllHealthy: blocking.every((v) => v.state === ExtensionState.Healthy),
   });
-  const bootstrapping = isBootstrapState(state);
+  const bootstrapping = isBootstrapState(recorded);
+  // Added only when a critical enforced extension needs verifying; kept until done if already there.
+  const bootstrapTaint = bootstrapping && (bootstrapTainted || holding.length > 0);
+  const judgedStates = new Map<string, EffectiveState>(
+    verdicts.map((v) => [v.name, { state: v.state, reason: v.reason, message: v.message }]),
+  );
+  // Once per conflict: a new leader (no memory) reports a standing conflict once more.
+  const conflicts = [...input.conflicts].sort(byName);
+  const conflictEvents: NodeEvent[] = conflicts
+    .filter((c) => !previous?.conflicts.has(c.name))
+    .map((c) => ({ type: 'Warning', reason: EventReason.RegistrationConflict, message: c.message }));
+  const conflictNames = new Set(conflicts.map((c) => c.name));
 
-  const desiredTaints = {
-    // Added only when a critical enforced extension needs verifying; kept until done if already there.
-    bootstrap: bootstrapping && (bootstrapTainted || holding.length > 0),
-    runtime: state === NodeState.Degraded,
-  };
+  const kubelet = node.kubeletNotReady;
+  if (kubelet !== undefined) {
+    // The NOT_READY table (docs/design.md section 5): nothing nodecare judged is trusted or acted on.
+    const desiredTaints = { bootstrap: bootstrapTainted || bootstrapTaint, runtime: runtimeTainted };
+    const condition = notReadyCondition(kubelet);
+    const events = taintEvents({
+      policy,
+      bootstrapPending,
+      bootstrapTainted,
+      runtimeTainted,
+      desiredTaints,
+      judged,
+    });
+    if (
+      !previous?.notReadyReported &&
+      node.extensionsReadyCondition?.reason !== ConditionReason.NodeNotReady
+    ) {
+      events.push({
+        type: 'Warning',
+        reason: EventReason.NodeNotReady,
+        message: notReadyEventMessage(kubelet),
+      });
+    }
+    events.push(...conflictEvents);
+    return {
+      state: NodeState.NotReady,
+      desiredTaints,
+      condition,
+      label: labelFor(condition.reason),
+      // Bootstrap never completes while the kubelet is not Ready: the marker is left as it is.
+      desiredAnnotations: {},
+      events,
+      // Nothing changes by time alone: the node changes when the kubelet's Ready does.
+      nextDeadlineMs: undefined,
+      staleLeases: [],
+      extensions: verdicts.map((v) => ({ ...v, ...notTrusted(kubelet, v) })),
+      kubeletNotReady: kubelet,
+      memory: {
+        bootId: node.bootId,
+        bootSeenMs,
+        bootstrapStartedMs: bootstrapPending ? bootstrapStartedMs : undefined,
+        timeoutReported: sameBoot && previous.timeoutReported,
+        requiredSinceMs,
+        // Frozen at what was last reported (nothing, on first sight): on recovery, events report what
+        // changed since then, once, and a failure that began meanwhile is never lost.
+        extensionStates: previous?.extensionStates ?? new Map(),
+        conflicts: conflictNames,
+        notReadyReported: true,
+      },
+    };
+  }
+
+  const state = recorded;
+  const desiredTaints = { bootstrap: bootstrapTaint, runtime: state === NodeState.Degraded };
   const condition = buildCondition({
     state,
     agent,
     extensions: verdicts,
     bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
   });
-  const extensionStates = new Map<string, EffectiveState>(
-    verdicts.map((v) => [v.name, { state: v.state, reason: v.reason, message: v.message }]),
-  );
+  const extensionStates = judgedStates;
 
   const events = taintEvents({
     policy,
@@ -153,12 +244,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     previous?.extensionStates ??
     (sameCondition(node.extensionsReadyCondition, condition) ? extensionStates : new Map());
   events.push(...extensionEvents(judged, before, agent, policy.trippedExtensions));
-  // Once per conflict: a new leader (no memory) reports a standing conflict once more.
-  const conflicts = [...input.conflicts].sort(byName);
-  for (const c of conflicts) {
-    if (previous?.conflicts.has(c.name)) continue;
-    events.push({ type: 'Warning', reason: EventReason.RegistrationConflict, message: c.message });
-  }
+  events.push(...conflictEvents);
 
   const deadlines = judged.map((j) => j.deadlineMs);
   if (agent.kind === 'reporting') deadlines.push(agent.expiresAtMs);
@@ -175,7 +261,8 @@ export function decideNode(input: DecisionInput): NodeDecision {
     timeoutReported: state === NodeState.BootstrapTimeout,
     requiredSinceMs,
     extensionStates,
-    conflicts: new Set(conflicts.map((c) => c.name)),
+    conflicts: conflictNames,
+    notReadyReported: false,
   };
   return {
     state,
@@ -192,6 +279,11 @@ export function decideNode(input: DecisionInput): NodeDecision {
     extensions: verdicts,
     memory,
   };
+}
+
+/** `The kubelet reports Ready=Unknown since … (NodeStatusUnknown: …); nodecare holds …` */
+function notReadyEventMessage(k: KubeletNotReady): string {
+  return `The kubelet reports ${describeKubelet(k)}. Extension results are not trusted until the node is Ready again; nodecare adds and removes no runtime taint and keeps a bootstrapping node held meanwhile.`;
 }
 
 /** Events for each nodecare taint the decision adds or removes, compared with the node as observed. */

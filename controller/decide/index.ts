@@ -2,7 +2,7 @@
 
 export { decideNode } from './decide.ts';
 export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
-export { NodeState, NODE_STATES } from './node-state.ts';
+export { NodeState, NODE_STATES, type RecordedState } from './node-state.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
   DecisionInput,
@@ -13,6 +13,7 @@ export type {
   NodeDecision,
   NodeEvent,
   NodeMemory,
+  KubeletNotReady,
   NodeTaint,
   ObservedCondition,
   ObservedNode,

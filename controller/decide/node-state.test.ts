@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   isBootstrapState,
   nextNodeState,
-  NODE_STATES,
   NodeState,
+  RECORDED_STATES,
   recordedNodeState,
   type NodeObservation,
 } from './node-state.ts';
@@ -157,7 +157,7 @@ describe('nextNodeState', () => {
       .filter(([, v]) => v)
       .map(([k]) => k)
       .join(', ') || 'nothing';
-  const combos = NODE_STATES.flatMap((from) =>
+  const combos = RECORDED_STATES.flatMap((from) =>
     observations.map((o) => ({ from, o, flags: describeFlags(o) })),
   );
 

@@ -5,9 +5,20 @@ export const NodeState = {
   Ready: 'Ready',
   Degraded: 'Degraded',
   BootstrapTimeout: 'BootstrapTimeout',
+  /**
+   * The kubelet's own `Ready` condition is not True. Decided over the other four (the `NOT_READY` table in
+   * decide.ts), never recorded: the node's taints keep the state it returns to once the kubelet is Ready.
+   */
+  NotReady: 'NotReady',
 } as const;
 export type NodeState = (typeof NodeState)[keyof typeof NodeState];
 export const NODE_STATES: readonly NodeState[] = Object.values(NodeState);
+
+/** The states the taints and the bootstrap annotation record, and the state machine moves between. */
+export type RecordedState = Exclude<NodeState, typeof NodeState.NotReady>;
+export const RECORDED_STATES: readonly RecordedState[] = NODE_STATES.filter(
+  (s): s is RecordedState => s !== NodeState.NotReady,
+);
 
 /** What the transition reads, all judged for the node's current boot at one instant. */
 export interface NodeObservation {
@@ -35,7 +46,7 @@ export function recordedNodeState(facts: {
   bootstrapPending: boolean;
   runtimeTainted: boolean;
   timeoutReported: boolean;
-}): NodeState {
+}): RecordedState {
   if (facts.bootstrapPending)
     return facts.timeoutReported ? NodeState.BootstrapTimeout : NodeState.Bootstrapping;
   return facts.runtimeTainted ? NodeState.Degraded : NodeState.Ready;
@@ -47,7 +58,7 @@ export function recordedNodeState(facts: {
  * a re-registration never lifts a taint before the extension proved healthy). A reboot sends either back
  * to Bootstrapping; a completed bootstrap settles at once in the same decision.
  */
-export function nextNodeState(from: NodeState, o: NodeObservation): NodeState {
+export function nextNodeState(from: RecordedState, o: NodeObservation): RecordedState {
   switch (from) {
     case NodeState.Bootstrapping:
       if (!o.bootstrapPending || o.bootstrapComplete) return settle(o);
@@ -69,7 +80,7 @@ export function nextNodeState(from: NodeState, o: NodeObservation): NodeState {
 }
 
 /** Leaving bootstrap: the first post-bootstrap state. */
-function settle(o: NodeObservation): NodeState {
+function settle(o: NodeObservation): RecordedState {
   return o.blockingFailing ? NodeState.Degraded : NodeState.Ready;
 }
 

@@ -136,6 +136,7 @@ export function memory(
       ]),
     ),
     conflicts: new Set(),
+    notReadyReported: false,
     ...overrides,
   };
 }

@@ -29,6 +29,21 @@ export interface ObservedCondition {
   message: string;
 }
 
+/**
+ * The kubelet's own `Ready` node condition, kept only while it is not True. A node whose Ready is True and a
+ * node with no Ready condition at all (a plain Node object no kubelet posts for) are both decided as before:
+ * only a kubelet that says "not Ready" (or whose silence the node lifecycle controller turned into Unknown)
+ * makes the node NotReady. Reason and message are capped and made inert on ingest (controller/cache.ts).
+ */
+export interface KubeletNotReady {
+  /** `Unknown` or `False` (any status other than True). */
+  status: string;
+  reason: string;
+  message: string;
+  /** lastTransitionTime as the API returned it ('' when absent). */
+  since: string;
+}
+
 /** The fields of a Node the decision reads, as currently observed. */
 export interface ObservedNode {
   name: string;
@@ -41,6 +56,8 @@ export interface ObservedNode {
   taints: readonly NodeTaint[];
   /** The `ExtensionsReady` condition currently on the node, if any. */
   extensionsReadyCondition?: ObservedCondition;
+  /** Set while the kubelet's `Ready` condition exists and is not True. */
+  kubeletNotReady?: KubeletNotReady;
 }
 
 /** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
@@ -105,6 +122,8 @@ export interface NodeMemory {
   extensionStates: ReadonlyMap<string, EffectiveState>;
   /** Extensions whose registration conflict was reported (one event per conflict, not per decision). */
   conflicts: ReadonlySet<string>;
+  /** The NodeNotReady event was emitted for the current spell of the kubelet not being Ready. */
+  notReadyReported: boolean;
 }
 
 export interface DecisionInput {
@@ -159,8 +178,10 @@ export interface NodeDecision {
   nextDeadlineMs: number | undefined;
   /** Names of Leases judged expired that this decision acts on: re-read them live before writing. */
   staleLeases: string[];
-  /** Every required extension, sorted by name. */
+  /** Every required extension, sorted by name (while NotReady each is Unknown / NodeNotReady). */
   extensions: ExtensionVerdict[];
+  /** What the kubelet says, when it made the node NotReady (the roll-up names it). */
+  kubeletNotReady?: KubeletNotReady;
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }

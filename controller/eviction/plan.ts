@@ -17,8 +17,10 @@
 //   than many broken machines, and evicting a zone onto the others is the expensive mistake.
 // - A zone whose nodes are all unhealthy also stops (the NLC keeps evicting a fully disrupted zone while
 //   other zones are healthy): same reason.
-// - Considered nodes are the judged ones (Ready, Degraded, BootstrapTimeout); unhealthy ones are Degraded
-//   and BootstrapTimeout. Bootstrapping nodes neither dilute nor count, like the breaker's counts. The
+// - Considered nodes are the judged ones (Ready, Degraded, BootstrapTimeout, NotReady); unhealthy ones are
+//   Degraded, BootstrapTimeout and NotReady (the kubelet's Ready is not True: the NLC counts such nodes toward
+//   a zone's disruption too). A NotReady node is never evicted by nodecare (the NLC's own not-ready and
+//   unreachable taints handle its pods). Bootstrapping nodes neither dilute nor count, like the breaker's counts. The
 //   minimum of 3 applies to the zone's considered nodes (the NLC asks for more than 2 NotReady nodes), so
 //   2 Degraded of 3 also stops a zone.
 // - A node is evicted in passes: one pass lists its pods and evicts what it may. A pass that left pods
@@ -122,7 +124,7 @@ interface ZoneCount {
 }
 
 function isUnhealthy(state: NodeState): boolean {
-  return state === NodeState.Degraded || state === NodeState.BootstrapTimeout;
+  return state === NodeState.Degraded || state === NodeState.BootstrapTimeout || state === NodeState.NotReady;
 }
 
 function isConsidered(state: NodeState): boolean {

@@ -47,8 +47,84 @@ describe('classifyPair', () => {
     ['Unknown', 'AgentNotReporting', 'unevaluable'],
     ['Unknown', 'LeaseExpired', 'unevaluable'],
     ['Unknown', 'LeaseMissing', 'unevaluable'],
+    ['Unknown', 'NodeNotReady', 'failing'],
   ] as const)('%s (%s) → %s', (state, reason, verdict) => {
     expect(classifyPair({ state, reason })).toBe(verdict);
+  });
+
+  it('a pair of a NotReady node fails whatever its state says (Gardener: a node whose Ready is not True fails EveryNodeReady)', () => {
+    const nodeNotReady = { reason: 'NodeStatusUnknown', since: '2026-11-23T09:58:00Z' };
+    expect(classifyPair({ state: 'Healthy', reason: '', nodeNotReady })).toBe('failing');
+    expect(classifyPair({ state: 'Unknown', reason: 'AgentNotReporting', nodeNotReady })).toBe('failing');
+  });
+});
+
+describe('evaluateRollup: a NotReady node (its kubelet Ready is not True)', () => {
+  const nodeNotReady = { reason: 'NodeStatusUnknown', since: '2026-11-23T09:58:00Z' };
+  /** What the reconciler yields for a NotReady node: the decision's Unknown / NodeNotReady, and the kubelet's word. */
+  const notReady = (node: string, extension: string, conditionType = 'EveryNodeReady'): RollupPair => ({
+    ...pair(node, extension, 'Unknown', 'NodeNotReady', conditionType),
+    nodeNotReady,
+  });
+
+  it('fails its condition type through the threshold machine, naming the node once and why, Gardener reasons kept', () => {
+    const r = run([notReady('b', 'csi'), notReady('b', 'gpu'), pair('a', 'gpu', 'Healthy')], {
+      previous: [
+        {
+          ...initCondition('EveryNodeReady', T0 - MINUTE),
+          status: 'True',
+          reason: 'HealthCheckSuccessful',
+          message: SUCCESS_MESSAGE,
+        },
+      ],
+      ownedBefore: ['EveryNodeReady'],
+    });
+    expect(byType(r.conditions, 'EveryNodeReady')).toMatchObject({
+      status: 'Progressing',
+      reason: 'HealthCheckUnsuccessful',
+      message: 'b: kubelet not ready (NodeStatusUnknown) since 2026-11-23T09:58:00Z.',
+      codes: [],
+    });
+    expect(r.label).toBe('progressing');
+    expect(r.extensions).toEqual([
+      { name: 'csi', conditionType: 'EveryNodeReady', healthy: 0, progressing: 0, unhealthy: 0, unknown: 1 },
+      { name: 'gpu', conditionType: 'EveryNodeReady', healthy: 1, progressing: 0, unhealthy: 0, unknown: 1 },
+    ]);
+  });
+
+  it('listed among other failures in node order; a new condition is False at once', () => {
+    const c = byType(
+      run([pair('c', 'gpu', 'Unhealthy', 'ProbeTimeout'), notReady('b', 'gpu'), notReady('b', 'csi')])
+        .conditions,
+      'EveryNodeReady',
+    );
+    expect(c).toMatchObject({
+      status: 'False',
+      reason: 'HealthCheckUnsuccessful',
+      message:
+        '1) b: kubelet not ready (NodeStatusUnknown) since 2026-11-23T09:58:00Z. 2) c: gpu Unhealthy (ProbeTimeout).',
+    });
+  });
+
+  it('fails each condition type its extensions feed; an unevaluable pair elsewhere still wins (ConditionCheckError)', () => {
+    const r = run([
+      notReady('b', 'fluent-bit', 'ObservabilityComponentsHealthy'),
+      notReady('b', 'gpu'),
+      pair('a', 'gpu', 'Unknown', 'AgentNotReporting'),
+    ]);
+    expect(byType(r.conditions, 'ObservabilityComponentsHealthy')).toMatchObject({
+      status: 'False',
+      message: 'b: kubelet not ready (NodeStatusUnknown) since 2026-11-23T09:58:00Z.',
+    });
+    expect(byType(r.conditions, 'EveryNodeReady')).toMatchObject({
+      status: 'Unknown',
+      reason: 'ConditionCheckError',
+    });
+  });
+
+  it('without a reason or time from the kubelet the item still names the node', () => {
+    const p = { ...pair('b', 'gpu', 'Unknown', 'NodeNotReady'), nodeNotReady: { reason: '', since: '' } };
+    expect(itemsMessage([p])).toBe('b: kubelet not ready.');
   });
 });
 

@@ -53,6 +53,14 @@ export const MAX_CONDITION_MESSAGE = 8_192;
 export const MAX_CONDITIONS = 64;
 export const MAX_EXTENSION_ROWS = 10_000;
 
+/** What the kubelet says about a NotReady node (capped and inert: controller/cache.ts kubeletNotReady). */
+export interface NodeNotReadyFact {
+  /** The kubelet Ready condition's reason, e.g. `NodeStatusUnknown`. */
+  reason: string;
+  /** Its lastTransitionTime ('' when absent). */
+  since: string;
+}
+
 /** One (node, extension) pair as the controller decided it. */
 export interface RollupPair {
   node: string;
@@ -60,17 +68,23 @@ export interface RollupPair {
   conditionType: string;
   state: ExtensionState;
   reason: string;
+  /** Set when the node is NotReady (the kubelet's Ready is not True): the pair fails, naming the node. */
+  nodeNotReady?: NodeNotReadyFact;
 }
 
 export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
 
 /**
- * How a pair counts. An expired lease or an agent that stopped reporting cannot be evaluated (Gardener's
- * outdated report → Unknown). An agent's own Unknown ("could not determine") counts as failing: our one
- * deviation from Gardener, which counts an Unknown check without error as a success — a check that cannot
- * tell whether the GPU plugin works must not report the cluster healthy.
+ * How a pair counts. A pair of a NotReady node (the kubelet's Ready is not True; the decision made it Unknown /
+ * NodeNotReady) is failing: Gardener's own EveryNodeReady check fails a node whose Ready is not True through
+ * its threshold machine (`NodeUnhealthy`), it does not report a check error, and what is known is a fact about
+ * the node, not an outdated report (docs/rollup.md). An expired lease or an agent that stopped reporting cannot
+ * be evaluated (Gardener's outdated report → Unknown). An agent's own Unknown ("could not determine") counts as
+ * failing: our one deviation from Gardener, which counts an Unknown check without error as a success — a check
+ * that cannot tell whether the GPU plugin works must not report the cluster healthy.
  */
-export function classifyPair(pair: Pick<RollupPair, 'state' | 'reason'>): PairVerdict {
+export function classifyPair(pair: Pick<RollupPair, 'state' | 'reason' | 'nodeNotReady'>): PairVerdict {
+  if (pair.nodeNotReady !== undefined || pair.reason === ControllerReason.NodeNotReady) return 'failing';
   switch (pair.state) {
     case ExtensionState.Healthy:
       return 'healthy';
@@ -97,12 +111,18 @@ function isConfigurationProblem(pair: RollupPair): boolean {
   );
 }
 
-/** `node-a: gpu-plugin Unhealthy (ProbeTimeout)`, capped and made inert (the reason is a node's word). */
+/**
+ * `node-a: gpu-plugin Unhealthy (ProbeTimeout)`; for a NotReady node, whatever the extension,
+ * `node-a: kubelet not ready (NodeStatusUnknown) since 2026-11-24T14:00:00Z` (said once per node). Capped and
+ * made inert (the reason is a node's word).
+ */
 function describePair(pair: RollupPair): string {
-  return capInput(
-    `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`,
-    MAX_ITEM_LENGTH,
-  );
+  const k = pair.nodeNotReady;
+  const item =
+    k !== undefined
+      ? `${pair.node}: kubelet not ready${k.reason ? ` (${k.reason})` : ''}${k.since ? ` since ${k.since}` : ''}`
+      : `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
+  return capInput(item, MAX_ITEM_LENGTH);
 }
 
 function byNodeThenExtension(a: RollupPair, b: RollupPair): number {
@@ -115,9 +135,11 @@ function byNodeThenExtension(a: RollupPair, b: RollupPair): number {
  * counted (`… and 3 more.`). Sorted, so equal inputs give an equal message and nothing is written twice.
  */
 export function itemsMessage(pairs: readonly RollupPair[], max: number = MAX_MESSAGE_ITEMS): string {
-  const sorted = [...pairs].sort(byNodeThenExtension);
-  const shown = sorted.slice(0, max).map(describePair);
-  const rest = sorted.length - shown.length;
+  // Sorted by node, so the pairs of a NotReady node (one item for all of them) are adjacent.
+  const items = [...pairs].sort(byNodeThenExtension).map(describePair);
+  const unique = items.filter((item, i) => i === 0 || item !== items[i - 1]);
+  const shown = unique.slice(0, max);
+  const rest = unique.length - shown.length;
   const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
   return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
 }
