@@ -577,7 +577,7 @@ describe.skipIf(notRun !== '')(
         '-f',
         join(FIXTURES, 'log-agent.yaml'),
       ]);
-      await kubectl(['delete', 'pod', '-n', 'default', 'gpu-workload', '--wait=false']);
+      await kubectl(['delete', 'pod', '-n', 'default', 'gpu-workload', '--ignore-not-found', '--wait=false']);
     });
   },
 );
