@@ -7,6 +7,7 @@
 #                  extracted from Debian's packages (apt-get download + dpkg-deb -x: the system is not changed)
 #   pause          a tiny static program, the pod sandbox's only process (realnodes.ts wraps it in an image)
 #   incluster      a tiny static in-cluster API client (incluster/main.go) for test images
+#   testbin        the test workloads (testbin/main.go): a device plugin, a readiness stand-in, pause
 #   NODECARE_CACHE   cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
 # Prints the directory holding the parts as its last line.
 set -euo pipefail
@@ -20,14 +21,14 @@ cp_version=$(version_of k8s.io/kubernetes "$here/../controlplane/kube/go.mod")
 debs="containerd runc containernetworking-plugins"
 cache=${NODECARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodecare}
 # The cache key covers everything that shapes the parts, so editing the recipe rebuilds.
-recipe=$(cd "$here" && cat build.sh kubelet/go.mod kubelet/go.sum kubelet/main.go pause.c incluster/go.mod incluster/main.go | sha256sum | cut -c1-12)
+recipe=$(cd "$here" && cat build.sh kubelet/go.mod kubelet/go.sum kubelet/main.go pause.c incluster/go.mod incluster/main.go testbin/go.mod testbin/go.sum testbin/main.go | sha256sum | cut -c1-12)
 out="$cache/realnodes/kube-$kube_version-$recipe"
 export GOTOOLCHAIN=local GOFLAGS="-trimpath -mod=readonly" CGO_ENABLED=0
 
 step() { printf '[realnodes] %s\n' "$*" >&2; }
 fail() { step "FAILED: $*"; exit 1; }
 
-complete() { [ -x "$out/bin/kubelet" ] && [ -x "$out/bin/containerd" ] && [ -x "$out/bin/runc" ] && [ -x "$out/cni/bridge" ] && [ -x "$out/pause" ] && [ -x "$out/incluster" ]; }
+complete() { [ -x "$out/bin/kubelet" ] && [ -x "$out/bin/containerd" ] && [ -x "$out/bin/runc" ] && [ -x "$out/cni/bridge" ] && [ -x "$out/pause" ] && [ -x "$out/incluster" ] && [ -x "$out/testbin" ]; }
 if complete; then
   step "using cached node parts in $out"
   echo "$out"; exit 0
@@ -103,6 +104,11 @@ if [ ! -x "$out/incluster" ]; then
   (cd "$here/incluster" && go build -o "$out/incluster.tmp" -ldflags "-s -w" .) || fail "go build incluster"
   mv "$out/incluster.tmp" "$out/incluster"
   step "[incluster] done"
+fi
+if [ ! -x "$out/testbin" ]; then
+  (cd "$here/testbin" && go build -o "$out/testbin.tmp" -ldflags "-s -w" .) || fail "go build testbin"
+  mv "$out/testbin.tmp" "$out/testbin"
+  step "[testbin] done"
 fi
 step "node parts ready in $(elapsed)"
 echo "$out"

@@ -2,14 +2,17 @@
 // view of a node (taints, condition, label) in one object, and an install as a user makes it (the image
 // overridden, nothing else).
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dump } from 'js-yaml';
+import { expect } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  LEASE_NAMESPACE,
   NODE_CONDITION_TYPE,
   NODE_STATUS_LABEL,
 } from '../../api/index.ts';
@@ -64,7 +67,7 @@ export async function getPods(namespace: string, selector: string): Promise<Pod[
   return (await getJson<{ items: Pod[] }>(['get', 'pods', '-n', namespace, '-l', selector])).items;
 }
 
-export const podReady = (pod: Pod): boolean =>
+export const podReady = (pod: { status: Pick<Pod['status'], 'phase' | 'conditions'> }): boolean =>
   pod.status.phase === 'Running' &&
   !!pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
@@ -210,4 +213,51 @@ export function jwtClaims(token: string): Record<string, unknown> {
   const payload = token.split('.')[1];
   if (!payload) throw new Error('not a JWT');
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+/** `kubectl nodecare …` from this checkout's sources, as the operator runs it. */
+export function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, 'cli', 'main.ts'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * What an uninstall must leave (docs/install.md, "Uninstall"): on every Node no nodecare taint, label,
+ * annotation or condition, and the kubelet's Ready untouched; no nodecare namespace, Lease, CRD or
+ * cluster-wide object; and the kubelets of `nodes` still running.
+ */
+export async function expectNothingOfNodecareLeft(nodes: TestNode[]): Promise<void> {
+  for (const n of (await getJson<{ items: Node[] }>(['get', 'nodes'])).items) {
+    const view = viewOf(n);
+    expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
+    expect(view.label, n.metadata.name).toBeUndefined();
+    expect(view.condition, n.metadata.name).toBeUndefined();
+    const ours = Object.keys({ ...n.metadata.labels, ...n.metadata.annotations }).filter((k) =>
+      /(^|\.)nodecare\.io\//.test(k),
+    );
+    expect(ours, n.metadata.name).toEqual([]);
+    expect(view.ready?.status, n.metadata.name).toBe('True');
+  }
+  expect(await kubectl(['get', 'namespaces', '-o', 'name'])).not.toContain('nodecare-');
+  expect(await kubectl(['get', 'leases', '-n', LEASE_NAMESPACE, '-o', 'name', '--ignore-not-found'])).toBe(
+    '',
+  );
+  expect(await kubectl(['get', 'crd', '-o', 'name'])).not.toContain('nodecare.io');
+  const leftovers = await kubectl([
+    'get',
+    'clusterroles,clusterrolebindings,validatingadmissionpolicies,flowschemas,prioritylevelconfigurations',
+    '-o',
+    'name',
+  ]);
+  expect(leftovers).not.toContain('nodecare');
+  for (const node of nodes) expect((await node.pids()).kubelet, node.name).toBeGreaterThan(0);
 }

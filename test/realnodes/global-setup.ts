@@ -6,7 +6,6 @@
 // Root is required. As another user nothing starts: one line says the suite did not run and why, and the
 // test files report themselves skipped with that reason; with CI=true not running is a failure.
 
-import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -95,7 +94,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   try {
     await writeOciArchive(testbinArchive, {
       ref: TESTBIN_IMAGE,
-      files: [{ path: '/testbin', source: await buildTestbin(), mode: 0o755 }],
+      files: [{ path: '/testbin', source: cluster.parts.testbin, mode: 0o755 }],
       entrypoint: ['/testbin'],
     });
     for (const node of cluster.nodes) {
@@ -146,23 +145,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
         '\n',
     );
   };
-}
-
-/** test/realnodes/testbin, built by build-testbin.sh (cached); resolves with the binary's path. */
-function buildTestbin(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(import.meta.dirname, 'build-testbin.sh')], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const path = stdout.trim().split('\n').pop() ?? '';
-      if (code === 0 && path) resolve(path);
-      else reject(new Error(`test/realnodes/build-testbin.sh exited ${code}`));
-    });
-  });
 }
 
 /** POST /<node>/<action> with a JSON body; answers JSON ({ result } or { error }). */

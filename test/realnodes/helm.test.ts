@@ -11,12 +11,13 @@ import { kubectl, realNodes } from './client.ts';
 import {
   ROOT,
   SYSTEM,
+  expectNothingOfNodecareLeft,
   getJson,
   getPods,
   healthyView,
   podReady,
+  runCli,
   untilView,
-  viewOf,
   type Node,
 } from './cluster.ts';
 
@@ -59,7 +60,7 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
 
   afterAll(async () => {
     if (uninstalled || !helmBin) return;
-    await run(process.execPath, [join(ROOT, 'cli', 'main.ts'), 'uninstall', `--kubeconfig=${kubeconfig}`]);
+    await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
     await run(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--ignore-not-found']).catch(() => '');
     await kubectl(['delete', 'namespace', SYSTEM, '--ignore-not-found']).catch(() => '');
@@ -109,36 +110,13 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
   });
 
   it('kubectl nodecare uninstall, helm uninstall and the CRDs deleted leave nothing of nodecare; the kubelets still run', async () => {
-    const cli = await run(process.execPath, [
-      join(ROOT, 'cli', 'main.ts'),
-      'uninstall',
-      `--kubeconfig=${kubeconfig}`,
-    ]);
+    const cli = await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
     expect(cli.code, cli.stderr + cli.stdout).toBe(0);
     await helm('uninstall', 'nodecare', '--namespace', SYSTEM, '--wait', '--timeout=120s');
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--wait=true']);
     // helm keeps its release namespace (the chart says so: deleting it with the release fails the uninstall).
     await kubectl(['delete', 'namespace', SYSTEM, '--wait=true', '--timeout=120s']);
     uninstalled = true;
-    for (const n of (await getJson<{ items: Node[] }>(['get', 'nodes'])).items) {
-      const view = viewOf(n);
-      expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
-      expect(view.label, n.metadata.name).toBeUndefined();
-      expect(view.condition, n.metadata.name).toBeUndefined();
-      expect(view.ready?.status, n.metadata.name).toBe('True');
-    }
-    expect(await kubectl(['get', 'namespaces', '-o', 'name'])).not.toContain('nodecare-');
-    expect(await kubectl(['get', 'leases', '-n', LEASE_NAMESPACE, '-o', 'name', '--ignore-not-found'])).toBe(
-      '',
-    );
-    expect(await kubectl(['get', 'crd', '-o', 'name'])).not.toContain('nodecare.io');
-    const leftovers = await kubectl([
-      'get',
-      'clusterroles,clusterrolebindings,validatingadmissionpolicies,flowschemas,prioritylevelconfigurations',
-      '-o',
-      'name',
-    ]);
-    expect(leftovers).not.toContain('nodecare');
-    for (const node of nodes) expect((await node.pids()).kubelet, node.name).toBeGreaterThan(0);
+    await expectNothingOfNodecareLeft(nodes);
   });
 });

@@ -7,10 +7,10 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { kubectl, realNodes, waitNodesReady } from './client.ts';
+import { podReady, until } from './cluster.ts';
 import { writeOciArchive } from './oci.ts';
 import { PAUSE_IMAGE } from './realnodes.ts';
 
@@ -47,26 +47,6 @@ async function getPods(selector: string): Promise<Pod[]> {
   ).items;
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(1_000);
-  }
-}
-
-const ready = (pod: Pod): boolean =>
-  pod.status.phase === 'Running' &&
-  !!pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-
 function inCidr(ip: string, cidr: string): boolean {
   const toInt = (a: string): number => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
   const [base, bits] = cidr.split('/');
@@ -99,7 +79,7 @@ function daemonSet(name: string, image: string, hostNetwork: boolean, args: stri
 async function rolledOut(selector: string, count: number): Promise<Pod[]> {
   return until(`${count} ready pods ${selector}`, async () => {
     const pods = await getPods(selector);
-    return pods.length === count && pods.every(ready) ? pods : undefined;
+    return pods.length === count && pods.every(podReady) ? pods : undefined;
   });
 }
 
@@ -216,7 +196,7 @@ describe.skipIf(notRun !== '')(`real nodes${notRun ? ` (NOT RUN: ${notRun})` : '
     const before = await node.pids();
     const containerIds = async (): Promise<string[]> =>
       (await getPods('app in (pause-pod, pause-host)'))
-        .filter((p) => p.spec.nodeName === 'node-1' && ready(p))
+        .filter((p) => p.spec.nodeName === 'node-1' && podReady(p))
         .map((p) => p.status.containerStatuses?.[0]?.containerID ?? '');
     const oldIds = await containerIds();
     expect(oldIds).toHaveLength(2);

@@ -82,6 +82,8 @@ export interface NodeParts {
   pauseArchive: string;
   /** The static in-cluster client (incluster/main.go), to put into test images. */
   incluster: string;
+  /** The test workloads (testbin/main.go: device plugin, readiness stand-in, pause), to put into test images. */
+  testbin: string;
 }
 
 /** Builds (or reuses) the node parts with build.sh and the pause image archive; progress goes to `log`. */
@@ -123,6 +125,7 @@ export async function ensureNodeParts(log: (line: string) => void = defaultLog):
     cniBinDir: join(dir, 'cni'),
     pauseArchive,
     incluster: join(dir, 'incluster'),
+    testbin: join(dir, 'testbin'),
   };
 }
 

@@ -6,7 +6,6 @@
 // DaemonSet pod whose readiness the kubelet probes; the agent's pod deleted and its container killed; a reboot;
 // and `kubectl nodecare uninstall` leaving nothing behind. The tests run in order and build on each other.
 
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +26,7 @@ import {
   ROOT,
   SYSTEM,
   describeView,
+  expectNothingOfNodecareLeft,
   getJson,
   getNode,
   getPods,
@@ -35,6 +35,7 @@ import {
   kustomizationWithImage,
   podReady,
   podToken,
+  runCli,
   until,
   untilView,
   viewOf,
@@ -103,20 +104,6 @@ async function events(node: string, reason: string): Promise<number> {
     `involvedObject.kind=Node,involvedObject.name=${node},reason=${reason}`,
   ]);
   return list.items.length;
-}
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'cli', 'main.ts'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 describe.skipIf(notRun !== '')(
@@ -547,29 +534,7 @@ describe.skipIf(notRun !== '')(
       uninstalled = true;
       const all = await getJson<{ items: Node[] }>(['get', 'nodes']);
       expect(all.items.map((n) => n.metadata.name).sort()).toEqual(nodes.map((n) => n.name).sort());
-      for (const n of all.items) {
-        const view = viewOf(n);
-        expect(view.bootstrapTaint || view.runtimeTaint, n.metadata.name).toBe(false);
-        expect(view.label).toBeUndefined();
-        expect(view.condition).toBeUndefined();
-        const ours = Object.keys({ ...n.metadata.labels, ...n.metadata.annotations }).filter((k) =>
-          /(^|\.)nodecare\.io\//.test(k),
-        );
-        expect(ours, n.metadata.name).toEqual([]);
-        expect(view.ready?.status, n.metadata.name).toBe('True');
-      }
-      const crds = await kubectl(['get', 'crd', '-o', 'name']);
-      expect(crds).not.toContain('nodecare.io');
-      const namespaces = await kubectl(['get', 'namespaces', '-o', 'name']);
-      expect(namespaces).not.toContain('nodecare-');
-      const leftovers = await kubectl([
-        'get',
-        'clusterroles,clusterrolebindings,validatingadmissionpolicies,flowschemas,prioritylevelconfigurations',
-        '-o',
-        'name',
-      ]);
-      expect(leftovers).not.toContain('nodecare');
-      for (const node of nodes) expect((await node.pids()).kubelet).toBeGreaterThan(0);
+      await expectNothingOfNodecareLeft(nodes);
       await kubectl([
         'delete',
         '-f',
