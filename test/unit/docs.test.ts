@@ -194,7 +194,8 @@ describe('the docs cite what exists', () => {
     const unknown = new Map<string, string>();
     for (const doc of DOCS) {
       const text = read(doc);
-      for (const [, flag] of text.matchAll(/(?<![\w-])--([a-z][a-z0-9-]+)/g)) {
+      for (const match of text.matchAll(/(?<![\w-])--([a-z][a-z0-9-]+)/g)) {
+        const flag = match[1]!;
         if (OTHER_PROGRAMS_FLAGS.has(flag)) continue;
         const key = new RegExp(`(^|[\\s{,])'?${flag.replace(/-/g, '\\-')}'?\\??\\s*:`, 'm');
         if (!key.test(PROGRAMS)) unknown.set(flag, doc);
