@@ -84,7 +84,7 @@ function anchors(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const heading = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
     if (!heading) continue;
-    const base = heading[1]
+    const base = heading[1]!
       .trim()
       .toLowerCase()
       .replace(/[^\p{L}\p{N}\s_-]/gu, '')
@@ -98,7 +98,7 @@ function anchors(markdown: string): Set<string> {
 
 /** Inline code spans outside fenced blocks, with the file they are in. */
 function codeSpans(markdown: string): string[] {
-  return [...markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/`([^`\n]+)`/g)].map((m) => m[1]);
+  return [...markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
 }
 
 /** Kinds of the objects the manifests and the chart ship, by name. */
@@ -126,7 +126,7 @@ describe('the docs cite what exists', () => {
     const broken: string[] = [];
     for (const doc of DOCS) {
       const text = read(doc);
-      for (const [, target, anchor] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
+      for (const [, target = '', anchor] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
         if (/^[a-z]+:/i.test(target)) continue;
         const file = target ? normalize(join(dirname(doc), target)) : doc;
         if (file.startsWith('..') || !existsSync(join(ROOT, file))) {
@@ -181,7 +181,7 @@ describe('the docs cite what exists', () => {
     const wrong: string[] = [];
     for (const doc of DOCS) {
       const text = read(doc).replace(/^```[\s\S]*?^```/gm, '');
-      for (const [, kind, name] of text.matchAll(/\b([A-Z][A-Za-z]+) `(nodecare[-a-z0-9.]*)`/g)) {
+      for (const [, kind = '', name = ''] of text.matchAll(/\b([A-Z][A-Za-z]+) `(nodecare[-a-z0-9.]*)`/g)) {
         if (!shipped.has(kind)) continue; // a kind we do not ship (for example a Node or a Pod of the demo)
         if (!shipped.get(kind)!.has(name)) wrong.push(`${doc}: ${kind} \`${name}\``);
       }
