@@ -158,7 +158,10 @@ export class DemoCluster {
    * NodePool with nodecare's bootstrap taint in its startupTaints. `onExit` is called if either process ends
    * while the demo runs.
    */
-  async startAutoscaler(onExit: (message: string) => void): Promise<KarpenterStack> {
+  async startAutoscaler(
+    onExit: (message: string) => void,
+    log: (line: string) => void,
+  ): Promise<KarpenterStack> {
     this.startingAutoscaler = (async () => {
       const instanceTypesFile = await writeGpuInstanceTypes(this.dir);
       return startKarpenterStack({
@@ -166,6 +169,7 @@ export class DemoCluster {
         logDir: join(this.dir, 'logs'),
         kubectl: (args) => this.kubectl(args),
         instanceTypesFile,
+        log,
       });
     })();
     const stack = await this.startingAutoscaler;

@@ -161,10 +161,13 @@ async function main(): Promise<void> {
 
   out.say(
     'Starting KWOK and Karpenter with its KWOK cloud provider; the first run builds them from the Go module ' +
-      'proxy (about 4 and 8.5 minutes on 2 cores; progress on stderr), later runs reuse them.',
+      'proxy (about 4 and 8.5 minutes on 2 cores; progress below), later runs reuse them.',
   );
   await cluster
-    .startAutoscaler((message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`))
+    .startAutoscaler(
+      (message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`),
+      (line) => out.say(line),
+    )
     .catch((err: unknown) => {
       throw new Error(
         'Karpenter with its KWOK provider could not be built or started, and the demo does not run without ' +
