@@ -20,7 +20,7 @@
 //      contrast with a key without the prefix: the template keeps the taint and no node is added.
 
 import { existsSync } from 'node:fs';
-import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -31,7 +31,7 @@ import {
   VersionApi,
   type V1Node,
 } from '@kubernetes/client-node';
-import { dump, load } from 'js-yaml';
+import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
@@ -47,7 +47,7 @@ import {
   uniqueName,
 } from '../integration/helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from '../integration/processes.ts';
-import { applyBaseManifests, kubectl } from '../integration/setup.ts';
+import { applyBaseManifests, applyScopedBootstrapTaintPolicy, kubectl } from '../integration/setup.ts';
 import { checkVersion, documentedVersion } from './cluster-autoscaler-version.ts';
 import { ensureTool, extensionEndpoint, KWOK_NODE_ANNOTATION, startKwok, type ToolProcess } from './tools.ts';
 
@@ -59,15 +59,6 @@ const kubeconfig = inject('kubeconfig');
 const CA = process.env.NODECARE_CLUSTER_AUTOSCALER ?? '';
 const DOCS = join(import.meta.dirname, '..', '..', 'docs', 'autoscalers.md');
 const GROUP_LABEL = 'nodecare.test/nodegroup';
-const POLICY = join(
-  import.meta.dirname,
-  '..',
-  '..',
-  'manifests',
-  'components',
-  'bootstrap-taint-at-registration',
-  'mutating-admission-policy.yaml',
-);
 /** A taint key the Cluster Autoscaler knows nothing about, for the contrast runs. */
 const PLAIN_BOOTSTRAP = 'nodecare.test/meta-readiness-bootstrap';
 const PLAIN_RUNTIME = 'nodecare.test/meta-readiness-runtime';
@@ -202,32 +193,6 @@ async function startClusterAutoscaler(namespace: string, verbosity = 4): Promise
   };
 }
 
-/** nodecare's MutatingAdmissionPolicy for `key`, bound to one node group's nodes only. */
-async function taintPolicy(group: string, key: string): Promise<void> {
-  const text = (await readFile(POLICY, 'utf8')).replaceAll(BOOTSTRAP, key);
-  const docs = text.split(/^---$/m).map((d) => load(d) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
-  const policy = docs.find((d) => d?.kind === 'MutatingAdmissionPolicy');
-  const binding = docs.find((d) => d?.kind === 'MutatingAdmissionPolicyBinding');
-  if (!policy || !binding) throw new Error(`${POLICY}: expected a policy and its binding`);
-  policy.metadata.name = group;
-  binding.metadata.name = group;
-  binding.spec.policyName = group;
-  binding.spec.matchResources = { objectSelector: { matchLabels: { [GROUP_LABEL]: group } } };
-  const path = join(logDir, `${group}-policy.json`);
-  await writeFile(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
-  await kubectl('apply', '--server-side', '-f', path);
-  await eventually(
-    async () => {
-      const probe = await core.createNode({
-        body: { metadata: { name: uniqueName('policy-probe'), labels: { [GROUP_LABEL]: group } } },
-        dryRun: 'All',
-      });
-      return taintKeys(probe).includes(key) || undefined;
-    },
-    { what: 'the bootstrap-taint MutatingAdmissionPolicy in force', timeoutMs: 30_000, intervalMs: 500 },
-  );
-}
-
 async function leaseState(nodeName: string, extension: string): Promise<string> {
   const leases = await coordination.listNamespacedLease({
     namespace: LEASE_NAMESPACE,
@@ -298,7 +263,13 @@ async function scaleUpRun(options: { bootstrapKey: string }): Promise<Run> {
   })();
 
   try {
-    await taintPolicy(group, options.bootstrapKey);
+    await applyScopedBootstrapTaintPolicy({
+      name: group,
+      label: { key: GROUP_LABEL, value: group },
+      taintKey: options.bootstrapKey,
+      dir: logDir,
+      core,
+    });
     await createSystemExtension(custom, extension, {
       nodeSelector: { matchLabels: { [GROUP_LABEL]: group } },
       probe: { http: { url: `http://127.0.0.1:${endpoint.port}/healthz` } },

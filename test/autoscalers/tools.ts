@@ -6,8 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { open, readFile, readdir } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { freePorts, tail } from '../controlplane/controlplane.ts';
 
 const BUILD = join(import.meta.dirname, 'build.sh');
 
@@ -169,25 +170,6 @@ export async function startKarpenter(
 /** The CRD files shipped with the Karpenter build (NodePool, NodeClaim, KWOKNodeClass, ...). */
 export async function karpenterCrds(dir: string): Promise<string[]> {
   return (await readdir(join(dir, 'crds'))).sort().map((f) => join(dir, 'crds', f));
-}
-
-function tail(text: string, lines: number): string {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
-}
-
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => {
-      const srv = createServer();
-      return new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-        srv.once('error', reject);
-        srv.listen(0, '127.0.0.1', () => resolve(srv));
-      });
-    }),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 export interface ExtensionEndpoint {

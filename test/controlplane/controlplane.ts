@@ -447,11 +447,13 @@ function defaultLog(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-function tail(text: string, lines: number): string {
+/** The last `lines` lines of a log, for failure messages. */
+export function tail(text: string, lines: number): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-async function freePorts(count: number): Promise<number[]> {
+/** Ports free on 127.0.0.1 right now (the kernel's choice; a process must bind them soon). */
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from({ length: count }, () => {
       const srv = createServer();

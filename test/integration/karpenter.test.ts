@@ -12,7 +12,7 @@
 //   4. no nodecare at all: the pod lands on a node whose extension is not healthy.
 // The numbers (nodes launched, time to pod Running) are printed and recorded in docs/autoscalers.md.
 
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -24,7 +24,6 @@ import {
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, LEASE_NAMESPACE } from '../../api/index.ts';
 import {
@@ -39,7 +38,7 @@ import {
 import { extensionEndpoint } from '../autoscalers/tools.ts';
 import { adminKubeConfig, createSystemExtension, eventually, FAST_PROBING, uniqueName } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
-import { applyBaseManifests, kubectl } from './setup.ts';
+import { applyBaseManifests, applyScopedBootstrapTaintPolicy, kubectl } from './setup.ts';
 
 const admin = adminKubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
@@ -47,15 +46,6 @@ const coordination = admin.makeApiClient(CoordinationV1Api);
 const custom = admin.makeApiClient(CustomObjectsApi);
 const kubeconfig = inject('kubeconfig');
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const POLICY = join(
-  import.meta.dirname,
-  '..',
-  '..',
-  'manifests',
-  'components',
-  'bootstrap-taint-at-registration',
-  'mutating-admission-policy.yaml',
-);
 const NAMESPACE = 'default';
 
 /**
@@ -170,36 +160,6 @@ async function cleanUp(name: string, extension: string): Promise<void> {
       name: extension,
     })
     .catch(ignore);
-}
-
-/**
- * nodecare's optional MutatingAdmissionPolicy (manifests/components/bootstrap-taint-at-registration): the
- * bootstrap taint is on every Node from its creation. Bound here to the nodes of one NodePool only, since the
- * control plane is shared with other test files.
- */
-async function bootstrapTaintPolicy(pool: string): Promise<void> {
-  const docs = (await readFile(POLICY, 'utf8')).split(/^---$/m).map((d) => load(d) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
-  const policy = docs.find((d) => d?.kind === 'MutatingAdmissionPolicy');
-  const binding = docs.find((d) => d?.kind === 'MutatingAdmissionPolicyBinding');
-  if (!policy || !binding) throw new Error(`${POLICY}: expected a policy and its binding`);
-  policy.metadata.name = pool;
-  binding.metadata.name = pool;
-  binding.spec.policyName = pool;
-  binding.spec.matchResources = { objectSelector: { matchLabels: { [POOL_LABEL]: pool } } };
-  const path = join(logDir, `${pool}-policy.json`);
-  await writeFile(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
-  await kubectl('apply', '--server-side', '-f', path);
-  // In force once the API server has loaded it: a server-side dry run of a node creation shows the taint.
-  await eventually(
-    async () => {
-      const probe = await core.createNode({
-        body: { metadata: { name: uniqueName('policy-probe'), labels: { [POOL_LABEL]: pool } } },
-        dryRun: 'All',
-      });
-      return taintKeys(probe).includes(BOOTSTRAP) || undefined;
-    },
-    { what: 'the bootstrap-taint MutatingAdmissionPolicy in force', timeoutMs: 30_000, intervalMs: 500 },
-  );
 }
 
 /**
@@ -330,7 +290,13 @@ async function scenario(options: {
   })();
 
   try {
-    if (options.taintAtCreation) await bootstrapTaintPolicy(name);
+    if (options.taintAtCreation)
+      await applyScopedBootstrapTaintPolicy({
+        name,
+        label: { key: POOL_LABEL, value: name },
+        dir: logDir,
+        core,
+      });
     await createSystemExtension(custom, extension, {
       nodeSelector: { matchLabels: { [POOL_LABEL]: name } },
       probe: { http: { url: `http://127.0.0.1:${endpoint.port}/healthz` } },
