@@ -161,7 +161,7 @@ async function main(): Promise<void> {
 
   out.say(
     'Starting KWOK and Karpenter with its KWOK cloud provider; the first run builds them from the Go module ' +
-      'proxy (about 4 and 8.5 minutes on 2 cores; progress below), later runs reuse them.',
+      'proxy (a few minutes on 2 cores; progress below), later runs reuse them.',
   );
   await cluster
     .startAutoscaler(
