@@ -427,8 +427,9 @@ describe('API priority and fairness as shipped, one agent token flooding', () =>
         ])),
       ]),
     );
+    const seats = await metric('apiserver_flowcontrol_nominal_limit_seats', 'priority_level');
     const report =
-      `B: ${summary(renewalsB)}\nC: ${summary(renewalsC)}\n` +
+      `seats ${JSON.stringify([...seats])}\nB: ${summary(renewalsB)}\nC: ${summary(renewalsC)}\n` +
       `A's flood (levels ${[...floodLevels].join(', ')}; renewals: ${renewalLevel}): responses ` +
       `${JSON.stringify([...stats.statuses])} ${JSON.stringify([...stats.errors])}; queued halfway ` +
       `${JSON.stringify([...queued])}; rejected ${JSON.stringify([...names.values()].map((n) => [n, rejected(n)]))}, by reason since start ${JSON.stringify(reasons)}`;
