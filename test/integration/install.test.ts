@@ -90,7 +90,7 @@ async function clientFor(kubeconfigPath: string): Promise<KubeClient> {
 /** One raw request with the credentials of a kubeconfig written by kubeconfigForToken (or the admin's): status and headers. */
 async function rawRequest(
   kubeconfigPath: string,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   path: string,
   options: { body?: unknown; accept?: string } = {},
 ): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
@@ -262,16 +262,22 @@ describe('manifests on the real API server', () => {
     expect(vap.status?.typeChecking ?? {}).toEqual({});
   });
 
-  it('the FlowSchema finds its priority level', async () => {
-    await eventually(
-      async () => {
-        const fs = JSON.parse(await kubectl('get', 'flowschema', 'nodecare', '-o', 'json')) as {
-          status?: { conditions?: Array<{ type: string; status: string }> };
-        };
-        return fs.status?.conditions?.some((c) => c.type === 'Dangling' && c.status === 'False') || undefined;
-      },
-      { what: 'FlowSchema nodecare not dangling' },
-    );
+  it('every FlowSchema finds its priority level', async () => {
+    const schemas = rendered.filter((o) => o.kind === 'FlowSchema').map((o) => o.metadata.name);
+    expect(schemas.sort()).toEqual(['nodecare-agent', 'nodecare-agent-renewals', 'nodecare-controller']);
+    for (const name of schemas) {
+      await eventually(
+        async () => {
+          const fs = JSON.parse(await kubectl('get', 'flowschema', name, '-o', 'json')) as {
+            status?: { conditions?: Array<{ type: string; status: string }> };
+          };
+          return (
+            fs.status?.conditions?.some((c) => c.type === 'Dangling' && c.status === 'False') || undefined
+          );
+        },
+        { what: `FlowSchema ${name} not dangling` },
+      );
+    }
   });
 
   it('the CRDs serve their printer columns', async () => {
@@ -518,18 +524,29 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
   describe('the agent token of node A', () => {
     const [a, b] = nodeNames as [string, string];
 
-    it('its Lease writes are classified into the nodecare priority level', async () => {
-      const flowSchema = JSON.parse(
-        await kubectl('get', 'flowschema', 'nodecare', '-o', 'json'),
-      ) as K8sObject;
+    it('its Lease renewals (updates) have a priority level of their own; its other requests share another', async () => {
+      const uid = async (name: string): Promise<string | undefined> =>
+        (JSON.parse(await kubectl('get', 'flowschema', name, '-o', 'json')) as K8sObject).metadata.uid;
+      const renewals = await uid('nodecare-agent-renewals');
+      const rest = await uid('nodecare-agent');
       const lease = leaseFor({ name: a, uid: nodes.get(a)!.uid }, 'apf-check');
       const kubeconfigPath = nodes.get(a)!.kubeconfig;
       const created = await rawRequest(kubeconfigPath, 'POST', leasePath(), { body: lease });
       expect(created.status).toBe(201);
-      expect(created.headers['x-kubernetes-pf-flowschema-uid']).toBe(flowSchema.metadata.uid);
+      expect(created.headers['x-kubernetes-pf-flowschema-uid']).toBe(rest);
+      const updated = await rawRequest(kubeconfigPath, 'PUT', leasePath(lease.metadata.name), {
+        body: created.body,
+      });
+      expect(updated.status).toBe(200);
+      expect(updated.headers['x-kubernetes-pf-flowschema-uid']).toBe(renewals);
+      // Refused by RBAC, still classified (priority and fairness comes before authorization): not in the
+      // renewals' level, nor in one other tenants depend on.
+      const secrets = await rawRequest(kubeconfigPath, 'GET', '/api/v1/namespaces/default/secrets');
+      expect(secrets.status).toBe(403);
+      expect(secrets.headers['x-kubernetes-pf-flowschema-uid']).toBe(rest);
       const deleted = await rawRequest(kubeconfigPath, 'DELETE', leasePath(lease.metadata.name));
       expect(deleted.status).toBe(200);
-      expect(deleted.headers['x-kubernetes-pf-flowschema-uid']).toBe(flowSchema.metadata.uid);
+      expect(deleted.headers['x-kubernetes-pf-flowschema-uid']).toBe(rest);
     });
 
     it("writes its own node's extension and heartbeat Leases: create, update, delete", async () => {
