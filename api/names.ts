@@ -47,6 +47,12 @@ export type LeaseRole = (typeof LeaseRole)[keyof typeof LeaseRole];
 export const DEFAULT_BOOTSTRAP_TAINT_KEY = 'startup-taint.cluster-autoscaler.kubernetes.io/meta-readiness';
 export const DEFAULT_RUNTIME_TAINT_KEY = 'status-taint.cluster-autoscaler.kubernetes.io/meta-readiness';
 
+/**
+ * The nodes nodecare manages by default: every node but Windows and virtual-kubelet nodes, where the agent
+ * cannot run (the agent DaemonSet's node affinity and the bootstrap-taint admission policy exclude the same).
+ */
+export const DEFAULT_NODE_SELECTOR = 'kubernetes.io/os!=windows,type!=virtual-kubelet';
+
 export const NODE_CONDITION_TYPE = 'ExtensionsReady';
 export const NODE_STATUS_LABEL = 'nodecare.io/status';
 

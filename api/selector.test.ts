@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { matchesSelector, selectorToString, validateSelector, type LabelSelector } from './selector.ts';
+import {
+  labelSelectorProblem,
+  parseLabelSelector,
+  matchesSelector,
+  selectorToString,
+  validateSelector,
+  type LabelSelector,
+} from './selector.ts';
 
 const LABELS = { 'kubernetes.io/os': 'linux', zone: 'a', 'nvidia.com/gpu.present': 'true', empty: '' };
 
@@ -190,5 +197,56 @@ describe('selectorToString', () => {
     ],
   ])('renders %s in kubectl -l syntax', (_name, selector, expected) => {
     expect(selectorToString(selector)).toBe(expected);
+  });
+});
+
+describe('labelSelectorProblem (kubectl -l syntax, as --node-selector takes it)', () => {
+  it.each([
+    '',
+    'kubernetes.io/os=linux',
+    'kubernetes.io/os!=windows,type!=virtual-kubelet',
+    'zone in (a, b),tier notin (x)',
+    'gpu,!spot',
+    'a==b',
+    'key=',
+  ])('accepts %j', (selector) => {
+    expect(labelSelectorProblem(selector)).toBeUndefined();
+  });
+
+  it.each([
+    ['kubernetes.io/os in linux', /is not a requirement/],
+    ['zone in (a,b', /unbalanced parentheses/],
+    ['zone in ((a))', /unbalanced parentheses/],
+    ['-bad-=x', /"-bad-" is not a label key/],
+    ['Bad_Prefix/x=y', /the prefix is not a DNS subdomain/],
+    ['a=b c', /is not a requirement/],
+    ['a=-x-', /"-x-" is not a label value/],
+    ['a,,b', /is not a requirement/],
+  ])('rejects %j', (selector, message) => {
+    expect(labelSelectorProblem(selector)).toMatch(message);
+  });
+});
+
+describe('parseLabelSelector', () => {
+  it('reads each requirement as the API server does (!= also selects nodes without the key)', () => {
+    const parsed = parseLabelSelector('kubernetes.io/os!=windows, zone in (a,b), gpu, !spot, tier=web');
+    if (!('selector' in parsed)) throw new Error(parsed.problem);
+    const { selector } = parsed;
+    expect(matchesSelector(selector, { zone: 'a', gpu: '', tier: 'web' })).toBe(true);
+    expect(matchesSelector(selector, { 'kubernetes.io/os': 'linux', zone: 'b', gpu: '', tier: 'web' })).toBe(
+      true,
+    );
+    expect(
+      matchesSelector(selector, { 'kubernetes.io/os': 'windows', zone: 'a', gpu: '', tier: 'web' }),
+    ).toBe(false);
+    expect(matchesSelector(selector, { zone: 'c', gpu: '', tier: 'web' })).toBe(false);
+    expect(matchesSelector(selector, { zone: 'a', tier: 'web' })).toBe(false);
+    expect(matchesSelector(selector, { zone: 'a', gpu: '', spot: 'true', tier: 'web' })).toBe(false);
+    expect(matchesSelector(selector, { zone: 'a', gpu: '', tier: 'db' })).toBe(false);
+  });
+
+  it('the empty selector selects every node', () => {
+    const parsed = parseLabelSelector(' ');
+    expect('selector' in parsed && matchesSelector(parsed.selector, { any: 'x' })).toBe(true);
   });
 });

@@ -461,7 +461,11 @@ export class ClusterCache {
   readonly systemExtensions: Source<SystemExtensionObject, ParsedSystemExtension>;
   private readonly index: LeaseIndex;
 
-  constructor(client: KubeClient, clock: Clock, events: CacheEvents) {
+  /**
+   * `nodeSelector` (the controller's --node-selector, kubectl's `-l` syntax): only these nodes are seen,
+   * so only they are managed; '' sees every node.
+   */
+  constructor(client: KubeClient, clock: Clock, events: CacheEvents, nodeSelector = '') {
     this.index = new LeaseIndex(clock, events);
     const changed = (name: string | undefined): void => {
       if (name !== undefined) events.nodeChanged(name);
@@ -470,6 +474,7 @@ export class ClusterCache {
       client,
       clock,
       path: '/api/v1/nodes',
+      ...(nodeSelector ? { labelSelector: nodeSelector } : {}),
       transform: toCachedNode,
       handlers: {
         added: (node) => events.nodeChanged(node.name),

@@ -1,7 +1,13 @@
 // nodecare-controller configuration: flags and environment, validated together before any I/O.
 
 import { hostname } from 'node:os';
-import { DEFAULT_BOOTSTRAP_TAINT_KEY, DEFAULT_RUNTIME_TAINT_KEY, COMPONENT_NAMESPACE } from '../api/index.ts';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY,
+  DEFAULT_NODE_SELECTOR,
+  DEFAULT_RUNTIME_TAINT_KEY,
+  COMPONENT_NAMESPACE,
+} from '../api/index.ts';
+import { labelSelectorProblem } from '../api/selector.ts';
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
@@ -78,6 +84,12 @@ export const CONTROLLER_OPTIONS = {
     type: 'string',
     description: 'Key of the runtime taint (NoSchedule).',
     default: DEFAULT_RUNTIME_TAINT_KEY,
+  },
+  'node-selector': {
+    type: 'string',
+    description:
+      "Label selector of the nodes nodecare manages (taints, condition, label, roll-up); the others are left alone. Keep it in step with the agent DaemonSet's node affinity: a selected node without an agent is held by its bootstrap taint.",
+    default: DEFAULT_NODE_SELECTOR,
   },
   'bootstrap-timeout-seconds': {
     type: 'integer',
@@ -184,6 +196,8 @@ export interface ControllerConfig {
   };
   bootstrapTaintKey: string;
   runtimeTaintKey: string;
+  /** The label selector of the managed nodes, as the API server takes it ('' = every node). */
+  nodeSelector: string;
   bootstrapTimeoutSeconds: number;
   missingLeaseGraceSeconds: number;
   maxUnhealthyFraction: number;
@@ -244,6 +258,8 @@ export function loadControllerConfig(
   }
   if (v['bootstrap-taint-key'] === v['runtime-taint-key'])
     problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
+  const selectorProblem = labelSelectorProblem(v['node-selector'] as string);
+  if (selectorProblem) problems.push(`--node-selector: ${selectorProblem}`);
   const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
   const annotationConditionTypes = v['annotation-condition-type'] as string[];
   for (const type of annotationConditionTypes)
@@ -272,6 +288,7 @@ export function loadControllerConfig(
       },
       bootstrapTaintKey: v['bootstrap-taint-key'] as string,
       runtimeTaintKey: v['runtime-taint-key'] as string,
+      nodeSelector: (v['node-selector'] as string).trim(),
       bootstrapTimeoutSeconds: v['bootstrap-timeout-seconds'] as number,
       missingLeaseGraceSeconds: v['missing-lease-grace-seconds'] as number,
       maxUnhealthyFraction: v['max-unhealthy-fraction'] as number,

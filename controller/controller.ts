@@ -94,23 +94,28 @@ export async function runController(
   const enqueueAll = (): void => {
     for (const name of cache.nodeNames()) queue.add(name);
   };
-  const cache: ClusterCache = new ClusterCache(client, clock, {
-    nodeChanged: (name) => queue.add(name),
-    allNodesChanged: () => {
-      enqueueAll();
-      // A SystemExtension changed: its counts may have to be written even with no node, and its status may
-      // not be what this leader last wrote (an old leader's late write): read again.
-      rollup.systemExtensionsChanged();
+  const cache: ClusterCache = new ClusterCache(
+    client,
+    clock,
+    {
+      nodeChanged: (name) => queue.add(name),
+      allNodesChanged: () => {
+        enqueueAll();
+        // A SystemExtension changed: its counts may have to be written even with no node, and its status may
+        // not be what this leader last wrote (an old leader's late write): read again.
+        rollup.systemExtensionsChanged();
+      },
+      error: (source, err) => {
+        metrics.watchErrors.inc({ source });
+        log.warn({ err, source }, 'Watch failed; retrying with backoff');
+      },
+      skipped: skippedObjectReporter(log, metrics),
+      ignored: (lease, problem) =>
+        log.warn({ lease: lease.name, node: lease.node, problem }, "Ignored a lease that is not the agent's"),
+      ignoredCount: (problem, count) => metrics.leasesIgnored.set({ reason: problem }, count),
     },
-    error: (source, err) => {
-      metrics.watchErrors.inc({ source });
-      log.warn({ err, source }, 'Watch failed; retrying with backoff');
-    },
-    skipped: skippedObjectReporter(log, metrics),
-    ignored: (lease, problem) =>
-      log.warn({ lease: lease.name, node: lease.node, problem }, "Ignored a lease that is not the agent's"),
-    ignoredCount: (problem, count) => metrics.leasesIgnored.set({ reason: problem }, count),
-  });
+    config.nodeSelector,
+  );
   const events = eventRecorder(api, config.identity, clock, fence);
   const reconciler = new Reconciler({
     cache,
@@ -235,7 +240,13 @@ export async function runController(
     config.healthAddress,
   );
   log.info(
-    { port: health.port, api: client.server, leaderElect: config.leaderElect, dryRun: config.dryRun },
+    {
+      port: health.port,
+      api: client.server,
+      leaderElect: config.leaderElect,
+      dryRun: config.dryRun,
+      nodeSelector: config.nodeSelector || '(every node)',
+    },
     'Started nodecare-controller',
   );
 

@@ -614,6 +614,37 @@ describe('nodecare-controller', () => {
     );
   });
 
+  it('leaves the nodes its --node-selector does not select alone (by default Windows and virtual-kubelet nodes)', async () => {
+    const linux = uniqueName('ctl-linux');
+    const windows = uniqueName('ctl-windows');
+    const virtual = uniqueName('ctl-virtual');
+    const web = await endpoint();
+    await createNode(linux, { web: httpExtension(web.port) }, { 'kubernetes.io/os': 'linux' });
+    await createNode(windows, { web: httpExtension(web.port) }, { 'kubernetes.io/os': 'windows' });
+    await createNode(virtual, {}, { 'kubernetes.io/os': 'linux', type: 'virtual-kubelet' });
+    const ctl = await controller();
+    expect((await ctl.waitForLog('Started nodecare-controller')).nodeSelector).toBe(
+      'kubernetes.io/os!=windows,type!=virtual-kubelet',
+    );
+    // The Linux node is managed: a new node with no agent is held by the bootstrap taint, with its condition.
+    await waitForNode(
+      linux,
+      'managed',
+      (n) => taintKeys(n).includes(BOOTSTRAP) && condition(n) !== undefined,
+    );
+    // Its decision was written after the controller had listed every node: the others were seen and skipped.
+    for (const name of [windows, virtual]) {
+      const node = await readNode(name);
+      expect(taintKeys(node), name).toEqual([]);
+      expect(condition(node), name).toBeUndefined();
+      expect(node.metadata?.labels?.[NODE_STATUS_LABEL], name).toBeUndefined();
+    }
+    // Every node, as an operator may choose: the Windows node is then held like any other node with no agent.
+    await ctl.stop();
+    await controller(['--node-selector=']);
+    await waitForNode(windows, 'managed with an empty selector', (n) => taintKeys(n).includes(BOOTSTRAP));
+  });
+
   it('in --dry-run computes and reports everything but writes no taint', async () => {
     const nodeName = uniqueName('ctl-dry');
     const web = await endpoint();

@@ -148,7 +148,7 @@ describe('charts/nodecare', () => {
       'example.com/broken',
       'dedicated',
     ]);
-    expect(controller.nodeSelector).toEqual({ role: 'infra' });
+    expect(controller.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', role: 'infra' });
     expect(
       (objects.get('Deployment nodecare-system/nodecare-controller')!.spec as { replicas: number }).replicas,
     ).toBe(3);

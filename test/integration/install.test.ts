@@ -365,6 +365,25 @@ describe('manifests on the real API server', () => {
       });
       await core.deleteNode({ name: c.metadata!.name! });
       expect(c.spec?.taints).toEqual([{ key: BOOTSTRAP, effect: 'NoSchedule' }]);
+      // Nodes nodecare does not manage (no agent runs there): no taint. A Linux node's labels, as a kubelet
+      // registers them, get it.
+      for (const [what, labels, taints] of [
+        ['windows', { 'kubernetes.io/os': 'windows' }, undefined],
+        ['virtual-kubelet', { 'kubernetes.io/os': 'linux', type: 'virtual-kubelet' }, undefined],
+        [
+          'linux',
+          { 'kubernetes.io/os': 'linux', type: 'worker' },
+          [{ key: BOOTSTRAP, effect: 'NoSchedule' }],
+        ],
+      ] as const) {
+        const node = await core.createNode({
+          body: {
+            metadata: { name: uniqueName(`map-${what}`), labels: { 'nodecare-test/map': label, ...labels } },
+          },
+          dryRun: 'All',
+        });
+        expect(node.spec?.taints, what).toEqual(taints);
+      }
     } finally {
       await kubectl('delete', '--ignore-not-found', '-f', path);
       await Promise.all([plain, tainted].map((name) => core.deleteNode({ name }).catch(() => undefined)));

@@ -69,6 +69,16 @@ describe('nodecare-controller command line', () => {
       message: /--rollup-threshold: "EveryNodeReady=5m": seconds must be a number from 0 to 86400/,
     },
     {
+      behaviour: 'a node selector that is not a label selector',
+      args: ['--node-selector=kubernetes.io/os in linux'],
+      message: /--node-selector: "kubernetes.io\/os in linux" is not a requirement/,
+    },
+    {
+      behaviour: 'a node selector with an invalid label key',
+      args: ['--node-selector=-bad-=x'],
+      message: /--node-selector: "-bad-" is not a label key/,
+    },
+    {
       behaviour: 'a Gardener Cluster name that is not an object name',
       args: ['--gardener-cluster=Shoot Dev'],
       message: /--gardener-cluster: "Shoot Dev" is not a valid object name/,

@@ -19,12 +19,13 @@ import {
   API_VERSION,
   CLUSTER_HEALTH,
   COMPONENT_NAMESPACE,
+  DEFAULT_NODE_SELECTOR,
   GROUP_VERSION,
   LEASE_NAMESPACE,
   SYSTEM_EXTENSION,
 } from '../../api/names.ts';
 import { parseSystemExtension, type SystemExtensionObject } from '../../api/registration.ts';
-import { validateSelector } from '../../api/selector.ts';
+import { matchesSelector, parseLabelSelector, validateSelector } from '../../api/selector.ts';
 import { applyDefaults, unsupportedKeywords, validate, type Schema } from './openapi.ts';
 
 const MANIFESTS = new URL('../../manifests/', import.meta.url);
@@ -448,4 +449,59 @@ describe('examples', () => {
       expect(defaulted).toEqual(parsed);
     },
   );
+});
+
+describe('which nodes nodecare manages', () => {
+  interface Term {
+    matchExpressions: Array<{
+      key: string;
+      operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+      values?: string[];
+    }>;
+  }
+  const [daemonSet] = loadYaml(new URL('agent-daemonset.yaml', BASE)) as Array<{
+    spec: {
+      template: {
+        spec: {
+          nodeSelector?: object;
+          affinity: { nodeAffinity: Record<string, { nodeSelectorTerms: Term[] }> };
+        };
+      };
+    };
+  }>;
+  const [deployment] = loadYaml(new URL('controller-deployment.yaml', BASE)) as Array<{
+    spec: { template: { spec: { nodeSelector?: Record<string, string> } } };
+  }>;
+  const terms =
+    daemonSet!.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution!
+      .nodeSelectorTerms;
+  const agentRuns = (labels: Record<string, string>): boolean =>
+    terms.some((term) => matchesSelector({ matchExpressions: term.matchExpressions }, labels));
+  const parsed = parseLabelSelector(DEFAULT_NODE_SELECTOR);
+  if (!('selector' in parsed)) throw new Error(parsed.problem);
+  const managed = (labels: Record<string, string>): boolean => matchesSelector(parsed.selector, labels);
+
+  // What kubelets register with: kubernetes.io/os always; virtual-kubelet providers add type=virtual-kubelet.
+  it.each([
+    ['a Linux node', { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' }, true],
+    ['a Linux GPU node', { 'kubernetes.io/os': 'linux', 'nvidia.com/gpu.present': 'true' }, true],
+    ['a Windows node', { 'kubernetes.io/os': 'windows' }, false],
+    ['a virtual-kubelet node', { 'kubernetes.io/os': 'linux', type: 'virtual-kubelet' }, false],
+  ])('%s: the agent runs there exactly when the controller manages it (%s)', (_what, labels, expected) => {
+    expect(agentRuns(labels)).toBe(expected);
+    expect(managed(labels)).toBe(expected);
+  });
+
+  it('the controller runs on Linux nodes', () => {
+    expect(deployment!.spec.template.spec.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+  });
+
+  it('the bootstrap-taint admission policy skips the nodes the controller does not manage', () => {
+    const text = readFileSync(
+      new URL('components/bootstrap-taint-at-registration/mutating-admission-policy.yaml', MANIFESTS),
+      'utf8',
+    );
+    expect(text).toMatch(/labels\['kubernetes\.io\/os'\] == 'windows'/);
+    expect(text).toMatch(/labels\['type'\] == 'virtual-kubelet'/);
+  });
 });
