@@ -16,7 +16,10 @@ import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
   EXTENSION_ANNOTATION_PREFIX,
+  LEASE_NAMESPACE,
   NODE_STATUS_LABEL,
+  agentLeaseName,
+  extensionLeaseName,
 } from '../../api/index.ts';
 import {
   adminKubeConfig,
@@ -643,6 +646,48 @@ describe('nodecare-controller', () => {
     await ctl.stop();
     await controller(['--node-selector=']);
     await waitForNode(windows, 'managed with an empty selector', (n) => taintKeys(n).includes(BOOTSTRAP));
+  });
+
+  it("a node's Leases go with it: the agent makes its Node their owner, and the garbage collector deletes them", async () => {
+    const nodeName = uniqueName('ctl-gc');
+    const web = await endpoint();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    const agent = await agentFor(nodeName);
+    const coordination = admin.makeApiClient(CoordinationV1Api);
+    const names = [agentLeaseName(nodeName), extensionLeaseName(nodeName, 'web')];
+    const leases = await eventually(
+      async () => {
+        const found = await Promise.all(
+          names.map((name) =>
+            coordination.readNamespacedLease({ namespace: LEASE_NAMESPACE, name }).catch(() => undefined),
+          ),
+        );
+        return found.every(Boolean) ? found : undefined;
+      },
+      { what: `${nodeName}: heartbeat and extension Leases written`, timeoutMs: 30_000 },
+    );
+    const uid = (await readNode(nodeName)).metadata!.uid;
+    for (const lease of leases)
+      expect(lease!.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ apiVersion: 'v1', kind: 'Node', name: nodeName, uid }),
+      ]);
+    // The agent stops first (as a drained node's would); then the Node is deleted.
+    await agent.stop();
+    await core.deleteNode({ name: nodeName });
+    await eventually(
+      async () => {
+        const left = await Promise.all(
+          names.map((name) =>
+            coordination
+              .readNamespacedLease({ namespace: LEASE_NAMESPACE, name })
+              .then(() => name)
+              .catch(() => undefined),
+          ),
+        );
+        return left.every((name) => name === undefined) || undefined;
+      },
+      { what: `${nodeName}: its Leases garbage-collected`, timeoutMs: 60_000 },
+    );
   });
 
   it('in --dry-run computes and reports everything but writes no taint', async () => {

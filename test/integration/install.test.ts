@@ -617,6 +617,66 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       }
     });
 
+    it('must write Leases the controller would believe: its own Node as the one owner, a DNS-label extension, no relabeling', async () => {
+      const client = await clientFor(nodes.get(a)!.kubeconfig);
+      const node = { name: a, uid: nodes.get(a)!.uid };
+      try {
+        // No owner reference: the controller would ignore it and no garbage collector would ever remove it.
+        const unowned = leaseFor(node, 'unowned');
+        delete unowned.metadata.ownerReferences;
+        await expectPolicyDenied(client.request('POST', leasePath(), { body: unowned }), 'one owner');
+        // Its own node's name with another UID (an earlier incarnation of the node, or a made-up one).
+        const stale = leaseFor({ name: a, uid: '00000000-0000-0000-0000-000000000000' }, 'stale-owner');
+        await expectPolicyDenied(client.request('POST', leasePath(), { body: stale }), 'one owner');
+        // Two owners: its Node and node B's.
+        const twice = leaseFor(node, 'two-owners');
+        twice.metadata.ownerReferences!.push({
+          apiVersion: 'v1',
+          kind: 'Node',
+          name: b,
+          uid: nodes.get(b)!.uid,
+        });
+        await expectPolicyDenied(client.request('POST', leasePath(), { body: twice }), 'one owner');
+        // A dotted extension label makes `<extension>.<node>` ambiguous: node `b.c`'s heartbeat is
+        // `nodecare-agent.b.c`, which the agent of node `c` could write as extension `nodecare-agent.b`.
+        // (The API server's own validation of names and label values leaves dots as the one way out of a DNS
+        // label.)
+        const dotted = leaseFor(node, 'nodecare-agent.b');
+        await expectPolicyDenied(client.request('POST', leasePath(), { body: dotted }), 'DNS label');
+        const noRole = leaseFor(node, 'no-role');
+        delete noRole.metadata.labels!['nodecare.io/role'];
+        await expectPolicyDenied(client.request('POST', leasePath(), { body: noRole }), 'nodecare.io/role');
+        // Relabeling its own Lease to another extension (keeping the name) is refused on update.
+        const created = await client.request<LeaseObject>('POST', leasePath(), {
+          body: leaseFor(node, 'relabel'),
+        });
+        try {
+          await expectPolicyDenied(
+            client.request('PUT', leasePath(created.metadata.name), {
+              body: {
+                ...created,
+                metadata: {
+                  ...created.metadata,
+                  labels: { ...created.metadata.labels, 'nodecare.io/extension': 'other' },
+                },
+              },
+            }),
+          );
+          // Re-owning it is refused too.
+          await expectPolicyDenied(
+            client.request('PUT', leasePath(created.metadata.name), {
+              body: { ...created, metadata: { ...created.metadata, ownerReferences: [] } },
+            }),
+            'one owner',
+          );
+        } finally {
+          await client.request('DELETE', leasePath(created.metadata.name));
+        }
+      } finally {
+        await client.close();
+      }
+    });
+
     it('cannot patch Node taints or conditions, read Secrets, or write Leases elsewhere', async () => {
       const client = await clientFor(nodes.get(a)!.kubeconfig);
       try {
