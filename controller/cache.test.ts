@@ -22,6 +22,7 @@ import {
   ClusterCache,
   LeaseIndex,
   LeaseProblem,
+  MAX_LEASES_PER_NODE,
   Source,
   skippedObjectReporter,
   toCachedLease,
@@ -83,6 +84,17 @@ describe('toCachedLease', () => {
         (m) => (m.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'node-y', uid: 'u' }]),
       ),
       problem: LeaseProblem.OwnerMismatch,
+    },
+    {
+      behaviour:
+        'a dotted extension label under the name derived from it → InvalidExtension (node c writing nodecare-agent.b.c, the heartbeat name of node b.c)',
+      obj: lease('nodecare-agent.b'),
+      problem: LeaseProblem.InvalidExtension,
+    },
+    {
+      behaviour: "the agent's reserved name as an extension → InvalidExtension",
+      obj: lease('nodecare-agent'),
+      problem: LeaseProblem.InvalidExtension,
     },
   ])('$behaviour', ({ obj, problem }) => {
     expect(toCachedLease(obj)?.problem).toBe(problem);
@@ -159,6 +171,58 @@ describe('LeaseIndex (regression: the controller believed any Lease)', () => {
     expect(index.updated(cached(lease('gpu', 1)), cached(lease('gpu', 0)))).toBeUndefined();
     await clock.advance(41_000);
     expect(index.updated(cached(lease('gpu', 2)), cached(lease('gpu', 1)))).toBe(NODE.name);
+  });
+});
+
+describe('LeaseIndex bounds what one node can make the controller hold (issue 20 item 2)', () => {
+  it(`files at most ${MAX_LEASES_PER_NODE} Leases per node; more are ignored as TooManyLeases, reported once, filed when room is made`, () => {
+    const { index, ignored, counts, cached } = setup();
+    const names = Array.from({ length: MAX_LEASES_PER_NODE }, (_, i) => `ext-${i}`);
+    for (const name of names) expect(index.added(cached(lease(name)))).toBe(NODE.name);
+    const extra = cached(lease('one-too-many'));
+    expect(index.added(extra)).toBeUndefined();
+    expect(index.updated(cached(lease('one-too-many', 1)), extra)).toBeUndefined();
+    expect(index.leasesOf(NODE).extensions.size).toBe(MAX_LEASES_PER_NODE);
+    expect(ignored).toEqual([{ name: extra.name, problem: LeaseProblem.TooManyLeases }]);
+    expect(counts).toEqual({ TooManyLeases: 1 });
+    // Another node is not affected by node-x's Leases.
+    const other = { name: 'node-y', uid: 'uid-y' };
+    const otherLease = toCachedLease(
+      buildLease({
+        node: other,
+        extension: 'gpu',
+        holderIdentity: 'agent',
+        leaseDurationSeconds: 40,
+        renewTime: new Date(0),
+        bootId: 'boot-1',
+        record: { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded, message: '', since: '' },
+      }),
+    )!;
+    expect(index.added(otherLease)).toBe('node-y');
+    // One Lease of node-x goes: the ignored one is filed on its next renewal.
+    index.deleted(cached(lease(names[0])));
+    expect(index.updated(cached(lease('one-too-many', 2)), cached(lease('one-too-many', 1)))).toBe(NODE.name);
+    expect(index.leasesOf(NODE).extensions.has('one-too-many')).toBe(true);
+    expect(counts).toEqual({ TooManyLeases: 0 });
+  });
+
+  it('keeps the count of ignored Leases per problem exact through adds, problem changes and deletes', () => {
+    const { index, counts, cached } = setup();
+    const unowned = (name: string): CachedLease =>
+      cached(edited(lease(name), (m) => delete m.ownerReferences));
+    const misnamed = (name: string): CachedLease =>
+      cached(edited(lease(name), (m) => (m.name = `${name}-x`)));
+    for (let i = 0; i < 1000; i++) index.added(unowned(`u-${i}`));
+    for (let i = 0; i < 500; i++) index.added(misnamed(`m-${i}`));
+    expect(counts).toEqual({ OwnerMismatch: 1000, NameMismatch: 500 });
+    // A fixed Lease stops being ignored; a deleted one too.
+    index.updated(cached(lease('u-0')), unowned('u-0'));
+    index.deleted(unowned('u-1'));
+    index.deleted(misnamed('m-0'));
+    expect(counts).toEqual({ OwnerMismatch: 998, NameMismatch: 499 });
+    // Renewals of ignored Leases change nothing.
+    index.updated(unowned('u-2'), unowned('u-2'));
+    expect(counts).toEqual({ OwnerMismatch: 998, NameMismatch: 499 });
   });
 });
 

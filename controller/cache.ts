@@ -25,6 +25,7 @@ import {
   type ParsedSystemExtension,
   type SystemExtensionObject,
 } from '../api/index.ts';
+import { validateExtensionName } from '../api/extension.ts';
 import { capInput } from '../api/text.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
@@ -130,7 +131,17 @@ export const LeaseProblem = {
   NameMismatch: 'NameMismatch',
   /** No owner reference to the Node it claims (by name, and by UID once the node is known). */
   OwnerMismatch: 'OwnerMismatch',
+  /** Its extension label is not an extension name (a DNS label): `<extension>.<node>` would be ambiguous. */
+  InvalidExtension: 'InvalidExtension',
+  /** Its node already has MAX_LEASES_PER_NODE Leases filed: what one node can make the controller hold. */
+  TooManyLeases: 'TooManyLeases',
 } as const;
+
+/**
+ * The most Leases filed for one node (extensions and the heartbeat). Far above any real node's extensions;
+ * bounds what an agent token that writes Lease after Lease can make the controller keep and scan.
+ */
+export const MAX_LEASES_PER_NODE = 256;
 export type LeaseProblem = (typeof LeaseProblem)[keyof typeof LeaseProblem];
 
 /** A decoded nodecare Lease with what the validity checks need. */
@@ -153,11 +164,13 @@ export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
     (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
   );
   const problem =
-    lease.name !== expected
-      ? LeaseProblem.NameMismatch
-      : owner === undefined
-        ? LeaseProblem.OwnerMismatch
-        : undefined;
+    lease.role !== LeaseRole.agent && lease.extension && validateExtensionName(lease.extension)
+      ? LeaseProblem.InvalidExtension
+      : lease.name !== expected
+        ? LeaseProblem.NameMismatch
+        : owner === undefined
+          ? LeaseProblem.OwnerMismatch
+          : undefined;
   return { ...lease, ...(owner ? { ownerUid: owner.uid } : {}), ...(problem ? { problem } : {}) };
 }
 
@@ -200,6 +213,8 @@ export class LeaseIndex {
   /** Node name → its lease names. */
   private readonly byNode = new Map<string, Set<string>>();
   private readonly ignoredLeases = new Map<string, LeaseProblem>();
+  /** Problem → how many leases are ignored for it (kept with ignoredLeases, never recounted). */
+  private readonly ignoredCounts = new Map<LeaseProblem, number>();
 
   constructor(clock: Clock, events: LeaseIndexEvents) {
     this.clock = clock;
@@ -224,8 +239,8 @@ export class LeaseIndex {
     const now = this.clock.now();
     const lastSeen = this.observedAt.get(lease.name) ?? now;
     const wasExpired = now - lastSeen >= known.leaseDurationSeconds * 1000;
-    if (lease.renewTime !== known.renewTime) this.observedAt.set(lease.name, now);
     if (lease.node !== known.node) this.remove(known);
+    if (lease.renewTime !== known.renewTime) this.observedAt.set(lease.name, now);
     this.file(lease);
     // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
     // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
@@ -277,20 +292,35 @@ export class LeaseIndex {
     return { extensions, agent };
   }
 
+  /** Whether the lease is one to believe and file; if not, it is recorded as ignored, with its problem. */
   private believe(lease: CachedLease): boolean {
-    this.setIgnored(lease.name, lease.problem, lease.node);
-    return lease.problem === undefined;
+    const problem = lease.problem ?? (this.hasRoom(lease) ? undefined : LeaseProblem.TooManyLeases);
+    this.setIgnored(lease.name, problem, lease.node);
+    return problem === undefined;
   }
 
+  /** Whether the lease is filed for its node already or the node has room for one more. */
+  private hasRoom(lease: CachedLease): boolean {
+    const names = this.byNode.get(lease.node);
+    return !names || names.has(lease.name) || names.size < MAX_LEASES_PER_NODE;
+  }
+
+  /** O(1): the counts per problem move with each change, never recounted from all ignored leases. */
   private setIgnored(name: string, problem: LeaseProblem | undefined, node: string): void {
     const was = this.ignoredLeases.get(name);
     if (was === problem) return;
     if (problem) this.ignoredLeases.set(name, problem);
     else this.ignoredLeases.delete(name);
     if (problem) this.events.ignored?.({ name, node }, problem);
-    for (const p of new Set([was, problem])) {
-      if (p) this.events.ignoredCount?.(p, [...this.ignoredLeases.values()].filter((v) => v === p).length);
-    }
+    if (was) this.countIgnored(was, -1);
+    if (problem) this.countIgnored(problem, +1);
+  }
+
+  private countIgnored(problem: LeaseProblem, delta: number): void {
+    const count = (this.ignoredCounts.get(problem) ?? 0) + delta;
+    if (count === 0) this.ignoredCounts.delete(problem);
+    else this.ignoredCounts.set(problem, count);
+    this.events.ignoredCount?.(problem, count);
   }
 
   private file(lease: CachedLease): void {
