@@ -60,7 +60,13 @@ export const POLICY_OPTIONS = {
   },
 } as const satisfies OptionTable;
 
-export const CONNECTION_OPTIONS = { kubeconfig: COMMON_OPTIONS.kubeconfig } as const satisfies OptionTable;
+export const CONNECTION_OPTIONS = {
+  kubeconfig: COMMON_OPTIONS.kubeconfig,
+  context: {
+    type: 'string',
+    description: "The kubeconfig context to use (kubectl's --context); else its current-context.",
+  },
+} as const satisfies OptionTable;
 
 export const OUTPUT_OPTION = {
   output: {
@@ -156,6 +162,8 @@ export async function withClient(
     const connection = await loadConnection(
       values.kubeconfig as string | undefined,
       io.env as NodeJS.ProcessEnv,
+      undefined,
+      (values.context as string | undefined) || undefined,
     );
     client = new KubeClient(connection, { userAgent: `kubectl-nodecare/${verb}`, connections: 4 });
   } catch (err) {

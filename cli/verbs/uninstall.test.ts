@@ -7,10 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, NODE_CONDITION_TYPE } from '../../api/index.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { DEFAULT_TAINT_KEYS, type CleanupNode } from '../cleanup.ts';
-import { uninstall, type UninstallConfig, type UninstallDeps } from './uninstall.ts';
+import { uninstall, uninstallConfig, type UninstallConfig, type UninstallDeps } from './uninstall.ts';
 
 const config: UninstallConfig = {
   kubeconfig: undefined,
+  context: undefined,
   namespace: 'nodecare-system',
   leaseNamespace: 'nodecare-leases',
   taintKeys: [...DEFAULT_TAINT_KEYS],
@@ -18,12 +19,14 @@ const config: UninstallConfig = {
   keepWorkloads: false,
   waitTimeoutMs: 3_000,
   dryRun: false,
+  confirmed: true,
 };
 
 interface Call {
   method: string;
   path: string;
   body?: unknown;
+  query?: Record<string, unknown>;
 }
 
 /** A fake API: nodes and leases in memory, scripted pods, and an optional conflict on the first node patch. */
@@ -42,8 +45,12 @@ function fakeApi(options: { pods?: () => string[]; conflictOnce?: boolean; lease
   let leases = ['ext.n1', 'nodecare-agent.n1'];
   let conflict = options.conflictOnce ?? false;
   const notFound = (): KubeError => new KubeError(KubeErrorCode.NotFound, 404, 'not found');
-  const request = async <T>(method: string, path: string, opts: { body?: unknown } = {}): Promise<T> => {
-    calls.push({ method, path, body: opts.body });
+  const request = async <T>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; query?: Record<string, unknown> } = {},
+  ): Promise<T> => {
+    calls.push({ method, path, body: opts.body, query: opts.query });
     const reply = (value: unknown): T => value as T;
     if (path.endsWith('/pods'))
       return reply({ items: (options.pods?.() ?? []).map((name) => ({ metadata: { name } })) });
@@ -63,7 +70,12 @@ function fakeApi(options: { pods?: () => string[]; conflictOnce?: boolean; lease
       return reply(node);
     }
     if (path.endsWith('/nodecare-leases/leases') && method === 'GET') {
-      return reply({ items: leases.map((name) => ({ metadata: { name } })) });
+      // A Lease in the namespace that is not nodecare's (no role label): only a list without the selector
+      // returns it.
+      const selected = opts.query?.labelSelector === 'nodecare.io/role in (agent,extension)';
+      return reply({
+        items: [...leases, ...(selected ? [] : ['not-nodecare'])].map((name) => ({ metadata: { name } })),
+      });
     }
     if (path.includes('/nodecare-leases/leases/') && method === 'DELETE') {
       const name = path.split('/').pop()!;
@@ -125,6 +137,37 @@ describe('uninstall', () => {
     const d = deps(api);
     expect(await uninstall(config, d)).toBe(1);
     expect(d.lines.join('\n')).toContain('Lease nodecare-leases/nodecare-agent.n1');
+  });
+
+  it("deletes only the Leases with nodecare's role label, never another Lease in that namespace", async () => {
+    const api = fakeApi();
+    expect(await uninstall(config, deps(api))).toBe(0);
+    const deleted = api.calls.filter(
+      (c) => c.method === 'DELETE' && c.path.includes('/nodecare-leases/leases/'),
+    );
+    expect(deleted.map((c) => c.path.split('/').pop())).toEqual(['ext.n1', 'nodecare-agent.n1']);
+  });
+
+  it('without --yes it is a dry run: it says so and how to do it', () => {
+    const values = {
+      namespace: 'nodecare-system',
+      'lease-namespace': 'nodecare-leases',
+      'taint-key': [],
+      'leader-election-name': 'nodecare-controller',
+      'keep-workloads': false,
+      'wait-timeout-seconds': 120,
+    };
+    expect(uninstallConfig({ ...values, yes: false, 'dry-run': false }).dryRun).toBe(true);
+    expect(uninstallConfig({ ...values, yes: true, 'dry-run': false }).dryRun).toBe(false);
+    expect(uninstallConfig({ ...values, yes: true, 'dry-run': true }).dryRun).toBe(true);
+  });
+
+  it('a dry run without --yes writes nothing and ends saying how to do it', async () => {
+    const api = fakeApi();
+    const d = deps(api);
+    expect(await uninstall({ ...config, dryRun: true, confirmed: false }, d)).toBe(0);
+    expect(api.calls.filter((c) => c.method !== 'GET')).toEqual([]);
+    expect(d.lines.at(-1)).toMatch(/nothing was changed \(run again with --yes to do it\)$/);
   });
 
   it('--dry-run writes nothing', async () => {

@@ -4,16 +4,19 @@
 //      policy, and waits for their pods to go, so nothing writes again behind it;
 //   2. removes from every Node nodecare's taints, its labels and annotations (`nodecare.io/…`,
 //      `*.nodecare.io/…`, the extension registrations included) and the ExtensionsReady condition;
-//   3. deletes every Lease in the lease namespace and the controller's leader-election Lease;
+//   3. deletes the Leases the agents wrote (those with nodecare's role label, never another Lease) and the
+//      controller's leader-election Lease;
 //   4. checks that nothing is left, and says what is if something is.
+// It first prints which cluster it is about to change, and changes nothing without --yes: by default it
+// says what it would do.
 
-import { COMPONENT_NAMESPACE, LEASE_NAMESPACE } from '../../api/index.ts';
-import { COMMON_OPTIONS } from '../../lib/common-options.ts';
+import { COMPONENT_NAMESPACE, LEASE_NAMESPACE, LeaseLabel, LeaseRole } from '../../api/index.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
+import { CONNECTION_OPTIONS } from './common.ts';
 import {
   DEFAULT_TAINT_KEYS,
   describeCleanup,
@@ -23,7 +26,13 @@ import {
 } from '../cleanup.ts';
 
 export const UNINSTALL_OPTIONS = {
-  kubeconfig: COMMON_OPTIONS.kubeconfig,
+  ...CONNECTION_OPTIONS,
+  yes: {
+    type: 'boolean',
+    description:
+      'Do it. Without --yes, uninstall prints the cluster and what it would remove, and changes nothing.',
+    default: false,
+  },
   namespace: {
     type: 'string',
     description: 'Namespace of the nodecare workloads and the leader-election Lease.',
@@ -31,7 +40,8 @@ export const UNINSTALL_OPTIONS = {
   },
   'lease-namespace': {
     type: 'string',
-    description: 'Namespace of the extension and agent Leases (every Lease in it is deleted).',
+    description:
+      "Namespace of the extension and agent Leases (only Leases with nodecare's role label are deleted).",
     default: LEASE_NAMESPACE,
   },
   'taint-key': {
@@ -60,20 +70,24 @@ export const UNINSTALL_OPTIONS = {
   },
   'dry-run': {
     type: 'boolean',
-    description: 'Print what would be removed; change nothing.',
+    description: 'Print what would be removed; change nothing, even with --yes.',
     default: false,
   },
 } as const satisfies Verb['options'];
 
 export interface UninstallConfig {
   kubeconfig: string | undefined;
+  context: string | undefined;
   namespace: string;
   leaseNamespace: string;
   taintKeys: string[];
   leaderElectionName: string;
   keepWorkloads: boolean;
   waitTimeoutMs: number;
+  /** Nothing is changed: --dry-run, or no --yes. */
   dryRun: boolean;
+  /** --yes was given. */
+  confirmed: boolean;
 }
 
 export interface UninstallDeps {
@@ -95,6 +109,8 @@ const ADMISSION_POLICY = [
   '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings/nodecare-bootstrap-taint',
   '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies/nodecare-bootstrap-taint',
 ];
+/** Only the Leases an agent wrote: every one carries the role label with one of these values. */
+const LEASE_SELECTOR = `${LeaseLabel.role} in (${LeaseRole.agent},${LeaseRole.extension})`;
 const CONFLICT_RETRIES = 5;
 const PAGE = 500;
 
@@ -109,9 +125,14 @@ export const uninstallVerb: Verb = {
   options: UNINSTALL_OPTIONS,
   async run(values: OptionValues, io: CliIo): Promise<number> {
     const config = uninstallConfig(values);
-    const client = new KubeClient(await loadConnection(config.kubeconfig, io.env as NodeJS.ProcessEnv), {
-      userAgent: 'kubectl-nodecare/uninstall',
-    });
+    const connection = await loadConnection(
+      config.kubeconfig,
+      io.env as NodeJS.ProcessEnv,
+      undefined,
+      config.context,
+    );
+    const client = new KubeClient(connection, { userAgent: 'kubectl-nodecare/uninstall' });
+    io.out(`cluster: ${connection.server} (${connection.source})`);
     try {
       return await uninstall(config, {
         client,
@@ -128,13 +149,15 @@ export const uninstallVerb: Verb = {
 export function uninstallConfig(values: OptionValues): UninstallConfig {
   return {
     kubeconfig: values.kubeconfig as string | undefined,
+    context: (values.context as string | undefined) || undefined,
     namespace: values.namespace as string,
     leaseNamespace: values['lease-namespace'] as string,
     taintKeys: [...DEFAULT_TAINT_KEYS, ...(values['taint-key'] as string[])],
     leaderElectionName: values['leader-election-name'] as string,
     keepWorkloads: values['keep-workloads'] as boolean,
     waitTimeoutMs: (values['wait-timeout-seconds'] as number) * 1000,
-    dryRun: values['dry-run'] as boolean,
+    dryRun: (values['dry-run'] as boolean) || !(values.yes as boolean),
+    confirmed: values.yes as boolean,
   };
 }
 
@@ -188,9 +211,9 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
 
   // 3. Leases.
   const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(config.leaseNamespace)}/leases`;
-  const leases = await listAll<{ metadata: { name: string } }>(client, leasePath).catch((err) =>
-    notFound(err) ? [] : Promise.reject(err),
-  );
+  const leases = await listAll<{ metadata: { name: string } }>(client, leasePath, {
+    labelSelector: LEASE_SELECTOR,
+  }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
   for (const lease of leases) {
     if (!config.dryRun)
       await deleteIfPresent(client, `${leasePath}/${encodeURIComponent(lease.metadata.name)}`);
@@ -203,11 +226,14 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
       )
     : await deleteIfPresent(client, leaderPath);
   out(
-    `${would}delete ${leases.length} Lease${leases.length === 1 ? '' : 's'} in ${config.leaseNamespace}` +
+    `${would}delete ${leases.length} nodecare Lease${leases.length === 1 ? '' : 's'} in ${config.leaseNamespace}` +
       (leader ? ` and the leader-election Lease ${config.namespace}/${config.leaderElectionName}` : ''),
   );
   if (config.dryRun) {
-    out(`dry run: ${nodesCleaned} node(s) to clean; nothing was changed`);
+    out(
+      `dry run: ${nodesCleaned} node(s) to clean; nothing was changed` +
+        (!config.confirmed ? ' (run again with --yes to do it)' : ''),
+    );
     return 0;
   }
 
@@ -217,9 +243,9 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
     const line = describeCleanup(planNodeCleanup(node, config.taintKeys));
     if (line) left.push(line);
   }
-  const leasesLeft = await listAll<{ metadata: { name: string } }>(client, leasePath).catch((err) =>
-    notFound(err) ? [] : Promise.reject(err),
-  );
+  const leasesLeft = await listAll<{ metadata: { name: string } }>(client, leasePath, {
+    labelSelector: LEASE_SELECTOR,
+  }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
   for (const lease of leasesLeft) left.push(`Lease ${config.leaseNamespace}/${lease.metadata.name}`);
   if (left.length > 0) {
     out(
@@ -229,6 +255,10 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
   }
   out(`cleaned ${nodesCleaned} node(s); nodecare left nothing on nodes or in ${config.leaseNamespace}`);
   out('now delete the manifests: kubectl delete -k manifests/ (or helm uninstall)');
+  out(
+    'and stop what adds the bootstrap taint to new nodes outside nodecare: a kubelet --register-with-taints, ' +
+      "a node pool's taints, a Karpenter NodePool's startupTaints (new nodes would stay tainted)",
+  );
   return 0;
 }
 

@@ -52,3 +52,34 @@ describe('loadConnection', () => {
     );
   });
 });
+
+describe('loadConnection with a context (kubectl --context)', () => {
+  it('uses the named context instead of the current one, and names a context that is not there', async () => {
+    const path = join(dir, 'two-contexts');
+    await writeFile(
+      path,
+      JSON.stringify({
+        clusters: [
+          { name: 'prod', cluster: { server: 'https://prod.example:6443' } },
+          { name: 'dev', cluster: { server: 'https://dev.example:6443' } },
+        ],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [
+          { name: 'prod', context: { cluster: 'prod', user: 'u' } },
+          { name: 'dev', context: { cluster: 'dev', user: 'u' } },
+        ],
+        'current-context': 'prod',
+      }),
+    );
+    const env = { KUBECONFIG: path };
+    expect((await loadConnection(undefined, env, join(dir, 'empty-home'))).server).toBe(
+      'https://prod.example:6443',
+    );
+    const dev = await loadConnection(undefined, env, join(dir, 'empty-home'), 'dev');
+    expect(dev.server).toBe('https://dev.example:6443');
+    expect(dev.source).toBe(`kubeconfig ${path} context dev`);
+    await expect(loadConnection(path, {}, join(dir, 'empty-home'), 'staging')).rejects.toThrow(
+      `kubeconfig ${path}: context "staging" not found`,
+    );
+  });
+});

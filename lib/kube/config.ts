@@ -59,14 +59,17 @@ export async function loadConnection(
   kubeconfigPath?: string,
   env: NodeJS.ProcessEnv = process.env,
   home: string = homedir(),
+  /** A context of the kubeconfig to use instead of its current-context (kubectl's --context). */
+  context?: string,
 ): Promise<Connection> {
-  if (kubeconfigPath) return fromKubeconfig(kubeconfigPath);
+  if (kubeconfigPath) return fromKubeconfig(kubeconfigPath, context);
   const fromEnv = env.KUBECONFIG?.split(delimiter).filter(Boolean) ?? [];
   // Like client-go: the first file of the list that exists (all missing: the first, to report it).
   const listed = fromEnv.find((p) => existsSync(p)) ?? fromEnv[0];
-  if (listed) return fromKubeconfig(listed);
+  if (listed) return fromKubeconfig(listed, context);
   const inHome = join(home, '.kube', 'config');
-  if (existsSync(inHome)) return fromKubeconfig(inHome);
+  if (existsSync(inHome)) return fromKubeconfig(inHome, context);
+  if (context) throw new KubeConfigError(`--context ${context}: no kubeconfig to find it in`);
   if (env.KUBERNETES_SERVICE_HOST) return inCluster(env);
   throw new KubeConfigError(
     `no kubeconfig: pass --kubeconfig, set KUBECONFIG, create ${inHome}, or run in a cluster (KUBERNETES_SERVICE_HOST is not set)`,
@@ -98,7 +101,7 @@ function rotatingToken(path: string): () => Promise<Record<string, string>> {
   };
 }
 
-async function fromKubeconfig(path: string): Promise<Connection> {
+async function fromKubeconfig(path: string, chosenContext?: string): Promise<Connection> {
   let doc: KubeconfigFile;
   try {
     doc = load(await readFile(path, 'utf8')) as KubeconfigFile;
@@ -106,10 +109,12 @@ async function fromKubeconfig(path: string): Promise<Connection> {
     throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(err as Error).message}`);
   }
   const base = dirname(path);
-  const contextName = doc['current-context'];
+  const contextName = chosenContext || doc['current-context'];
   const context = doc.contexts?.find((c) => c.name === contextName)?.context;
   if (!context)
-    throw new KubeConfigError(`kubeconfig ${path}: current-context "${contextName ?? ''}" not found`);
+    throw new KubeConfigError(
+      `kubeconfig ${path}: ${chosenContext ? 'context' : 'current-context'} "${contextName ?? ''}" not found`,
+    );
   const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
   if (!cluster || typeof cluster.server !== 'string') {
     throw new KubeConfigError(
@@ -130,7 +135,8 @@ async function fromKubeconfig(path: string): Promise<Connection> {
     ...(cluster['insecure-skip-tls-verify'] === true ? { rejectUnauthorized: false } : {}),
     ...(typeof cluster['tls-server-name'] === 'string' ? { servername: cluster['tls-server-name'] } : {}),
   };
-  if (user.exec || user['auth-provider']) return delegateToClientNode(path, cluster.server, tls, source);
+  if (user.exec || user['auth-provider'])
+    return delegateToClientNode(path, contextName as string, cluster.server, tls, source);
   let authHeaders: () => Promise<Record<string, string>> = async () => ({});
   if (typeof user.token === 'string') {
     const header = { authorization: `Bearer ${user.token}` };
@@ -149,6 +155,7 @@ async function fromKubeconfig(path: string): Promise<Connection> {
 /** exec / auth-provider credentials: let client-node run the plugin and cache its credential. */
 async function delegateToClientNode(
   path: string,
+  contextName: string,
   server: string,
   tls: TlsOptions,
   source: string,
@@ -156,6 +163,7 @@ async function delegateToClientNode(
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   kc.loadFromFile(path);
+  kc.setCurrentContext(contextName);
   return {
     server: server.replace(/\/+$/, ''),
     tls,

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -46,6 +46,7 @@ const LEASE_POLICY = 'nodecare-agent-own-node-leases';
 
 const admin = adminKubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
+const coordination = admin.makeApiClient(CoordinationV1Api);
 const adminKubeconfigPath = inject('kubeconfig');
 const scratch = mkdtempSync(join(tmpdir(), 'nodecare-install-'));
 
@@ -972,17 +973,31 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       }
       expect(taintKeys(before[0]!)).toContain(RUNTIME);
 
-      const dryRun = await runUninstall([`--kubeconfig=${adminKubeconfigPath}`, '--dry-run']);
+      // A Lease in the same namespace that is not nodecare's (no role label) is not uninstall's to delete.
+      await coordination.createNamespacedLease({
+        namespace: LEASE_NAMESPACE,
+        body: { metadata: { name: 'not-nodecare' }, spec: { holderIdentity: 'someone-else' } },
+      });
+
+      // Without --yes: it names the cluster, says what it would do, and changes nothing.
+      const dryRun = await runUninstall([`--kubeconfig=${adminKubeconfigPath}`]);
       expect(dryRun.code, dryRun.stderr + dryRun.stdout).toBe(0);
+      expect(dryRun.stdout.split('\n')[0]).toMatch(
+        new RegExp(`^cluster: https://\\S+ \\(kubeconfig ${adminKubeconfigPath} context \\S+\\)$`),
+      );
       for (const node of nodeNames) expect(dryRun.stdout).toContain(`would clean node ${node}:`);
-      expect(dryRun.stdout).toContain('nothing was changed');
+      expect(dryRun.stdout).toContain('nothing was changed (run again with --yes to do it)');
       expect(await Promise.all(nodeNames.map(readNode))).toEqual(
         expect.arrayContaining(
           before.map((n) => expect.objectContaining({ metadata: n.metadata, spec: n.spec })),
         ),
       );
 
-      const result = await runUninstall([`--kubeconfig=${adminKubeconfigPath}`, '--wait-timeout-seconds=10']);
+      const result = await runUninstall([
+        `--kubeconfig=${adminKubeconfigPath}`,
+        '--yes',
+        '--wait-timeout-seconds=10',
+      ]);
       expect(result.code, result.stderr + result.stdout).toBe(0);
       for (const node of nodeNames) expect(result.stdout).toContain(`clean node ${node}:`);
 
@@ -1001,9 +1016,10 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         expect(n.status?.conditions?.map((c) => c.type)).toContain('Ready');
       }
       const leases = JSON.parse(await kubectl('get', 'leases', '-n', LEASE_NAMESPACE, '-o', 'json')) as {
-        items: unknown[];
+        items: Array<{ metadata: { name: string } }>;
       };
-      expect(leases.items).toEqual([]);
+      expect(leases.items.map((l) => l.metadata.name)).toEqual(['not-nodecare']);
+      await coordination.deleteNamespacedLease({ namespace: LEASE_NAMESPACE, name: 'not-nodecare' });
       const workloads = await kubectl('get', 'deployments,daemonsets', '-n', SYSTEM, '-o', 'name');
       expect(workloads.trim()).toBe('');
     });

@@ -60,7 +60,7 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
 
   afterAll(async () => {
     if (uninstalled || !helmBin) return;
-    await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
+    await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
     await run(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--ignore-not-found']).catch(() => '');
     await kubectl(['delete', 'namespace', SYSTEM, '--ignore-not-found']).catch(() => '');
@@ -110,7 +110,7 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
   });
 
   it('kubectl nodecare uninstall, helm uninstall and the CRDs deleted leave nothing of nodecare; the kubelets still run', async () => {
-    const cli = await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
+    const cli = await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
     expect(cli.code, cli.stderr + cli.stdout).toBe(0);
     await helm('uninstall', 'nodecare', '--namespace', SYSTEM, '--wait', '--timeout=120s');
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--wait=true']);

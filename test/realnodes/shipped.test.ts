@@ -121,7 +121,7 @@ describe.skipIf(notRun !== '')(
       if (node4) await removeNode(node4.name);
       // A failed story must not leave an install behind for the next file of the suite.
       if (uninstalled || !installDir) return;
-      await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]).catch(() => undefined);
+      await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]).catch(() => undefined);
       await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=false']).catch(() => '');
     });
 
@@ -527,7 +527,7 @@ describe.skipIf(notRun !== '')(
     });
 
     it('kubectl nodecare uninstall, then kubectl delete -k: no nodecare taint, label, condition, lease, pod or object left; the kubelets still run', async () => {
-      const result = await runCli(['uninstall', `--kubeconfig=${kubeconfig}`]);
+      const result = await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
       expect(result.code, result.stderr + result.stdout).toBe(0);
       // The uninstall deleted the workloads already (docs/install.md: hence --ignore-not-found).
       await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=true', '--timeout=120s']);
