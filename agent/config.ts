@@ -41,19 +41,11 @@ export const AGENT_OPTIONS = {
     type: 'list',
     description:
       'Directories under which probes registered by node annotations may reach sockets and files (judged after resolving symlinks).',
-    // Named socket directories, not /run or /var/run as a whole (which hold the container runtime's socket,
-    // secrets and every daemon's state): the kubelet's CSI plugin, plugin registration and device plugin
-    // directories, the runtime directories of the most common CNI agents, and /run/nodecare for heartbeat files
-    // and sockets put there for nodecare. docs/agent.md, "Security rules".
-    default: [
-      '/var/lib/kubelet/plugins',
-      '/var/lib/kubelet/plugins_registry',
-      '/var/lib/kubelet/device-plugins',
-      '/run/cilium',
-      '/run/calico',
-      '/run/flannel',
-      '/run/nodecare',
-    ],
+    // Exactly the directories the shipped DaemonSet mounts: the kubelet's plugin registration and device
+    // plugin sockets, and /run/nodecare for heartbeat files and sockets put there for nodecare. Not /run or
+    // /var/lib/kubelet/plugins as a whole (the container runtime's socket, CSI staging mounts with other pods'
+    // volume data). docs/agent.md, "Security rules".
+    default: ['/var/lib/kubelet/plugins_registry', '/var/lib/kubelet/device-plugins', '/run/nodecare'],
   },
   'heartbeat-duration-seconds': {
     type: 'integer',

@@ -182,6 +182,48 @@ describe('charts/nodecare', () => {
     expect((await renderChart('agent.hostPID=true')).get(daemonSet)).toEqual(withComponent.get(daemonSet));
   });
 
+  it('agent.hostDirectories renders what the kustomize component agent-host-directory does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
+    const manifests = relative(dir, join(ROOT, 'manifests'));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        `resources: [${manifests}/base]`,
+        `components: [${manifests}/components/agent-host-directory]`,
+      ].join('\n'),
+    );
+    const path = '/var/lib/kubelet/plugins/ebs.csi.aws.com';
+    // The volume's name is the one thing a user picks: compare by path.
+    const byPath = (spec: PodSpec) => {
+      const pod = spec as unknown as {
+        volumes: Array<{ name: string; hostPath?: { path: string; type: string } }>;
+        containers: Array<{ volumeMounts: Array<{ name: string; mountPath: string }> }>;
+      };
+      const volume = pod.volumes.find((v) => v.hostPath?.path === path);
+      const mount = pod.containers[0]!.volumeMounts.find((m) => m.mountPath === path);
+      return {
+        volume: { ...volume, name: '' },
+        mount: { ...mount, name: '' },
+        same: volume?.name === mount?.name,
+      };
+    };
+    const component = byPath(
+      podSpec(new Map(parse(await kubectl('kustomize', dir)).map((o) => [key(o), o])), 'DaemonSet'),
+    );
+    const chart = byPath(podSpec(await renderChart(`agent.hostDirectories={${path}}`), 'DaemonSet'));
+    expect(component.volume).toEqual({ name: '', hostPath: { path, type: 'Directory' } });
+    expect(component.mount).toEqual({
+      name: '',
+      mountPath: path,
+      readOnly: true,
+      recursiveReadOnly: 'IfPossible',
+    });
+    expect(chart).toEqual(component);
+    expect(chart.same).toBe(true);
+  });
+
   it('bootstrapTaintPolicy.enabled renders the kustomize component, with the configured key', async () => {
     const overlay = parse(
       await kubectl('kustomize', join(ROOT, 'manifests', 'overlays', 'bootstrap-taint-at-registration')),

@@ -237,10 +237,6 @@ describe.skipIf(notRun !== '')(
       const documented = [
         '/var/lib/kubelet/device-plugins',
         '/var/lib/kubelet/plugins_registry',
-        '/var/lib/kubelet/plugins',
-        '/run/cilium',
-        '/run/calico',
-        '/run/flannel',
         '/run/nodecare',
       ];
       expect(

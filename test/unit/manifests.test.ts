@@ -25,6 +25,7 @@ import {
   SYSTEM_EXTENSION,
 } from '../../api/names.ts';
 import { parseSystemExtension, type SystemExtensionObject } from '../../api/registration.ts';
+import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { matchesSelector, parseLabelSelector, validateSelector } from '../../api/selector.ts';
 import { applyDefaults, unsupportedKeywords, validate, type Schema } from './openapi.ts';
 
@@ -503,5 +504,54 @@ describe('which nodes nodecare manages', () => {
     );
     expect(text).toMatch(/labels\['kubernetes\.io\/os'\] == 'windows'/);
     expect(text).toMatch(/labels\['type'\] == 'virtual-kubelet'/);
+  });
+});
+
+describe("the agent's host mounts (issue 20 item 7)", () => {
+  const [daemonSet] = loadYaml(new URL('agent-daemonset.yaml', BASE)) as Array<{
+    spec: {
+      template: {
+        spec: {
+          volumes: Array<{ name: string; hostPath?: { path: string; type: string } }>;
+          containers: Array<{
+            volumeMounts: Array<{
+              name: string;
+              mountPath: string;
+              readOnly?: boolean;
+              recursiveReadOnly?: string;
+            }>;
+          }>;
+        };
+      };
+    };
+  }>;
+  const pod = daemonSet!.spec.template.spec;
+  const hostVolumes = pod.volumes.filter((v) => v.hostPath);
+
+  it("are exactly the agent's default allowed paths, so what annotations may reach is what is mounted", () => {
+    expect(hostVolumes.map((v) => v.hostPath!.path).sort()).toEqual(
+      [...(AGENT_OPTIONS['allowed-path'].default as string[])].sort(),
+    );
+  });
+
+  it("never mount /var/lib/kubelet/plugins (CSI staging: other pods' volume data), /run or /var/lib/kubelet as a whole", () => {
+    for (const path of ['/var/lib/kubelet/plugins', '/var/lib/kubelet', '/run', '/var/run'])
+      expect(hostVolumes.map((v) => v.hostPath!.path)).not.toContain(path);
+  });
+
+  it('are read-only, recursively where the runtime can', () => {
+    const mounts = pod.containers[0]!.volumeMounts.filter((m) => hostVolumes.some((v) => v.name === m.name));
+    expect(mounts).toHaveLength(hostVolumes.length);
+    for (const mount of mounts) {
+      expect(mount.readOnly, mount.mountPath).toBe(true);
+      expect(mount.recursiveReadOnly, mount.mountPath).toBe('IfPossible');
+    }
+  });
+
+  it("create no directory on the node but nodecare's own", () => {
+    for (const volume of hostVolumes)
+      expect(volume.hostPath!.type, volume.hostPath!.path).toBe(
+        volume.hostPath!.path === '/run/nodecare' ? 'DirectoryOrCreate' : 'Directory',
+      );
   });
 });
