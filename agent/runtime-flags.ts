@@ -1,7 +1,8 @@
 // V8 settings for the agent's footprint (docs/design.md P6: 64 MiB RSS with 5 extensions), applied by the
 // program itself so that the binary meets the goal at default settings however it is started (the DaemonSet,
-// `node dist/agent/main.js`, the package's bin). Imported first by main.ts: modules evaluate in import order,
-// so this runs before any other module and before any I/O. Measured in docs/adr/0006.
+// `node dist/agent/main.js`, the package's bin). Imported first by start.ts (which main.ts loads after the
+// Node.js version check): modules evaluate in import order, so this runs before any other module and before
+// any I/O. Measured in docs/adr/0006.
 //
 // These flags are read only when V8 creates its isolate (v8.setFlagsFromString is too late for them), so the
 // process replaces itself once with the same arguments plus the flags (execve: same pid, same stdio):
@@ -19,7 +20,7 @@
 // same failure). So the same executable is first run with the exact arguments and environment of the
 // re-exec and `--version` (it exits before loading anything; ~10 ms): if that cannot start (executable gone
 // or not executable, a noexec mount, exec denied, arguments too long) or rejects a flag, the agent runs on
-// without the flags and main.ts logs why (runtimeFlagsProblem).
+// without the flags and start.ts logs why (runtimeFlagsProblem).
 
 const REEXECUTED = 'NODECARE_AGENT_REEXECUTED';
 

@@ -1,7 +1,7 @@
 // V8 settings for the controller's memory (docs/design.md P5: 256 MiB RSS at 5,000 nodes × 5 extensions),
 // applied by the program itself so that the binary meets the goal at default settings however it is started.
-// Imported first by controller/main.ts: modules evaluate in import order, so this runs before any other module
-// loads. Measured in docs/adr/0007.
+// Imported first by controller/start.ts (loaded by main.ts after the Node.js version check): modules evaluate
+// in import order, so this runs before any other module loads. Measured in docs/adr/0007.
 // - `--semi-space-growth-factor=1`: the young generation stays at its initial size instead of doubling, up to
 //   128 MiB, whenever a scavenge finds many survivors (the watch streams and in-flight reconciles keep objects
 //   alive across scavenges). V8 reads `--max-semi-space-size` only when it creates the heap, too late from

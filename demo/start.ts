@@ -1,0 +1,239 @@
+// `npm start`: the main job on an embedded default. A real local control plane, the real nodecare-controller,
+// a real autoscaler (Karpenter with its KWOK cloud provider), and a live view of the autoscaler's view beside
+// nodecare's: a pod asks for a GPU, Karpenter launches a node, nodecare holds it with the bootstrap taint until
+// the node's device plugin reports healthy GPUs (a real agent probing a real local device plugin), the pod
+// lands; then an extension fails (runtime taint) and recovers, and the node's agent is lost and back. Then it
+// keeps running until Ctrl-C.
+//
+// `npm start -- --once` (or NODECARE_DEMO_ONCE=1) runs the same story without the live screen, checks that
+// every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
+
+import { parseArgs } from 'node:util';
+import { DemoCluster, GPU_POOL, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts';
+import { ClusterObserver, PhaseError } from './observer.ts';
+import { LineOutput, TtyOutput, type Output } from './output.ts';
+import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
+import { autoscalerLines, renderStatus, type NodeState } from './view.ts';
+
+const USAGE = `Usage: node demo/main.ts [--once]
+
+Runs nodecare with Karpenter (KWOK provider) on a local control plane: a pod asks for a GPU, Karpenter
+launches a node, nodecare holds it until its device plugin reports healthy GPUs. Shows what happens live.
+The first run builds the control plane, KWOK and Karpenter (progress on stderr); later runs reuse them.
+
+Options:
+  --once   Run the scenario without the live screen, check every phase, print a summary and exit
+           (0: every phase reached; 1: the phase that was not). Also NODECARE_DEMO_ONCE=1.
+  --help   Show this help.`;
+
+function parse(): { once: boolean } {
+  try {
+    const { values } = parseArgs({
+      options: { once: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+      strict: true,
+    });
+    if (values.help) {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    }
+    return { once: values.once || process.env.NODECARE_DEMO_ONCE === '1' };
+  } catch (err) {
+    process.stderr.write(`demo: ${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+}
+
+const { once } = parse();
+const tty = !once && process.stdout.isTTY === true;
+const out: Output = tty ? new TtyOutput() : new LineOutput();
+const cluster = new DemoCluster();
+const abort = new AbortController();
+const startMs = Date.now();
+const reached = new Map<PhaseId, { atMs: number; detail: string }>();
+const autoscaler = newAutoscalerRecord();
+let observer: ClusterObserver | undefined;
+let stopping: Promise<never> | undefined;
+
+function summary(): string[] {
+  const ids = Object.keys(PHASES) as PhaseId[];
+  const lines = [`Summary: ${reached.size} of ${ids.length} phases reached`];
+  for (const id of ids) {
+    const phase = reached.get(id);
+    const at = phase ? `+${Math.floor((phase.atMs - startMs) / 1000)}s` : '';
+    lines.push(`  ${phase ? '✔' : '✘'} ${id.padEnd(20)} ${at.padStart(5)}  ${PHASES[id]}`);
+  }
+  const claims = [...autoscaler.nodeClaims];
+  lines.push(
+    `Autoscaler: NodeClaims launched: ${claims.length}${claims.length ? ` (${claims.join(', ')})` : ''}; ` +
+      `workload pod seen Pending while the node was held: ${autoscaler.podPendingWhileHeld ? 'yes' : 'no'}; ` +
+      `bound to a held node: ${autoscaler.podBoundWhileHeld ? 'yes' : 'no'}` +
+      (autoscaler.heldMs === undefined ? '' : `; node held ${Math.round(autoscaler.heldMs / 1000)} s`),
+  );
+  return lines;
+}
+
+/** Stops everything started (agents, controller, endpoints, control plane) and exits with `code`. */
+function shutdown(code: number, why?: string): Promise<never> {
+  stopping ??= (async (): Promise<never> => {
+    abort.abort(new Error('stopping'));
+    observer?.stop();
+    out.close();
+    if (why) out.say(why);
+    out.say(
+      'Stopping Karpenter, the agents, the controller, KWOK, the extension endpoints and the control plane…',
+    );
+    setTimeout(() => {
+      process.stderr.write('demo: not stopped after 20 s; killing what is left\n');
+      process.exit(code || 1);
+    }, 20_000).unref();
+    await cluster.stop().catch((err: unknown) => out.say(`Stopping failed: ${String(err)}`));
+    out.say('Stopped.');
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+let signals = 0;
+const onSignal = (signal: string): void => {
+  signals++;
+  if (signals > 1) {
+    cluster.killNow();
+    process.exit(130);
+  }
+  void shutdown(once ? 1 : 0, `${signal}: stopping the demo.`);
+};
+process.on('SIGINT', () => onSignal('SIGINT'));
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('SIGHUP', () => onSignal('SIGHUP')); // the terminal went away
+// A closed terminal or pipe (EIO, EPIPE) must not keep the demo from stopping what it started.
+process.stdout.on('error', () => undefined);
+process.on('exit', () => {
+  cluster.killNow();
+  if (tty) process.stdout.write('\u001b[?25h');
+});
+
+async function main(): Promise<void> {
+  out.say(
+    'Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager); ' +
+      'the first run builds it from source, which takes several minutes.',
+  );
+  const plane = await cluster.start((line) => out.say(line.replace(/^\[controlplane\] /, 'control plane: ')));
+  const k = cluster.kubectlPath;
+  // --once stops the cluster at the end: no commands to try against it.
+  const hints = once
+    ? []
+    : [
+        `kubectl against it, e.g. from another terminal: K=${k}`,
+        '  $K nodecare status   $K nodecare explain <node>   $K nodecare extensions',
+        `  $K get nodeclaims   $K get nodepool ${GPU_POOL} -o yaml   $K get pod ${WORKLOAD.name}`,
+        '  $K get nodes -L nodecare.io/status   $K get clusterhealth   $K get leases -n nodecare-leases',
+        `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl with KUBECONFIG=${plane.kubeconfigPath}` +
+          " and this checkout's kubectl-nodecare plugin on its PATH)",
+      ];
+  out.setHeader([
+    `nodecare demo — Kubernetes ${plane.version} at ${plane.server}${once ? '' : ' — Ctrl-C stops everything'}`,
+    ...hints,
+  ]);
+
+  const obs = new ClusterObserver(plane.kubeconfigPath, {
+    namespace: WORKLOAD.namespace,
+    labelSelector: WORKLOAD_SELECTOR,
+  });
+  observer = obs;
+  const states = new Map<string, NodeState>();
+  obs.onSnapshot((snapshot) => {
+    out.snapshot(snapshot);
+    if (!tty) return; // plain output prints every changed row already
+    for (const s of snapshot.statuses) {
+      const before = states.get(s.name);
+      states.set(s.name, s.state);
+      if (before && before !== s.state)
+        out.say(`${s.name}: ${before} → ${s.state}${s.condition ? ` (${s.condition.reason})` : ''}`);
+    }
+  });
+  obs.start();
+
+  out.say('Starting nodecare-controller (one replica, no leader election)…');
+  await cluster.startController();
+  out.say(
+    'nodecare-controller is running: it owns the taints, the ExtensionsReady condition and the status label.',
+  );
+
+  out.say(
+    'Starting KWOK and Karpenter with its KWOK cloud provider; the first run builds them from the Go module ' +
+      'proxy (a few minutes on 2 cores; progress below), later runs reuse them.',
+  );
+  await cluster
+    .startAutoscaler(
+      (message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`),
+      (line) => out.say(line),
+    )
+    .catch((err: unknown) => {
+      throw new Error(
+        'Karpenter with its KWOK provider could not be built or started, and the demo does not run without ' +
+          `it: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
+  out.say(
+    `Karpenter is running: NodePool ${GPU_POOL} may launch a CPU or a GPU instance type and lists nodecare's ` +
+      'bootstrap taint in its startupTaints (docs/autoscalers.md).',
+  );
+  await cluster.registerExtensions();
+  out.say(
+    'SystemExtensions registered: kube-proxy and log-agent on every node, gpu-plugin (a device plugin with ' +
+      `minHealthy 1) on the nodes of NodePool ${GPU_POOL}.`,
+  );
+  out.live();
+
+  const timing = { ...DEFAULT_TIMING, holdMs: once ? 3_000 : 8_000 };
+  try {
+    await runScenario(
+      cluster,
+      obs,
+      {
+        say: (line) => out.say(line),
+        phase: (id, detail) => {
+          reached.set(id, { atMs: Date.now(), detail });
+          out.say(`✔ PHASE ${id}: ${PHASES[id]} — ${detail}`);
+        },
+      },
+      timing,
+      autoscaler,
+      abort.signal,
+    );
+  } catch (err) {
+    if (abort.signal.aborted) return; // shutting down
+    const failed = err instanceof PhaseError ? err.phase : 'scenario';
+    const message = err instanceof Error ? err.message : String(err);
+    out.say(`✘ PHASE ${failed} NOT REACHED: ${message}`);
+    if (!tty) {
+      const latest = obs.latest;
+      if (latest) {
+        const table = renderStatus(latest.nodes, latest.leases, new Date(), {
+          nodeClaims: latest.nodeClaims,
+        });
+        for (const line of [...table, ...autoscalerLines(latest.nodeClaims, latest.pods)]) out.say(line);
+      }
+      out.say('Last log lines:');
+      for (const line of await cluster.recentLogs()) out.say(line);
+    }
+    for (const line of summary()) out.say(line);
+    if (once) await shutdown(1);
+    out.say('The cluster keeps running for a look with kubectl:');
+    for (const line of hints) out.say(line);
+    out.say('Ctrl-C stops everything.');
+    return;
+  }
+
+  for (const line of summary()) out.say(line);
+  if (once) await shutdown(0, `Every phase reached in ${Math.floor((Date.now() - startMs) / 1000)} s.`);
+  // Printed again at the end: in a pipe or a log the header has long scrolled away.
+  out.say('The story is over; the cluster keeps running. Ask it, from another terminal:');
+  for (const line of hints) out.say(line);
+  out.say('Ctrl-C stops everything.');
+}
+
+main().catch((err: unknown) => {
+  if (abort.signal.aborted) return;
+  void shutdown(1, `demo failed: ${err instanceof Error ? err.message : String(err)}`);
+});
