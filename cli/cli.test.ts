@@ -43,6 +43,12 @@ describe('kubectl-nodecare', () => {
     expect(t.out.join('\n')).toContain('--dry-run');
   });
 
+  it('explain --help names its <node> argument in the usage line', async () => {
+    const t = io();
+    expect(await runCli(['explain', '--help'], t.io)).toBe(0);
+    expect(t.out.join('\n').split('\n')[0]).toBe('Usage: kubectl nodecare explain <node> [options]');
+  });
+
   it('an unreadable kubeconfig → exit 1 with the reason', async () => {
     const t = io();
     expect(await runCli(['uninstall', '--kubeconfig=/nonexistent/kubeconfig'], t.io)).toBe(1);

@@ -23,6 +23,8 @@ export interface CliIo {
 
 export interface Verb {
   summary: string;
+  /** The usage line's arguments when the verb takes positional ones (default `[options]`). */
+  usage?: string;
   options: OptionTable;
   /** Rewrites kubectl-style arguments (short flags, a positional) into long options before parsing. */
   normalizeArgs?(argv: readonly string[]): string[];
@@ -84,7 +86,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     return 2;
   }
   if (parsed.help) {
-    io.out(renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options));
+    io.out(renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options, verb.usage));
     return 0;
   }
   try {

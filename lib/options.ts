@@ -32,8 +32,9 @@ export class OptionsError extends Error {
   }
 }
 
-export function renderHelp(program: string, summary: string, table: OptionTable): string {
-  const lines = [`Usage: ${program} [options]`, '', summary, '', 'Options:'];
+/** `args`: what follows the program name in the usage line (positional arguments first). */
+export function renderHelp(program: string, summary: string, table: OptionTable, args = '[options]'): string {
+  const lines = [`Usage: ${program} ${args}`, '', summary, '', 'Options:'];
   for (const [name, spec] of Object.entries(table)) {
     const value = spec.type === 'boolean' ? '' : ` <${spec.type === 'list' ? 'value' : spec.type}>`;
     const extras = [

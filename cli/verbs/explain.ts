@@ -441,7 +441,8 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
 
 export const explainVerb: Verb = {
   summary:
-    'explain <node>: why the node is or is not schedulable (every taint, each required extension, what the controller does next); exit 0 schedulable and healthy, 1 not, 2 error.',
+    'Why the node is or is not schedulable (every taint, each required extension, what the controller does next); exit 0 schedulable and healthy, 1 not, 2 error.',
+  usage: '<node> [options]',
   options: EXPLAIN_OPTIONS,
   normalizeArgs: (argv) => kubectlArgs(argv, 'node'),
   async run(values: OptionValues, io: CliIo): Promise<number> {
