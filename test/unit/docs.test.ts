@@ -46,6 +46,9 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'values',
   'dry-run',
   'wait',
+  // npm
+  'global',
+  'prefix',
   // vitest; an exec probe's example program (docs/agent.md)
   'project',
   'quick',
