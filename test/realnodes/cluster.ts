@@ -181,7 +181,7 @@ export const healthyView = (v: NodecareView): boolean =>
  * A kustomization as a user writes one to install nodecare: `manifests/` as it is, and the image pointed at
  * the one they built. Nothing else is overridden.
  */
-export function kustomizationWithImage(ref: string): string {
+export function kustomizationWithImage(ref: string, components: string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), 'nodecare-install-'));
   const at = ref.lastIndexOf(':');
   writeFileSync(
@@ -191,6 +191,7 @@ export function kustomizationWithImage(ref: string): string {
       kind: 'Kustomization',
       resources: [relative(dir, join(ROOT, 'manifests'))],
       images: [{ name: 'nodecare', newName: ref.slice(0, at), newTag: ref.slice(at + 1) }],
+      ...(components.length ? { components: components.map((c) => relative(dir, c)) } : {}),
     }),
   );
   return dir;

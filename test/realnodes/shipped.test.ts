@@ -6,7 +6,8 @@
 // DaemonSet pod whose readiness the kubelet probes; the agent's pod deleted and its container killed; a reboot;
 // and `kubectl nodecare uninstall` leaving nothing behind. The tests run in order and build on each other.
 
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { load } from 'js-yaml';
@@ -47,6 +48,7 @@ import {
 
 const notRun = inject('realNodesNotRun');
 const FIXTURES = join(import.meta.dirname, 'fixtures');
+const MANIFESTS = join(import.meta.dirname, '..', '..', 'manifests');
 const AGENT_SELECTOR = 'app.kubernetes.io/name=nodecare-agent';
 const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=nodecare-controller';
 /** The shipped example SystemExtension for a GPU device plugin, at test speed (see the first story). */
@@ -441,6 +443,74 @@ describe.skipIf(notRun !== '')(
       await untilView(node.name, 'runtime taint cleared after the pod turned ready', healthyView);
     });
 
+    it("csi: a CSI driver's socket reached through the host directory the docs say to add (kustomize component) → Healthy; the driver gone → the runtime taint; back → cleared", async () => {
+      const driverDir = '/var/lib/kubelet/plugins/test.csi.nodecare.io';
+      // Mounted with type Directory: the directory must be on every node the agent runs on (as a driver's
+      // would be once its DaemonSet runs everywhere); nothing is created by nodecare.
+      for (const node of [...nodes, node4!]) mkdirSync(node.hostPath(driverDir), { recursive: true });
+      await kubectl([
+        'label',
+        'node',
+        'node-1',
+        'nodecare.test/csi-driver=on',
+        'nodecare.test/csi-node=true',
+      ]);
+      await kubectl(['apply', '-f', join(FIXTURES, 'csi-driver.yaml')]);
+      await kubectl([
+        'rollout',
+        'status',
+        '-n',
+        'kube-system',
+        'daemonset/test-csi-driver',
+        '--timeout=120s',
+      ]);
+      // What docs/install.md says to do: copy the component, set its path, list it in your overlay.
+      const component = join(mkdtempSync(join(tmpdir(), 'nodecare-component-')), 'agent-host-directory');
+      mkdirSync(component);
+      writeFileSync(
+        join(component, 'kustomization.yaml'),
+        readFileSync(join(MANIFESTS, 'components', 'agent-host-directory', 'kustomization.yaml'), 'utf8')
+          .replaceAll('/var/lib/kubelet/plugins/ebs.csi.aws.com', driverDir)
+          .replaceAll('host-directory-ebs-csi', 'host-directory-test-csi'),
+      );
+      const overlay = kustomizationWithImage(image!.ref, [component]);
+      await kubectl(['apply', '--server-side', '-k', overlay]);
+      installDir = overlay;
+      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=180s']);
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'nodecare.io/v1alpha1',
+          kind: 'SystemExtension',
+          metadata: { name: 'test-csi-driver' },
+          spec: {
+            // The node that needs the driver (not the label that starts and stops the driver).
+            nodeSelector: { matchLabels: { 'nodecare.test/csi-node': 'true' } },
+            probe: { csi: { socket: `${driverDir}/csi.sock` } },
+            periodSeconds: 2,
+            failureThreshold: 1,
+            startupGraceSeconds: 0,
+          },
+        }),
+      );
+      await until('the test-csi-driver lease Healthy on node-1', async () =>
+        (await leaseState('node-1', 'test-csi-driver')) === 'Healthy' ? true : undefined,
+      );
+      await untilView('node-1', 'healthy with the CSI driver', healthyView);
+
+      await kubectl(['label', 'node', 'node-1', 'nodecare.test/csi-driver-']);
+      const failed = await untilView(
+        'node-1',
+        'runtime taint after the CSI driver went',
+        (v) => v.runtimeTaint,
+      );
+      expect(await leaseState('node-1', 'test-csi-driver')).toBe('Unhealthy');
+      report(`CSI driver gone: ${describeView(failed)}`);
+      await kubectl(['label', 'node', 'node-1', 'nodecare.test/csi-driver=on']);
+      await untilView('node-1', 'runtime taint cleared after the CSI driver came back', healthyView);
+      expect(await leaseState('node-1', 'test-csi-driver')).toBe('Healthy');
+    });
+
     it('the agent pod deleted, then its container killed: back each time, heartbeats continue, the node never flaps', async () => {
       const node = nodes[1]!;
       const before = await agentPodOn(node.name);
@@ -537,6 +607,8 @@ describe.skipIf(notRun !== '')(
         join(FIXTURES, 'device-plugin.yaml'),
         '-f',
         join(FIXTURES, 'log-agent.yaml'),
+        '-f',
+        join(FIXTURES, 'csi-driver.yaml'),
       ]);
       await kubectl(['delete', 'pod', '-n', 'default', 'gpu-workload', '--ignore-not-found', '--wait=false']);
     });

@@ -7,6 +7,9 @@
 //	                              when the kubelet restarts and removes the socket
 //	testbin ready-server [flags]  an HTTP endpoint for a kubelet readiness probe (a stand-in CNI or logging
 //	                              agent): GET /healthz answers 200 or 503; POST /fail and POST /ok flip it
+//	testbin csi-driver [flags]    a CSI node plugin's Identity service on <socket> (csi.v1.Identity: Probe
+//	                              answers ready, GetPluginInfo names the driver), as a driver's DaemonSet pod
+//	                              serves it in /var/lib/kubelet/plugins/<driver>/csi.sock
 package main
 
 import (
@@ -25,12 +28,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/protobuf/encoding/protowire"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testbin pause|device-plugin|ready-server [flags]")
+		fmt.Fprintln(os.Stderr, "usage: testbin pause|device-plugin|ready-server|csi-driver [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -43,6 +48,8 @@ func main() {
 		err = devicePlugin(ctx, os.Args[2:])
 	case "ready-server":
 		err = readyServer(ctx, os.Args[2:])
+	case "csi-driver":
+		err = csiDriver(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -201,4 +208,65 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// rawCodec passes message bytes through: the CSI Identity answers below are written with protowire, so the
+// test program needs no generated CSI code (the agent's side is the real csi.proto).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+var _ encoding.Codec = rawCodec{}
+
+func csiDriver(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("csi-driver", flag.ContinueOnError)
+	socket := fs.String("socket", "/csi/csi.sock", "unix socket to serve csi.v1.Identity on")
+	name := fs.String("name", "test.csi.nodecare.io", "the driver's name (GetPluginInfo)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*socket), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(*socket)
+	listener, err := net.Listen("unix", *socket)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(*socket)
+	// ProbeResponse{ready: BoolValue{value: true}}; GetPluginInfoResponse{name, vendor_version};
+	// GetPluginCapabilitiesResponse{} (no capabilities).
+	ready := protowire.AppendTag(nil, 1, protowire.BytesType)
+	ready = protowire.AppendBytes(ready, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1))
+	info := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), *name)
+	info = protowire.AppendString(protowire.AppendTag(info, 2, protowire.BytesType), "0.0.1")
+	answers := map[string][]byte{
+		"/csi.v1.Identity/Probe":                 ready,
+		"/csi.v1.Identity/GetPluginInfo":         info,
+		"/csi.v1.Identity/GetPluginCapabilities": {},
+	}
+	server := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(stream)
+		var request []byte
+		if err := stream.RecvMsg(&request); err != nil {
+			return err
+		}
+		answer, ok := answers[method]
+		if !ok {
+			return fmt.Errorf("unimplemented: %s", method)
+		}
+		logf("csi-driver: %s", method)
+		return stream.SendMsg(answer)
+	}))
+	go func() {
+		<-ctx.Done()
+		server.Stop()
+	}()
+	logf("csi-driver %s serving csi.v1.Identity on %s", *name, *socket)
+	return server.Serve(listener)
 }
