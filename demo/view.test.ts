@@ -428,3 +428,61 @@ describe('a lost agent and the roll-up in the live view', () => {
     for (const mark of ['✓', '✗', '…', '?', '·', 'stale', 'lost']) expect(LEGEND).toContain(mark);
   });
 });
+
+describe('the live view fits the terminal (issue 21 item 5)', () => {
+  // Node and NodeClaim names as Karpenter's KWOK provider makes them, a failing extension among several.
+  const name = (n: number): string => `gpu-nodepool-g-4x-amd64-linux-kwok-provider-${n}-9x8k2`;
+  const nodes = [1, 2].map((n) =>
+    node(name(n), {
+      label: n === 1 ? 'unhealthy' : 'healthy',
+      taints: n === 1 ? [RUNTIME] : [],
+      condition: n === 1 ? ['False', 'ExtensionsUnhealthy'] : ['True', 'ExtensionsHealthy'],
+      extensions: ['kube-proxy', 'gpu-plugin', 'log-agent'],
+      ageSeconds: 300,
+    }),
+  );
+  const leases = [1, 2].flatMap((n) => [
+    lease(name(n), undefined),
+    lease(name(n), 'kube-proxy', { state: 'Healthy', reason: 'ProbeSucceeded' }),
+    lease(name(n), 'gpu-plugin', {
+      state: n === 1 ? 'Unhealthy' : 'Healthy',
+      reason: n === 1 ? 'DeviceUnhealthy' : 'ProbeSucceeded',
+    }),
+    lease(name(n), 'log-agent', { state: 'Healthy', reason: 'ProbeSucceeded' }),
+  ]);
+
+  it.each([80, 120, 200])(
+    'at %i columns: no line is wider, and the failing extension is in view',
+    (width) => {
+      const lines = renderStatus(nodes, leases, NOW, { width, color: true });
+      for (const line of lines) expect(visibleLength(line), line).toBeLessThanOrEqual(width);
+      const text = lines.join('\n');
+      expect(text).toContain('gpu-plugin');
+      expect(text).toContain('DeviceUnhealthy');
+      // Each node still recognisable: both ends of its name.
+      for (const n of [1, 2]) expect(text).toMatch(new RegExp(`^gpu-nod\\S*${n}-9x8k2 `, 'm'));
+      // The header keeps every column (at 80 the extensions are under each row instead).
+      for (const column of ['NODE', 'STATE', 'TAINTS', 'CONDITION', 'AGENT', 'AGE'])
+        expect(lines[0]).toContain(column);
+      if (width >= 120) expect(lines[0]).toContain('EXTENSIONS');
+    },
+  );
+
+  it('at 200 columns nothing is shortened', () => {
+    const text = renderStatus(nodes, leases, NOW, { width: 200 }).join('\n');
+    expect(text).toContain(name(1));
+    expect(text).not.toContain('…');
+  });
+
+  it("never cuts the scheduler's message mid-word without saying so", () => {
+    const message =
+      "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated " +
+      'taint(s). no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful ' +
+      'for scheduling.';
+    const [, line] = autoscalerLines([], [pod('Pending', undefined, { reason: 'Unschedulable', message })]);
+    const shown = /Unschedulable: (.*)…$/.exec(line!)?.[1];
+    expect(shown, line).toBeDefined();
+    // Cut where a word ends: what is shown is the message up to a space.
+    expect(message.startsWith(`${shown!} `), shown).toBe(true);
+  });
+});

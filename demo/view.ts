@@ -327,39 +327,113 @@ export function autoscalerLines(claims: readonly NodeClaim[], pods: readonly V1P
     const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
     const why =
       !pod.spec?.nodeName && scheduled?.status === 'False'
-        ? ` — ${scheduled.reason ?? 'Unschedulable'}: ${(scheduled.message ?? '').slice(0, MESSAGE_CHARS)}`
+        ? ` — ${scheduled.reason ?? 'Unschedulable'}: ${shortenEnd(scheduled.message ?? '', MESSAGE_CHARS)}`
         : '';
     lines.push(`Workload: pod ${pod.metadata?.name ?? '?'} ${phase}${where}${why}`);
   }
   return lines;
 }
 
+/** The narrowest a shrunk column gets, and the least room the last column keeps. */
+const MIN_SHRUNK_COLUMN = 10;
+const MIN_LAST_COLUMN = 28;
+/** Where the stacked last column's lines start. */
+const STACK_INDENT = 4;
+
+/** `text` in at most `width` characters: the middle replaced by an ellipsis (names differ at both ends). */
+export function shortenMiddle(text: string, width: number): string {
+  const chars = [...text];
+  if (chars.length <= width) return text;
+  const keep = width - 1;
+  const head = Math.ceil(keep / 2);
+  return `${chars.slice(0, head).join('')}…${chars.slice(chars.length - (keep - head)).join('')}`;
+}
+
+/** `text` in at most `width` characters, cut at a word boundary where one is near, and marked with an ellipsis. */
+export function shortenEnd(text: string, width: number): string {
+  if (visibleLength(text) <= width) return text;
+  const plain = [...text.replace(ESCAPES, '')];
+  const cut = plain.slice(0, Math.max(0, width - 1)).join('');
+  const space = cut.lastIndexOf(' ');
+  return `${space > width / 2 ? cut.slice(0, space) : cut}…`;
+}
+
 /**
  * Left-aligned columns separated by three spaces; the last column is not padded. With `width`, a last cell that
- * would overflow it continues on the next lines, broken between its items (separated by two spaces).
+ * would overflow it continues on the next lines, broken between its items (separated by two spaces); when the
+ * other columns leave the last one too little room, the `shrinkable` columns (plain text) give way, widest
+ * first, their cells shortened in the middle; an item wider than the room left is cut with an ellipsis. So no
+ * line is wider than `width` and the last column (a node's extensions) stays in view.
  */
-export function formatTable(rows: readonly (readonly string[])[], width?: number): string[] {
-  const widths: number[] = [];
+export function formatTable(
+  rows: readonly (readonly string[])[],
+  width?: number,
+  shrinkable: readonly number[] = [],
+): string[] {
+  const natural: number[] = [];
   for (const row of rows)
-    row.slice(0, -1).forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell))));
-  const indent = widths.reduce((sum, w) => sum + w + 3, 0);
-  return rows.flatMap((row) => {
-    const head = row
-      .slice(0, -1)
-      .map((cell, i) => `${cell}${' '.repeat((widths[i] ?? 0) - visibleLength(cell))}   `)
-      .join('');
-    const last = row.at(-1) ?? '';
-    if (width === undefined || indent + visibleLength(last) <= width) return [head + last];
+    row.slice(0, -1).forEach((cell, i) => (natural[i] = Math.max(natural[i] ?? 0, visibleLength(cell))));
+  const indentOf = (widths: readonly number[]): number => widths.reduce((sum, w) => sum + w + 3, 0);
+  /** The narrowest widths (widest shrinkable column first) whose indent is at most `limit`. */
+  const shrunkTo = (limit: number): number[] => {
+    const widths = [...natural];
+    let indent = indentOf(widths);
+    while (indent > limit) {
+      const widest = shrinkable
+        .filter((i) => (widths[i] ?? 0) > MIN_SHRUNK_COLUMN)
+        .sort((a, b) => widths[b]! - widths[a]!)[0];
+      if (widest === undefined) break;
+      widths[widest]!--;
+      indent--;
+    }
+    return widths;
+  };
+  // Inline: the last column beside the others, with at least MIN_LAST_COLUMN of room. Stacked (a narrow
+  // terminal): the last column's items on lines of their own under each row, indented.
+  let widths = natural;
+  let stacked = false;
+  if (width !== undefined && indentOf(natural) + MIN_LAST_COLUMN > width) {
+    widths = shrunkTo(width - MIN_LAST_COLUMN);
+    if (indentOf(widths) + MIN_LAST_COLUMN > width) {
+      widths = shrunkTo(width + 3); // the head alone fits (no separator after its last cell)
+      stacked = true;
+    }
+  }
+  const indent = stacked ? STACK_INDENT : indentOf(widths);
+  const room = width === undefined ? Infinity : Math.max(1, width - indent);
+  const fill = (items: string): string[] => {
     const lines: string[] = [];
     let line = '';
-    for (const item of last.split(ITEM_SEPARATOR)) {
-      if (line && indent + visibleLength(line + ITEM_SEPARATOR + item) > width) {
+    for (const whole of items.split(ITEM_SEPARATOR)) {
+      const item = shortenEnd(whole, room);
+      if (line && visibleLength(line + ITEM_SEPARATOR + item) > room) {
         lines.push(line);
         line = item;
       } else line = line ? line + ITEM_SEPARATOR + item : item;
     }
     lines.push(line);
-    return lines.map((l, i) => (i === 0 ? head : ' '.repeat(indent)) + l);
+    return lines;
+  };
+  return rows.flatMap((row, r) => {
+    const head = row
+      .slice(0, -1)
+      .map((cell, i) => {
+        const shown = visibleLength(cell) > widths[i]! ? shortenMiddle(cell, widths[i]!) : cell;
+        return `${shown}${' '.repeat(widths[i]! - visibleLength(shown))}   `;
+      })
+      .join('');
+    const last = row.at(-1) ?? '';
+    if (stacked) {
+      const first = head.trimEnd();
+      // The header names the stacked column at the end when it fits there.
+      if (r === 0)
+        return [
+          width !== undefined && visibleLength(`${first}   ${last}`) <= width ? `${first}   ${last}` : first,
+        ];
+      return [first, ...fill(last).map((l) => ' '.repeat(STACK_INDENT) + l)];
+    }
+    if (width === undefined || visibleLength(last) <= room) return [head + last];
+    return fill(last).map((l, i) => (i === 0 ? head : ' '.repeat(indent)) + l);
   });
 }
 
@@ -374,5 +448,7 @@ export function renderStatus(
   options: StatusOptions & { width?: number } = {},
 ): string[] {
   const rows = nodeStatuses(nodes, leases, now, options).map((s) => statusCells(s, options));
-  return formatTable([[...STATUS_HEADER], ...rows], options.width);
+  // NODE, NODECLAIM, TAINTS and CONDITION give way on a narrow terminal (STATE and AGENT are short and
+  // coloured; AGE is short).
+  return formatTable([[...STATUS_HEADER], ...rows], options.width, [0, 1, 3, 4]);
 }
