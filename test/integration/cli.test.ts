@@ -527,7 +527,9 @@ describe('kubectl nodecare against the real control plane', () => {
     for (const verb of ['status', 'explain', 'extensions']) {
       const help = await runPlugin([verb, '--help']);
       expect(help.code).toBe(0);
-      expect(help.stdout).toContain(`Usage: kubectl nodecare ${verb} [options]`);
+      expect(help.stdout).toContain(
+        `Usage: kubectl nodecare ${verb} ${verb === 'explain' ? '<node> [options]' : '[options]'}`,
+      );
       expect(help.stdout).toContain('--output');
       expect(help.stdout).toContain('--bootstrap-timeout-seconds');
     }
