@@ -47,6 +47,15 @@ describe('createLogger', () => {
     expect(entry.err.stack).toMatch(/TypeError: undefined is not a function\n\s+at /);
   });
 
+  it('a Client error (a failure in this process, not the network) keeps its cause and its stack', () => {
+    const { log, lines } = capture();
+    const err = classifyTransportError(new TypeError('undefined is not a function'), 'GET /x');
+    log.error({ err }, 'Watch failed; retrying with backoff');
+    const entry = JSON.parse(lines[0] as string) as { err: { code: string; stack?: string } };
+    expect(entry.err.code).toBe('Client');
+    expect(entry.err.stack).toMatch(/caused by: TypeError: undefined is not a function\n\s+at /);
+  });
+
   it('binds the program name once, so a child binding a component does not repeat a key', () => {
     const { log, lines } = capture();
     log.child({ component: 'leader-election' }).child({ node: 'a' }).info({ lease: 'l' }, 'Renewed lease');

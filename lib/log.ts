@@ -3,13 +3,14 @@
 //
 // Errors go under `err`. A KubeError is an expected, already classified failure (refused, reset, timeout,
 // 429, 5xx, ...) that the caller retries: it is logged as its code, status and message, without a stack
-// trace (the stack only ever points into the client). Any other error keeps its stack: it is a bug.
+// trace (the stack only ever points into the client). Any other error keeps its stack: it is a bug; so does
+// a KubeError of code Client (a failure in this process, its cause's stack included).
 // The program's name is pino's `name`; child loggers bind other keys (a key bound twice would appear twice
 // in one JSON line).
 
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
 import { escapeControls, escapeForTerminal } from '../api/text.ts';
-import { KubeError } from './kube/errors.ts';
+import { KubeError, KubeErrorCode } from './kube/errors.ts';
 
 export type { Logger };
 
@@ -18,7 +19,7 @@ export const LOG_FORMATS = ['json', 'text'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 function serializeError(err: unknown): unknown {
-  if (err instanceof KubeError) {
+  if (err instanceof KubeError && err.code !== KubeErrorCode.Client) {
     return { type: err.name, code: err.code, status: err.status, message: err.message };
   }
   return err instanceof Error ? stdSerializers.err(err) : err;

@@ -15,6 +15,12 @@ export const KubeErrorCode = {
   Network: 'Network',
   /** A response we cannot read (a watch line that is not JSON or is over the size limit). */
   Malformed: 'Malformed',
+  /**
+   * The request failed in this process, not on the network nor at the server: a failure with no network or
+   * TLS error code (a TypeError inside the HTTP client on an unsupported Node.js, a malformed server URL).
+   * Never reported as a network problem; not retryable.
+   */
+  Client: 'Client',
 } as const;
 export type KubeErrorCode = (typeof KubeErrorCode)[keyof typeof KubeErrorCode];
 
@@ -99,28 +105,46 @@ export function classifyResponse(
   }
 }
 
-/** Maps a transport failure (abort, refused, reset, TLS) to a KubeError. */
+/**
+ * Error codes of a request that failed on its way: the operating system's (`ECONNREFUSED`, `ENOTFOUND`,
+ * `ECONNRESET`, `EPIPE`, `ETIMEDOUT`, …), a connection closed under a stream, undici's socket errors, and TLS
+ * (handshake, certificate verification).
+ */
+const NETWORK_CODE =
+  /^(E[A-Z0-9]+|ERR_STREAM_PREMATURE_CLOSE|UND_ERR_(SOCKET|CLOSED|DESTROYED|CONNECT_TIMEOUT)|ERR_TLS_\w+|ERR_SSL_\w+|\w*CERT\w*|UNABLE_TO_\w+|HOSTNAME_MISMATCH)$/;
+
+/**
+ * Maps a transport failure (abort, refused, reset, TLS) to a KubeError. Anything else (no network code: a bug,
+ * a runtime the client does not support) is a `Client` error carrying the original as its cause, never
+ * `Network`: "check your network" would send the reader the wrong way.
+ */
 export function classifyTransportError(err: unknown, what: string): KubeError {
   if (err instanceof KubeError) return err;
   const e = err as {
     name?: string;
-    code?: string;
+    code?: unknown;
     message?: string;
-    cause?: { code?: string; message?: string };
+    cause?: { code?: unknown; message?: string };
   };
   const name = e?.name ?? '';
-  const code = e?.code ?? e?.cause?.code ?? '';
+  const codes = [e?.code, e?.cause?.code].filter((c): c is string => typeof c === 'string');
   if (
     name === 'TimeoutError' ||
     name === 'AbortError' ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT'
+    codes.includes('UND_ERR_HEADERS_TIMEOUT') ||
+    codes.includes('UND_ERR_BODY_TIMEOUT')
   ) {
     return new KubeError(KubeErrorCode.Timeout, 0, `${what}: timed out`);
   }
-  return new KubeError(
-    KubeErrorCode.Network,
+  const network = codes.find((c) => NETWORK_CODE.test(c));
+  if (network) {
+    return new KubeError(KubeErrorCode.Network, 0, `${what}: ${network} ${e?.message ?? ''}`.trim());
+  }
+  const failure = new KubeError(
+    KubeErrorCode.Client,
     0,
-    `${what}: ${code || name || 'network error'} ${e?.message ?? ''}`.trim(),
+    `${what}: ${[codes[0], name, e?.message].filter(Boolean).join(' ') || String(err)}`,
   );
+  failure.cause = err;
+  return failure;
 }
