@@ -8,7 +8,7 @@ export const COMMON_OPTIONS = {
   kubeconfig: {
     type: 'string',
     description:
-      'Path to a kubeconfig (else the first file in $KUBECONFIG, else ~/.kube/config if it exists, else the in-cluster config).',
+      'Path to a kubeconfig (else the files in $KUBECONFIG, merged as kubectl merges them, else ~/.kube/config if it exists, else the in-cluster config).',
   },
   'health-address': {
     type: 'string',

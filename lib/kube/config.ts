@@ -52,8 +52,8 @@ interface KubeconfigFile {
 }
 
 /**
- * Loads `--kubeconfig`, else the first file named in `$KUBECONFIG`, else `~/.kube/config` if it exists (as
- * kubectl and client-go do), else the in-cluster config.
+ * Loads `--kubeconfig`, else the files named in `$KUBECONFIG` merged as kubectl merges them, else
+ * `~/.kube/config` if it exists, else the in-cluster config.
  */
 export async function loadConnection(
   kubeconfigPath?: string,
@@ -62,13 +62,13 @@ export async function loadConnection(
   /** A context of the kubeconfig to use instead of its current-context (kubectl's --context). */
   context?: string,
 ): Promise<Connection> {
-  if (kubeconfigPath) return fromKubeconfig(kubeconfigPath, context);
+  if (kubeconfigPath) return fromKubeconfig([kubeconfigPath], context);
   const fromEnv = env.KUBECONFIG?.split(delimiter).filter(Boolean) ?? [];
-  // Like client-go: the first file of the list that exists (all missing: the first, to report it).
-  const listed = fromEnv.find((p) => existsSync(p)) ?? fromEnv[0];
-  if (listed) return fromKubeconfig(listed, context);
+  // Like kubectl: the files of the list that exist, merged (none exists: the first, to report it).
+  const listed = fromEnv.filter((p) => existsSync(p));
+  if (fromEnv.length > 0) return fromKubeconfig(listed.length > 0 ? listed : fromEnv.slice(0, 1), context);
   const inHome = join(home, '.kube', 'config');
-  if (existsSync(inHome)) return fromKubeconfig(inHome, context);
+  if (existsSync(inHome)) return fromKubeconfig([inHome], context);
   if (context) throw new KubeConfigError(`--context ${context}: no kubeconfig to find it in`);
   if (env.KUBERNETES_SERVICE_HOST) return inCluster(env);
   throw new KubeConfigError(
@@ -101,71 +101,136 @@ function rotatingToken(path: string): () => Promise<Record<string, string>> {
   };
 }
 
-async function fromKubeconfig(path: string, chosenContext?: string): Promise<Connection> {
-  let doc: KubeconfigFile;
-  try {
-    doc = load(await readFile(path, 'utf8')) as KubeconfigFile;
-  } catch (err) {
-    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(err as Error).message}`);
+/** A named entry of a kubeconfig and the file it came from (its relative paths are relative to that file). */
+interface Found {
+  value: Record<string, unknown>;
+  path: string;
+}
+
+/**
+ * Merges kubeconfig files as kubectl does: for clusters, users and contexts the first file to define a name
+ * wins, and so does the first current-context.
+ */
+async function mergeKubeconfigs(paths: readonly string[]) {
+  const merged = {
+    clusters: new Map<string, Found>(),
+    users: new Map<string, Found>(),
+    contexts: new Map<string, Found>(),
+    currentContext: undefined as string | undefined,
+  };
+  for (const path of paths) {
+    let doc: KubeconfigFile;
+    try {
+      doc = (load(await readFile(path, 'utf8')) ?? {}) as KubeconfigFile;
+    } catch (err) {
+      throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(err as Error).message}`);
+    }
+    const add = (into: Map<string, Found>, entries: NamedEntry<Record<string, unknown>>[] | undefined) => {
+      for (const entry of entries ?? []) {
+        const value = entry.cluster ?? entry.user ?? entry.context;
+        if (typeof entry.name === 'string' && value && !into.has(entry.name))
+          into.set(entry.name, { value, path });
+      }
+    };
+    add(merged.clusters, doc.clusters);
+    add(merged.users, doc.users);
+    add(merged.contexts, doc.contexts);
+    merged.currentContext ||= doc['current-context'] || undefined;
   }
-  const base = dirname(path);
-  const contextName = chosenContext || doc['current-context'];
-  const context = doc.contexts?.find((c) => c.name === contextName)?.context;
+  return merged;
+}
+
+async function fromKubeconfig(paths: readonly string[], chosenContext?: string): Promise<Connection> {
+  const merged = await mergeKubeconfigs(paths);
+  const where = `kubeconfig ${paths.join(delimiter)}`;
+  const contextName = chosenContext || merged.currentContext;
+  const context = contextName === undefined ? undefined : merged.contexts.get(contextName)?.value;
   if (!context)
     throw new KubeConfigError(
-      `kubeconfig ${path}: ${chosenContext ? 'context' : 'current-context'} "${contextName ?? ''}" not found`,
+      `${where}: ${chosenContext ? 'context' : 'current-context'} "${contextName ?? ''}" not found`,
     );
-  const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
-  if (!cluster || typeof cluster.server !== 'string') {
+  const clusterEntry = merged.clusters.get(String(context.cluster));
+  const cluster = clusterEntry?.value;
+  if (!clusterEntry || !cluster || typeof cluster.server !== 'string') {
+    throw new KubeConfigError(`${where}: cluster "${String(context.cluster)}" not found or has no server`);
+  }
+  const server = cluster.server.replace(/\/+$/, '');
+  let protocol: string;
+  try {
+    protocol = new URL(server).protocol;
+  } catch {
+    protocol = '';
+  }
+  if (protocol !== 'https:' && protocol !== 'http:') {
     throw new KubeConfigError(
-      `kubeconfig ${path}: cluster "${String(context.cluster)}" not found or has no server`,
+      `${where}: cluster "${String(context.cluster)}" has server "${server}", which is not an https:// URL`,
     );
   }
-  const user = doc.users?.find((u) => u.name === context.user)?.user ?? {};
-  const source = `kubeconfig ${path} context ${contextName}`;
-  const fileOrData = (file: unknown, data: unknown): Buffer | undefined => {
+  const userEntry = merged.users.get(String(context.user));
+  const user = userEntry?.value ?? {};
+  const source = `${where} context ${contextName}`;
+  const fileOrData = (file: unknown, data: unknown, from: string): Buffer | undefined => {
     if (typeof data === 'string') return Buffer.from(data, 'base64');
-    if (typeof file === 'string') return readFileSync(isAbsolute(file) ? file : resolve(base, file));
+    if (typeof file === 'string') return readFileSync(isAbsolute(file) ? file : resolve(dirname(from), file));
     return undefined;
   };
   const tls: TlsOptions = {
-    ca: fileOrData(cluster['certificate-authority'], cluster['certificate-authority-data']),
-    cert: fileOrData(user['client-certificate'], user['client-certificate-data']),
-    key: fileOrData(user['client-key'], user['client-key-data']),
+    ca: fileOrData(
+      cluster['certificate-authority'],
+      cluster['certificate-authority-data'],
+      clusterEntry.path,
+    ),
+    cert:
+      userEntry && fileOrData(user['client-certificate'], user['client-certificate-data'], userEntry.path),
+    key: userEntry && fileOrData(user['client-key'], user['client-key-data'], userEntry.path),
     ...(cluster['insecure-skip-tls-verify'] === true ? { rejectUnauthorized: false } : {}),
     ...(typeof cluster['tls-server-name'] === 'string' ? { servername: cluster['tls-server-name'] } : {}),
   };
-  if (user.exec || user['auth-provider'])
-    return delegateToClientNode(path, contextName as string, cluster.server, tls, source);
+  if (userEntry && (user.exec || user['auth-provider']))
+    return delegateToClientNode(userEntry.path, String(context.user), server, tls, source);
   let authHeaders: () => Promise<Record<string, string>> = async () => ({});
   if (typeof user.token === 'string') {
     const header = { authorization: `Bearer ${user.token}` };
     authHeaders = async () => header;
-  } else if (typeof user.tokenFile === 'string') {
-    authHeaders = rotatingToken(isAbsolute(user.tokenFile) ? user.tokenFile : resolve(base, user.tokenFile));
+  } else if (typeof user.tokenFile === 'string' && userEntry) {
+    authHeaders = rotatingToken(
+      isAbsolute(user.tokenFile) ? user.tokenFile : resolve(dirname(userEntry.path), user.tokenFile),
+    );
   } else if (typeof user.username === 'string') {
     const header = {
       authorization: `Basic ${Buffer.from(`${user.username}:${String(user.password ?? '')}`).toString('base64')}`,
     };
     authHeaders = async () => header;
   }
-  return { server: cluster.server.replace(/\/+$/, ''), tls, authHeaders, source };
+  return { server, tls, authHeaders, source };
 }
 
-/** exec / auth-provider credentials: let client-node run the plugin and cache its credential. */
+/**
+ * exec / auth-provider credentials: let client-node run the plugin and cache its credential. Only the user
+ * entry is taken from client-node's reading of its file (relative command paths resolved as kubectl does);
+ * the server and TLS stay ours.
+ */
 async function delegateToClientNode(
-  path: string,
-  contextName: string,
+  userPath: string,
+  userName: string,
   server: string,
   tls: TlsOptions,
   source: string,
 ): Promise<Connection> {
   const { KubeConfig } = await import('@kubernetes/client-node');
+  const file = new KubeConfig();
+  file.loadFromFile(userPath);
+  const user = file.getUser(userName);
+  if (!user) throw new KubeConfigError(`kubeconfig ${userPath}: user "${userName}" not found`);
   const kc = new KubeConfig();
-  kc.loadFromFile(path);
-  kc.setCurrentContext(contextName);
+  kc.loadFromOptions({
+    clusters: [{ name: 'nodecare', server, skipTLSVerify: tls.rejectUnauthorized === false }],
+    users: [user],
+    contexts: [{ name: 'nodecare', cluster: 'nodecare', user: user.name }],
+    currentContext: 'nodecare',
+  });
   return {
-    server: server.replace(/\/+$/, ''),
+    server,
     tls,
     async authHeaders() {
       const opts: { headers?: Record<string, string> } = {};
