@@ -49,10 +49,19 @@ describe('kubectl-nodecare', () => {
     expect(t.out.join('\n').split('\n')[0]).toBe('Usage: kubectl nodecare explain <node> [options]');
   });
 
-  it('an unreadable kubeconfig → exit 1 with the reason', async () => {
-    const t = io();
-    expect(await runCli(['uninstall', '--kubeconfig=/nonexistent/kubeconfig'], t.io)).toBe(1);
-    expect(t.err.join('\n')).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
+  it('usage states the exit codes every verb uses', () => {
+    expect(usage()).toContain('Exit codes: 0 healthy');
+    expect(usage()).toContain('2 error');
+    for (const verb of Object.values(VERBS)) expect(verb.summary).toMatch(/exit 0 .*, 1 .*, 2 error\.$/);
+  });
+
+  it('an unreadable kubeconfig → exit 2 (error, as --help says) with the reason, for every verb', async () => {
+    for (const verb of Object.keys(VERBS)) {
+      const t = io();
+      const args = [verb, ...(verb === 'explain' ? ['node-a'] : []), '--kubeconfig=/nonexistent/kubeconfig'];
+      expect(await runCli(args, t.io)).toBe(2);
+      expect(t.err.join('\n')).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
+    }
   });
 });
 

@@ -10,6 +10,7 @@ import {
   type OptionValues,
 } from '../lib/options.ts';
 import { packageVersion } from '../lib/version.ts';
+import { Exit } from './verbs/common.ts';
 import { explainVerb } from './verbs/explain.ts';
 import { extensionsVerb } from './verbs/extensions.ts';
 import { statusVerb } from './verbs/status.ts';
@@ -50,10 +51,16 @@ export function usage(): string {
     ...Object.entries(VERBS).map(([name, verb]) => `  ${name.padEnd(width)}  ${verb.summary}`),
     '',
     `Run ${PROGRAM} <command> --help for the options of a command.`,
+    '',
+    'Exit codes: 0 healthy (uninstall: done, or nothing to do), 1 not healthy (uninstall: something left',
+    'behind), 2 error: bad usage, no cluster to ask, or the command could not finish.',
+    '',
+    'The cluster is chosen as kubectl chooses it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config;',
+    '--context picks a context other than the current one.',
   ].join('\n');
 }
 
-/** Exit codes: 0 done, 1 the command failed, 2 bad usage (nothing was done). */
+/** Exit codes (as usage() says): 0 healthy or done, 1 not healthy or something left behind, 2 error. */
 export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<number> {
   // What the plugin prints comes from the cluster (node conditions, lease messages, events, annotations),
   // which whoever controls one node can write: no control character reaches the terminal raw, whatever
@@ -66,7 +73,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
   const [first, ...rest] = argv;
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     io.out(usage());
-    return first === undefined ? 2 : 0;
+    return first === undefined ? Exit.error : 0;
   }
   if (first === '--version') {
     io.out(`kubectl-nodecare ${packageVersion()}`);
@@ -75,7 +82,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
   const verb = (VERBS as Record<string, Verb>)[first];
   if (!verb) {
     io.err(`${PROGRAM}: unknown command "${first}"\n\n${usage()}`);
-    return 2;
+    return Exit.error;
   }
   let parsed: { help: boolean; values: OptionValues };
   try {
@@ -83,7 +90,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
   } catch (err) {
     if (!(err instanceof OptionsError)) throw err;
     io.err(`${PROGRAM} ${first}: ${err.message}\nRun ${PROGRAM} ${first} --help for the options.`);
-    return 2;
+    return Exit.error;
   }
   if (parsed.help) {
     io.out(renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options, verb.usage));
@@ -92,7 +99,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
   try {
     return await verb.run(parsed.values, io);
   } catch (err) {
-    io.err(`${PROGRAM} ${first}: ${(err as Error).message}`);
-    return 1;
+    io.err(`${PROGRAM} ${first}: ${err instanceof Error ? err.message : String(err)}`);
+    return Exit.error;
   }
 }

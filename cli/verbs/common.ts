@@ -102,16 +102,21 @@ export function outputOf(values: OptionValues): OutputFormat {
 const SHORT_FLAGS: Record<string, string> = { '-o': '--output', '-l': '--selector' };
 
 /**
- * kubectl's spellings: `-o json`, `-ojson`, `-o=json`, `-l app=x`, `-lapp=x`; with `positional` set, the
+ * kubectl's spellings: `-o json`, `-ojson`, `-o=json`, `-l app=x`, `-lapp=x` (or the verb's `shortFlags`,
+ * e.g. `-n nodecare-system`); with `positional` set, the
  * first bare word becomes `--<positional>=<word>` (explain <node>). Everything else is left for the option
  * parser to judge (a second bare word is reported as unexpected).
  */
-export function kubectlArgs(argv: readonly string[], positional?: string): string[] {
+export function kubectlArgs(
+  argv: readonly string[],
+  positional?: string,
+  shortFlags: Readonly<Record<string, string>> = SHORT_FLAGS,
+): string[] {
   const out: string[] = [];
   let positionalTaken = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    const short = SHORT_FLAGS[arg.slice(0, 2)];
+    const short = shortFlags[arg.slice(0, 2)];
     if (short && !arg.startsWith('--')) {
       const rest = arg.slice(2);
       if (rest === '') {
@@ -195,6 +200,10 @@ export function explainError(err: unknown, server: string): string {
         return `not allowed (${err.message}); the plugin needs get/list on nodes, leases in the lease namespace, events, systemextensions and clusterhealths`;
       case KubeErrorCode.Invalid:
         return `the API server rejected the request (${err.message})`;
+      case KubeErrorCode.Client:
+        // Not the network's fault nor the server's: say so, with what failed (regression: undici's TypeError
+        // on an unsupported Node.js read "cannot reach the API server ... check your network").
+        return `the request failed in kubectl-nodecare itself, not on the network (${err.message}); please report it`;
       default:
         return err.message;
     }

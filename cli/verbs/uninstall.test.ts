@@ -167,7 +167,16 @@ describe('uninstall', () => {
     const d = deps(api);
     expect(await uninstall({ ...config, dryRun: true, confirmed: false }, d)).toBe(0);
     expect(api.calls.filter((c) => c.method !== 'GET')).toEqual([]);
-    expect(d.lines.at(-1)).toMatch(/nothing was changed \(run again with --yes to do it\)$/);
+    expect(d.lines.at(-2)).toMatch(/nothing was changed \(run again with --yes to do it\)$/);
+  });
+
+  it.each([
+    ['a dry run', { dryRun: true, confirmed: false }],
+    ['--yes', { dryRun: false, confirmed: true }],
+  ])('%s ends naming what keeps tainting new nodes outside nodecare', async (_name, mode) => {
+    const d = deps(fakeApi());
+    expect(await uninstall({ ...config, ...mode }, d)).toBe(0);
+    expect(d.lines.at(-1)).toMatch(/--register-with-taints.*startupTaints/);
   });
 
   it('--dry-run writes nothing', async () => {

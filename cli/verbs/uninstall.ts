@@ -12,11 +12,11 @@
 
 import { COMPONENT_NAMESPACE, LEASE_NAMESPACE, LeaseLabel, LeaseRole } from '../../api/index.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
-import { loadConnection } from '../../lib/kube/config.ts';
+import { KubeConfigError, loadConnection, type Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
-import { CONNECTION_OPTIONS } from './common.ts';
+import { CONNECTION_OPTIONS, Exit, explainError, kubectlArgs } from './common.ts';
 import {
   DEFAULT_TAINT_KEYS,
   describeCleanup,
@@ -35,7 +35,7 @@ export const UNINSTALL_OPTIONS = {
   },
   namespace: {
     type: 'string',
-    description: 'Namespace of the nodecare workloads and the leader-election Lease.',
+    description: 'Namespace (-n) of the nodecare workloads and the leader-election Lease.',
     default: COMPONENT_NAMESPACE,
   },
   'lease-namespace': {
@@ -112,6 +112,10 @@ const ADMISSION_POLICY = [
 /** Only the Leases an agent wrote: every one carries the role label with one of these values. */
 const LEASE_SELECTOR = `${LeaseLabel.role} in (${LeaseRole.agent},${LeaseRole.extension})`;
 const CONFLICT_RETRIES = 5;
+/** What uninstall cannot undo: the bootstrap taint given to new nodes from outside the cluster's objects. */
+const OUTSIDE_NODECARE =
+  'then stop what adds the bootstrap taint to new nodes outside nodecare, or they stay tainted: a kubelet ' +
+  "--register-with-taints, a node pool's taints, a Karpenter NodePool's startupTaints";
 const PAGE = 500;
 
 interface List<T> {
@@ -121,16 +125,25 @@ interface List<T> {
 
 export const uninstallVerb: Verb = {
   summary:
-    "Remove nodecare's taints, condition, labels, annotations and Leases from the cluster (run before deleting the manifests).",
+    "Remove nodecare's taints, condition, labels, annotations and Leases from the cluster (run before deleting the manifests; without --yes it only says what it would do); exit 0 done, 1 something left behind, 2 error.",
   options: UNINSTALL_OPTIONS,
+  normalizeArgs: (argv) => kubectlArgs(argv, undefined, { '-n': '--namespace' }),
   async run(values: OptionValues, io: CliIo): Promise<number> {
     const config = uninstallConfig(values);
-    const connection = await loadConnection(
-      config.kubeconfig,
-      io.env as NodeJS.ProcessEnv,
-      undefined,
-      config.context,
-    );
+    let connection: Connection;
+    try {
+      connection = await loadConnection(
+        config.kubeconfig,
+        io.env as NodeJS.ProcessEnv,
+        undefined,
+        config.context,
+      );
+    } catch (err) {
+      io.err(
+        `kubectl nodecare uninstall: ${err instanceof KubeConfigError ? err.message : `kubeconfig: ${(err as Error).message}`}`,
+      );
+      return Exit.error;
+    }
     const client = new KubeClient(connection, { userAgent: 'kubectl-nodecare/uninstall' });
     io.out(`cluster: ${connection.server} (${connection.source})`);
     try {
@@ -140,6 +153,11 @@ export const uninstallVerb: Verb = {
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
         now: () => performance.now(),
       });
+    } catch (err) {
+      io.err(`kubectl nodecare uninstall: ${explainError(err, connection.server)}`);
+      if (!config.dryRun)
+        io.err('kubectl nodecare uninstall: stopped part-way; run it again once the cause is fixed');
+      return Exit.error;
     } finally {
       await client.close();
     }
@@ -234,6 +252,7 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
       `dry run: ${nodesCleaned} node(s) to clean; nothing was changed` +
         (!config.confirmed ? ' (run again with --yes to do it)' : ''),
     );
+    out(OUTSIDE_NODECARE);
     return 0;
   }
 
@@ -254,11 +273,10 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
     return 1;
   }
   out(`cleaned ${nodesCleaned} node(s); nodecare left nothing on nodes or in ${config.leaseNamespace}`);
-  out('now delete the manifests: kubectl delete -k manifests/ (or helm uninstall)');
   out(
-    'and stop what adds the bootstrap taint to new nodes outside nodecare: a kubelet --register-with-taints, ' +
-      "a node pool's taints, a Karpenter NodePool's startupTaints (new nodes would stay tainted)",
+    'now delete the manifests: kubectl delete -k <your overlay> --ignore-not-found (or helm uninstall and the CRDs)',
   );
+  out(OUTSIDE_NODECARE);
   return 0;
 }
 

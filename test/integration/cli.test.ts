@@ -6,7 +6,7 @@
 // flags, --help).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -533,5 +533,45 @@ describe('kubectl nodecare against the real control plane', () => {
       expect(help.stdout).toContain('--output');
       expect(help.stdout).toContain('--bootstrap-timeout-seconds');
     }
+  }, 60_000);
+
+  it("chooses the cluster as kubectl does, for every verb: KUBECONFIG's files merged, --context picks one of them", async () => {
+    // The first file's current-context is a dead API server; the real cluster's context is only in the second.
+    const real = load(readFileSync(kubeconfig, 'utf8')) as { 'current-context': string };
+    const home = mkdtempSync(join(tmpdir(), 'nodecare-cli-'));
+    const port = await closedPort();
+    const first = join(home, 'first.yaml');
+    writeFileSync(
+      first,
+      [
+        'clusters: [{name: dead, cluster: {server: "https://127.0.0.1:' + port + '"}}]',
+        'users: [{name: dead, user: {token: t}}]',
+        'contexts: [{name: dead, context: {cluster: dead, user: dead}}]',
+        'current-context: dead',
+      ].join('\n'),
+    );
+    const env = { KUBECONFIG: [first, kubeconfig].join(':') };
+    const current = await runPlugin(['status', '-o', 'json'], env);
+    expect(current.code, current.stderr).toBe(2);
+    expect(current.stderr).toContain(`cannot reach the API server at https://127.0.0.1:${port}`);
+
+    const context = `--context=${real['current-context']}`;
+    for (const args of [['status'], ['explain', NODE.ready], ['extensions']]) {
+      const chosen = await runPlugin([...args, context, '-o', 'json', ...POLICY_ARGS], env);
+      expect([0, 1], `${args[0]}: ${chosen.stderr}`).toContain(chosen.code);
+      expect(chosen.stderr).toBe('');
+      expect(JSON.parse(chosen.stdout)).toBeTypeOf('object');
+    }
+    // uninstall without --yes: it names that cluster and context first, and changes nothing.
+    const uninstall = await runPlugin(['uninstall', context, '-n', `${RUN}-absent`], env);
+    expect(uninstall.code, uninstall.stderr).toBe(0);
+    const lines = uninstall.stdout.split('\n');
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^cluster: https://\\S+ \\(kubeconfig ${first}:${kubeconfig} context ${real['current-context']}\\)$`,
+      ),
+    );
+    expect(uninstall.stdout).toContain('nothing was changed (run again with --yes to do it)');
+    expect(uninstall.stdout).not.toContain(`${RUN}-absent/`);
   }, 60_000);
 });
