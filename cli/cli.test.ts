@@ -1,4 +1,6 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -53,6 +55,41 @@ describe('kubectl-nodecare', () => {
     expect(usage()).toContain('Exit codes: 0 healthy');
     expect(usage()).toContain('2 error');
     for (const verb of Object.values(VERBS)) expect(verb.summary).toMatch(/exit 0 .*, 1 .*, 2 error\.$/);
+  });
+
+  it('uninstall refused by the API server → exit 2 naming the rights it needs; with --yes, that it stopped part-way', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', code: 403, reason: 'Forbidden', message: 'forbidden' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(join(tmpdir(), 'nodecare-cli-'));
+    try {
+      const kubeconfig = join(dir, 'kubeconfig');
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      await writeFile(
+        kubeconfig,
+        JSON.stringify({
+          clusters: [{ name: 'c', cluster: { server: url } }],
+          users: [{ name: 'u', user: { token: 't' } }],
+          contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+          'current-context': 'x',
+        }),
+      );
+      for (const yes of [false, true]) {
+        const t = io();
+        const args = ['uninstall', `--kubeconfig=${kubeconfig}`, ...(yes ? ['--yes'] : [])];
+        expect(await runCli(args, t.io)).toBe(2);
+        expect(t.out[0]).toBe(`cluster: ${url} (kubeconfig ${kubeconfig} context x)`);
+        const err = t.err.join('\n');
+        expect(err).toContain('not allowed (');
+        expect(err).toContain('uninstall needs what a cluster admin has');
+        expect(err.includes('stopped part-way')).toBe(yes);
+      }
+    } finally {
+      server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('an unreadable kubeconfig → exit 2 (error, as --help says) with the reason, for every verb', async () => {

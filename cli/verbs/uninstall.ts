@@ -154,7 +154,13 @@ export const uninstallVerb: Verb = {
         now: () => performance.now(),
       });
     } catch (err) {
-      io.err(`kubectl nodecare uninstall: ${explainError(err, connection.server)}`);
+      io.err(
+        `kubectl nodecare uninstall: ${
+          isKubeError(err, KubeErrorCode.Forbidden)
+            ? `not allowed (${err.message}); uninstall needs what a cluster admin has: delete the nodecare workloads, admission policy and Leases, patch nodes and nodes/status`
+            : explainError(err, connection.server)
+        }`,
+      );
       if (!config.dryRun)
         io.err('kubectl nodecare uninstall: stopped part-way; run it again once the cause is fixed');
       return Exit.error;
