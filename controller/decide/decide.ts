@@ -12,13 +12,13 @@ import {
   describeKubelet,
   isIndeterminate,
   joinCapped,
-  labelFor,
   notReadyCondition,
   notTrusted,
   sameCondition,
 } from './condition.ts';
 import { AGENT_MESSAGES, judgeAgent, judgeExtension, type AgentStatus } from './extension-state.ts';
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
+import { labelFor } from './node-status.ts';
 import type {
   DecisionInput,
   DecisionPolicy,
