@@ -124,6 +124,11 @@ export interface NodeMemory {
   conflicts: ReadonlySet<string>;
   /** The NodeNotReady event was emitted for the current spell of the kubelet not being Ready. */
   notReadyReported: boolean;
+  /**
+   * When this controller first saw the agent report on this boot (its heartbeat's observedAtMs then), for
+   * the bootstrap record; undefined until it has.
+   */
+  agentReportedMs?: number | undefined;
 }
 
 export interface DecisionInput {
@@ -162,6 +167,8 @@ export interface NodeEvent {
   type: 'Normal' | 'Warning';
   reason: EventReason;
   message: string;
+  /** Written on the Event's metadata (BootstrapTaintRemoved carries the bootstrap record, bootstrap-record.ts). */
+  annotations?: Readonly<Record<string, string>>;
 }
 
 export interface NodeDecision {
