@@ -301,6 +301,13 @@ export function decideNode(input: DecisionInput): NodeDecision {
       ...judged.flatMap((j) => (j.staleLease ? [j.staleLease] : [])),
     ],
     extensions: verdicts,
+    ...(agent.kind === 'notReporting'
+      ? {
+          agentNotReporting: {
+            since: agent.cause === 'expired' ? (input.agent?.lease.renewTime ?? '') : '',
+          },
+        }
+      : {}),
     memory,
   };
 }

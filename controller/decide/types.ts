@@ -189,6 +189,11 @@ export interface NodeDecision {
   extensions: ExtensionVerdict[];
   /** What the kubelet says, when it made the node NotReady (the roll-up names it). */
   kubeletNotReady?: KubeletNotReady;
+  /**
+   * Set while the node's agent is not reporting: `since` is its heartbeat's last renewTime as written ('' when
+   * it never reported on this boot). The roll-up names the node once for all its extensions.
+   */
+  agentNotReporting?: { since: string };
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }
