@@ -6,6 +6,7 @@ import {
   NodeAnnotation,
   type LeaseObject,
 } from '../api/index.ts';
+import { nodeStatus } from '../controller/decide/index.ts';
 import { humanDuration, table } from './format.ts';
 import {
   analyze,
@@ -142,15 +143,19 @@ describe('cli model (the controller decision core over an API snapshot)', () => 
     expect(nextAction(byName.ok!, 'renewed')).toBeUndefined();
   });
 
-  it('splits the time to schedulable by extension from the lease since and the taint removal event', () => {
+  it('without the controller record, splits the time to schedulable from the lease since and the taint removal event', () => {
     const b = bootstrapBreakdown(byName.ok!, [
       { reason: 'BootstrapTaintRemoved', eventTime: new Date(T0 + 31_000).toISOString() },
     ]);
     expect(b).toEqual({
       startedMs: T0,
       completedMs: T0 + 31_000,
-      extensions: [{ name: 'net', healthyMs: T0 + 30_000, heldMs: 30_000 }],
-      restMs: 1000,
+      steps: [
+        { kind: 'extension', name: 'net', atMs: T0 + 30_000, waitedMs: 30_000 },
+        { kind: 'controller', name: 'controller', atMs: T0 + 31_000, waitedMs: 1000 },
+      ],
+      unknown: [],
+      source: 'leases',
     });
   });
 });
@@ -211,13 +216,15 @@ describe('a node whose kubelet is not Ready (explain and status)', () => {
 
   it('explain shows the state with the reason and what Kubernetes says', () => {
     const lines = renderExplainText(explainView(silent, analysis.tripped, [], 10, now), now);
-    expect(lines).toContain('nodecare state: NotReady; ExtensionsReady Unknown (NodeNotReady)');
+    expect(lines).toContain(
+      'nodecare state: NotReady; ExtensionsReady=Unknown (NodeNotReady), nodecare.io/status=unknown',
+    );
     expect(lines).toContain(
       `  The kubelet reports Ready=Unknown since ${new Date(now - 120_000).toISOString()} (NodeStatusUnknown: Kubelet stopped posting node status.); extension results are not trusted until the node is Ready again.`,
     );
     expect(lines).toContain('  ? net: Unknown (NodeNotReady)');
     expect(lines).toContain(
-      'Now: the controller should set ExtensionsReady Unknown (NodeNotReady) — it does on its next reconcile (if this persists, is the nodecare controller running and leading?).',
+      'Now: the controller should set ExtensionsReady=Unknown (NodeNotReady) — it does on its next reconcile (if this persists, is the nodecare controller running and leading?).',
     );
   });
 
@@ -230,7 +237,7 @@ describe('a node whose kubelet is not Ready (explain and status)', () => {
       condition: { status: 'Unknown', reason: 'NodeNotReady' },
     });
     const text = renderStatusText(analysis, sortWorstFirst(analysis.nodes), undefined, true, []).join('\n');
-    expect(text).toMatch(/^silent\s+NotReady\s+Unknown\/NodeNotReady\s/m);
+    expect(text).toMatch(/^silent\s+NotReady\s+Unknown\s+unknown\s/m);
     expect(text).toContain('2 nodes: 1 NotReady, 1 Ready; 1 healthy.');
   });
 });
@@ -288,5 +295,65 @@ describe('formatting', () => {
 
   it('aligns table columns', () => {
     expect(table(['A', 'BB'], [['xxx', 'y']])).toEqual(['A     BB', 'xxx   y']);
+  });
+});
+
+describe('one name for a node state (status and explain render it from controller/decide/node-status.ts)', () => {
+  const now = T0 + 600_000;
+  const stopped = now - 60_000;
+  // The agent was paused a minute ago: its heartbeat (40 s) expired.
+  const analysis = analyze(
+    {
+      nodes: [
+        node(
+          'paused',
+          {
+            annotations: {
+              'extensions.nodecare.io/net': 'http://127.0.0.1:1/',
+              [NodeAnnotation.bootstrappedBootId]: 'b1',
+            },
+          },
+          [RUNTIME],
+        ),
+      ],
+      leases: [lease('paused', undefined, undefined, stopped), lease('paused', 'net', 'Healthy', stopped)],
+      systemExtensions: [],
+      clusterHealth: undefined,
+    },
+    CLI_POLICY_DEFAULTS,
+    now,
+  );
+  const report = analysis.nodes[0]!;
+  const expected = nodeStatus(report.decision.state, report.decision.condition.reason);
+
+  it('is Degraded (AgentNotReporting), condition Unknown, label unknown', () => {
+    expect(expected).toEqual({
+      state: 'Degraded',
+      reason: 'AgentNotReporting',
+      condition: 'Unknown',
+      label: 'unknown',
+      text: 'Degraded (AgentNotReporting)',
+    });
+  });
+
+  it('status shows that text in its table, its summary and its JSON', () => {
+    const text = renderStatusText(analysis, analysis.nodes, undefined, false, []);
+    expect(text[1]).toMatch(/^paused {3}Degraded \(AgentNotReporting\) {3}runtime /);
+    expect(text).toContain('1 node: 1 Degraded (AgentNotReporting); 0 healthy.');
+    const wide = renderStatusText(analysis, analysis.nodes, undefined, true, []);
+    expect(wide[1]).toMatch(/^paused {3}Degraded \(AgentNotReporting\) {3}Unknown +unknown +not reporting /);
+    expect(nodeView(report, now)).toMatchObject({
+      state: expected.state,
+      stateText: expected.text,
+      label: expected.label,
+      condition: { status: expected.condition, reason: expected.reason },
+    });
+  });
+
+  it('explain shows the same text, with the condition and the label', () => {
+    const lines = renderExplainText(explainView(report, analysis.tripped, [], 10, now), now);
+    expect(lines[1]).toBe(
+      `nodecare state: ${expected.text}; ExtensionsReady=${expected.condition} (${expected.reason}), nodecare.io/status=${expected.label}`,
+    );
   });
 });

@@ -16,8 +16,8 @@ import {
   type RegistrationConflict,
   type SystemExtensionObject,
 } from '../api/index.ts';
-import { ExtensionState, LeaseRole, NodeAnnotation } from '../api/names.ts';
-import { ConditionReason } from '../api/reasons.ts';
+import { ExtensionState, LeaseRole, NODE_STATUS_LABEL, NodeAnnotation } from '../api/names.ts';
+import { ConditionReason, EventReason } from '../api/reasons.ts';
 import {
   toCachedLease,
   toCachedNode,
@@ -31,12 +31,14 @@ import {
   DECISION_DEFAULTS,
   decideNode,
   NodeState,
+  stateText,
   type DecisionInput,
   type DecisionPolicy,
   type NodeDecision,
   type NodeMemory,
   type SeenLease,
 } from '../controller/decide/index.ts';
+import { BOOTSTRAP_RECORD_ANNOTATION, decodeBootstrapRecord } from '../controller/decide/bootstrap-record.ts';
 import { hasTaint } from '../controller/decide/decide.ts';
 
 /** A Node as the API returns it: what the controller reads (controller/cache.ts), plus `spec.unschedulable`. */
@@ -70,7 +72,7 @@ export interface EventObject {
   firstTimestamp?: string | null;
   count?: number;
   series?: { count?: number; lastObservedTime?: string };
-  metadata?: { creationTimestamp?: string };
+  metadata?: { creationTimestamp?: string; annotations?: Record<string, string> };
 }
 
 export interface ClusterSnapshot {
@@ -277,7 +279,10 @@ export function isHealthy(report: NodeReport): boolean {
 /** What the controller will do by itself if nothing else changes: the first future decision that differs. */
 export interface NextAction {
   atMs: number;
-  /** What changes on the node: taints, state, condition. */
+  /** The node's state as shown now and then (stateText: `Degraded (AgentNotReporting)`). */
+  from: string;
+  to: string;
+  /** What the controller writes then, as verb phrases (`add the runtime taint …`, `set ExtensionsReady …`). */
   changes: string[];
   /** The extension verdicts that change with it. */
   because: string[];
@@ -285,7 +290,7 @@ export interface NextAction {
   unless: string;
 }
 
-/** Differences in what the controller writes between two decisions (taints, state, condition). */
+/** What the controller writes differently between two decisions (taints, condition, label), as verb phrases. */
 function decisionChanges(from: NodeDecision, to: NodeDecision, policy: DecisionPolicy): string[] {
   const changes: string[] = [];
   const taint = (kind: 'bootstrap' | 'runtime', key: string) => {
@@ -294,10 +299,10 @@ function decisionChanges(from: NodeDecision, to: NodeDecision, policy: DecisionP
   };
   taint('bootstrap', policy.bootstrapTaintKey);
   taint('runtime', policy.runtimeTaintKey);
-  if (from.state !== to.state) changes.push(`state ${from.state} → ${to.state}`);
   if (from.condition.status !== to.condition.status || from.condition.reason !== to.condition.reason) {
-    changes.push(`ExtensionsReady ${to.condition.status} (${to.condition.reason})`);
+    changes.push(`set ExtensionsReady=${to.condition.status} (${to.condition.reason})`);
   }
+  if (from.label !== to.label) changes.push(`label it ${NODE_STATUS_LABEL}=${to.label}`);
   return changes;
 }
 
@@ -331,17 +336,34 @@ export function nextAction(
     const input = mode === 'renewed' ? renewedAt(report.input, at) : { ...report.input, now: at };
     const next = decideNode({ ...input, previous: current.memory });
     const changes = decisionChanges(first, next, report.input.policy);
-    if (changes.length > 0) {
+    const from = stateText(first.state, first.condition.reason);
+    const to = stateText(next.state, next.condition.reason);
+    if (changes.length > 0 || from !== to) {
+      // The extensions that change the same way are one line: `a and b go from Healthy to Unknown (…)`.
       const before = new Map(first.extensions.map((e) => [e.name, e]));
-      const because: string[] = [];
+      const byChange = new Map<string, string[]>();
       for (const e of next.extensions) {
         const was = before.get(e.name);
         if (was && was.state === e.state && was.reason === e.reason) continue;
-        because.push(`${e.name}: ${was ? `${was.state} → ` : ''}${e.state} (${e.reason})`);
+        const change = `${was ? `from ${was.state} to ` : ''}${e.state}${e.reason ? ` (${e.reason})` : ''}`;
+        byChange.set(change, [...(byChange.get(change) ?? []), e.name]);
       }
+      const because = [...byChange].map(([change, names]) => {
+        const who = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+        const verb = change.startsWith('from ')
+          ? names.length === 1
+            ? 'goes'
+            : 'go'
+          : names.length === 1
+            ? 'is'
+            : 'are';
+        return `${who} ${verb} ${change}`;
+      });
       const timeout = next.state === NodeState.BootstrapTimeout;
       return {
         atMs: at,
+        from,
+        to,
         changes,
         because,
         unless: timeout
@@ -368,26 +390,37 @@ export function pendingWrites(report: NodeReport): string[] {
   }
   const c = node.extensionsReadyCondition;
   if (!c || c.status !== decision.condition.status || c.reason !== decision.condition.reason) {
-    pending.push(`set ExtensionsReady ${decision.condition.status} (${decision.condition.reason})`);
+    pending.push(`set ExtensionsReady=${decision.condition.status} (${decision.condition.reason})`);
   }
   return pending;
 }
 
-export interface BootstrapBreakdown {
-  startedMs: number;
-  /** When the bootstrap taint was removed (from the BootstrapTaintRemoved event), if still known. */
-  completedMs: number | undefined;
-  /**
-   * Each critical extension, in the order it turned Healthy, with the time the node waited on it after the
-   * one before (the sum is the time held). Extensions whose Healthy state began after completion (they
-   * changed state since) have no `healthyMs`.
-   */
-  extensions: Array<{ name: string; healthyMs: number | undefined; heldMs: number | undefined }>;
-  /** Time between the last extension turning Healthy and the taint going (agent report, controller). */
-  restMs: number | undefined;
+/** One thing a bootstrapping node waited for, in the order they happened. */
+export interface BootstrapStep {
+  /** `agent`: its first report; `extension`: `name` turned Healthy; `controller`: it removed the taint. */
+  kind: 'agent' | 'extension' | 'controller';
+  name: string;
+  atMs: number;
+  /** How long the node waited for this after the step before (the waits add up to the time held). */
+  waitedMs: number;
 }
 
-function eventTimeMs(e: EventObject): number {
+export interface BootstrapBreakdown {
+  startedMs: number;
+  /** When the bootstrap taint was removed, if still known. */
+  completedMs: number | undefined;
+  steps: BootstrapStep[];
+  /** Critical extensions whose time to Healthy is not known (reconstructed from Leases that moved on since). */
+  unknown: string[];
+  /**
+   * `record`: the controller's record on the BootstrapTaintRemoved Event (correct whatever happened since);
+   * `leases`: reconstructed from the Leases as they are now (an older controller, no record).
+   */
+  source: 'record' | 'leases';
+}
+
+/** When an event last happened (a series' last observation, else its own time). */
+export function eventTimeMs(e: EventObject): number {
   const t =
     e.series?.lastObservedTime ??
     e.eventTime ??
@@ -397,10 +430,35 @@ function eventTimeMs(e: EventObject): number {
   return t ? Date.parse(t) : Number.NaN;
 }
 
+/** Steps in time order, each clamped into [start, end] and after the one before, with their waits. */
+function steps(
+  startedMs: number,
+  completedMs: number | undefined,
+  milestones: ReadonlyArray<Omit<BootstrapStep, 'waitedMs'>>,
+): BootstrapStep[] {
+  const end = completedMs ?? Infinity;
+  const sorted = milestones
+    .map((m) => ({ ...m, atMs: Math.min(end, Math.max(startedMs, m.atMs)) }))
+    .sort((a, b) => a.atMs - b.atMs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  let mark = startedMs;
+  const out = sorted.map((m) => {
+    const step = { ...m, waitedMs: m.atMs - mark };
+    mark = m.atMs;
+    return step;
+  });
+  if (completedMs !== undefined) {
+    out.push({ kind: 'controller', name: 'controller', atMs: completedMs, waitedMs: completedMs - mark });
+  }
+  return out;
+}
+
 /**
- * Time to schedulable for a node that finished bootstrapping on its first boot: from creation to the
- * BootstrapTaintRemoved event, split by extension in the order they turned Healthy (each Lease's `since`).
- * Undefined for a node still bootstrapping or rebooted (its boot start is not recorded on the node).
+ * Time to schedulable as nodecare saw it, for a node that finished bootstrapping on this boot: from the start
+ * (creation, or the reboot) to the removal of the bootstrap taint, split by what the node waited for — the
+ * agent's first report, each critical extension turning Healthy, the controller. From the controller's record
+ * on the BootstrapTaintRemoved Event when there is one (correct after any later change); else reconstructed
+ * from the Leases as they are now (extensions that changed state since are not counted). Undefined for a node
+ * still bootstrapping.
  */
 export function bootstrapBreakdown(
   report: NodeReport,
@@ -411,32 +469,41 @@ export function bootstrapBreakdown(
     return undefined;
   }
   if (node.annotations[NodeAnnotation.bootstrappedBootId] !== node.bootId) return undefined;
+  const removals = events
+    .filter((e) => e.reason === EventReason.BootstrapTaintRemoved)
+    .sort((a, b) => eventTimeMs(b) - eventTimeMs(a));
+  const record = removals
+    .map((e) => decodeBootstrapRecord(e.metadata?.annotations?.[BOOTSTRAP_RECORD_ANNOTATION]))
+    .find((r) => r?.bootId === node.bootId);
+  if (record) {
+    return {
+      startedMs: record.startedMs,
+      completedMs: record.completedMs,
+      steps: steps(record.startedMs, record.completedMs, [
+        ...(record.agentReportedMs !== undefined
+          ? [{ kind: 'agent' as const, name: 'agent', atMs: record.agentReportedMs }]
+          : []),
+        ...record.extensions.flatMap((e) =>
+          e.healthyMs === undefined ? [] : [{ kind: 'extension' as const, name: e.name, atMs: e.healthyMs }],
+        ),
+      ]),
+      unknown: record.extensions.filter((e) => e.healthyMs === undefined).map((e) => e.name),
+      source: 'record',
+    };
+  }
   const startedMs = report.createdMs;
-  const removed = events
-    .filter((e) => e.reason === 'BootstrapTaintRemoved')
+  const completedMs = removals
     .map(eventTimeMs)
     .filter((t) => Number.isFinite(t) && t >= startedMs)
-    .sort((a, b) => a - b);
-  const completedMs = removed[0];
-  const critical = decision.extensions.filter((e) => e.critical);
-  const healthy = critical
-    .map((e) => {
-      const lease = report.leases.get(e.name);
-      const since = lease && lease.state === ExtensionState.Healthy ? Date.parse(lease.since) : Number.NaN;
-      const valid =
-        Number.isFinite(since) && (completedMs === undefined || since <= completedMs + 1000)
-          ? since
-          : undefined;
-      return { name: e.name, healthyMs: valid };
-    })
-    .sort((a, b) => (a.healthyMs ?? Infinity) - (b.healthyMs ?? Infinity) || (a.name < b.name ? -1 : 1));
-  let mark = startedMs;
-  const extensions = healthy.map((e) => {
-    if (e.healthyMs === undefined) return { ...e, heldMs: undefined };
-    const heldMs = Math.max(0, e.healthyMs - mark);
-    mark = Math.max(mark, e.healthyMs);
-    return { ...e, heldMs };
-  });
-  const restMs = completedMs === undefined ? undefined : Math.max(0, completedMs - mark);
-  return { startedMs, completedMs, extensions, restMs };
+    .sort((a, b) => a - b)[0];
+  const known: Array<Omit<BootstrapStep, 'waitedMs'>> = [];
+  const unknown: string[] = [];
+  for (const e of decision.extensions.filter((v) => v.critical)) {
+    const lease = report.leases.get(e.name);
+    const since = lease?.state === ExtensionState.Healthy ? Date.parse(lease.since) : Number.NaN;
+    if (Number.isFinite(since) && (completedMs === undefined || since <= completedMs + 1000)) {
+      known.push({ kind: 'extension', name: e.name, atMs: since });
+    } else unknown.push(e.name);
+  }
+  return { startedMs, completedMs, steps: steps(startedMs, completedMs, known), unknown, source: 'leases' };
 }

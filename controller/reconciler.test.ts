@@ -167,7 +167,12 @@ describe('Reconciler roll-up contributions', () => {
     await t.clock.advance(LEASE_SECONDS * 1000 + 1); // the agent is gone: its extension can no longer be judged
     await t.reconciler.reconcile(NODE);
     expect(t.rollupChanges.count).toBe(2);
-    expect([...t.reconciler.rollupPairs()][0]?.state).toBe(ExtensionState.Unknown);
+    // The roll-up names the agent and since when it has not reported (its heartbeat's last renewTime).
+    expect([...t.reconciler.rollupPairs()][0]).toMatchObject({
+      state: ExtensionState.Unknown,
+      reason: 'AgentNotReporting',
+      agentNotReporting: { since: new Date(T0).toISOString().replace('Z', '000Z') },
+    });
     t.cache.nodes.delete(NODE);
     await t.reconciler.reconcile(NODE);
     expect(t.rollupChanges.count).toBe(3);

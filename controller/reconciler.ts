@@ -10,7 +10,7 @@ import {
   type RegistrationSource,
 } from '../api/index.ts';
 import { NodeAnnotation, type ExtensionState } from '../api/names.ts';
-import { EventReason } from '../api/reasons.ts';
+import { ControllerReason, EventReason } from '../api/reasons.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Logger } from '../lib/log.ts';
@@ -30,7 +30,7 @@ import {
 } from './decide/index.ts';
 import { sameCondition } from './decide/condition.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import type { NodeNotReadyFact } from './rollup/evaluate.ts';
+import type { AgentNotReportingFact, NodeNotReadyFact } from './rollup/evaluate.ts';
 import type { SourcedPair } from './rollup/writer.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import {
@@ -85,6 +85,8 @@ interface Contribution {
   extensions: ContributedExtension[];
   /** While NotReady: what the kubelet says (the roll-up names it for every pair of the node). */
   notReady: NodeNotReadyFact | undefined;
+  /** While the agent is not reporting: since when (the roll-up names it once for the node). */
+  agentNotReporting: AgentNotReportingFact | undefined;
 }
 
 function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
@@ -153,6 +155,9 @@ export class Reconciler {
           reason: e.reason,
           ...(e.source ? { source: e.source } : {}),
           ...(c.notReady ? { nodeNotReady: c.notReady } : {}),
+          ...(c.agentNotReporting && e.reason === ControllerReason.AgentNotReporting
+            ? { agentNotReporting: c.agentNotReporting }
+            : {}),
         };
     }
   }
@@ -409,6 +414,7 @@ export class Reconciler {
         notReady: decision.kubeletNotReady
           ? { reason: decision.kubeletNotReady.reason, since: decision.kubeletNotReady.since }
           : undefined,
+        agentNotReporting: decision.agentNotReporting ? { ...decision.agentNotReporting } : undefined,
       };
       apply(next, 1);
       this.contributions.set(name, next);
@@ -416,7 +422,8 @@ export class Reconciler {
         !old ||
         !sameExtensions(old.extensions, next.extensions) ||
         old.notReady?.reason !== next.notReady?.reason ||
-        old.notReady?.since !== next.notReady?.since;
+        old.notReady?.since !== next.notReady?.since ||
+        old.agentNotReporting?.since !== next.agentNotReporting?.since;
     } else {
       this.contributions.delete(name);
       changed = old !== undefined && old.extensions.length > 0;

@@ -247,6 +247,15 @@ describe('eventWriter: a repeated event is one Event with a series, as client-go
     expect(series()).toEqual([[EventReason.ExtensionUnhealthy, 1]]);
   });
 
+  it("carries an event's annotations on the Event (the bootstrap record)", async () => {
+    const { api, write } = setup();
+    await write(subject, { ...unhealthy, annotations: { 'nodecare.io/bootstrap': '{}' } });
+    await write(subject, { ...unhealthy, message: 'other' });
+    const metadata = api.events.map((e) => (e.event as { metadata: { annotations?: object } }).metadata);
+    expect(metadata[0]?.annotations).toEqual({ 'nodecare.io/bootstrap': '{}' });
+    expect(metadata[1]).not.toHaveProperty('annotations');
+  });
+
   it('writes nothing once this replica no longer leads', async () => {
     const { api, state, write } = setup();
     await write(subject, unhealthy);

@@ -293,7 +293,11 @@ export function eventWriter(
     await api.createEvent('default', {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { name, namespace: 'default' },
+      metadata: {
+        name,
+        namespace: 'default',
+        ...(event.annotations ? { annotations: { ...event.annotations } } : {}),
+      },
       eventTime: microTime(new Date(nowMs)),
       reportingController: 'nodecare.io/controller',
       reportingInstance,

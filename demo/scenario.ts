@@ -2,8 +2,8 @@
 // holds the node with the bootstrap taint (listed in the NodePool's startupTaints) until the node's device
 // plugin reports healthy GPUs, so Karpenter keeps the NodeClaim not initialized and launches nothing else;
 // then the pod lands. Later an extension fails on the Ready node (runtime taint) and recovers, and the node's
-// agent is lost (Unknown) and comes back. Each step says what will happen, then waits until the view shows
-// it: a phase not reached in time, or reached the wrong way, fails the run with its name.
+// agent is lost (Degraded (AgentNotReporting)) and comes back. Each step says what will happen, then waits until
+// the view shows it: a phase not reached in time, or reached the wrong way, fails the run with its name.
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { ConditionReason, ExtensionState } from '../api/index.ts';
@@ -28,7 +28,7 @@ export const PHASES = {
   'health-failing': 'ClusterHealth EveryNodeReady reported the failure (HealthCheckUnsuccessful)',
   recovered: 'the extension recovered and the runtime taint was removed',
   'health-recovered': 'ClusterHealth EveryNodeReady was True again',
-  'agent-not-reporting': 'a lost agent made its node Unknown (AgentNotReporting) with the runtime taint',
+  'agent-not-reporting': 'a lost agent made its node Degraded (AgentNotReporting) with the runtime taint',
   'agent-back': 'the restarted agent reported again and the node turned Ready',
 } as const;
 export type PhaseId = keyof typeof PHASES;
@@ -419,23 +419,24 @@ export async function runScenario(
   async function loseAgent(node: DemoNode): Promise<void> {
     out.say(
       `Killing the agent of ${node.name} (SIGKILL): its ${HEARTBEAT_SECONDS} s heartbeat lease stops renewing, ` +
-        'so the controller cannot tell whether the extensions still work and reports the node Unknown.',
+        'so the controller cannot tell whether the extensions still work: the node turns Degraded ' +
+        '(AgentNotReporting), ExtensionsReady Unknown.',
     );
     const killedAt = Date.now();
     await cluster.killAgent(node);
     await waitNode(
       'agent-not-reporting',
       node.name,
-      'Unknown (AgentNotReporting) with the runtime taint',
+      'Degraded (AgentNotReporting) with the runtime taint',
       (s) =>
-        s?.state === NodeState.Unknown &&
+        s?.state === NodeState.Degraded &&
         s.taints.includes('runtime') &&
         s.condition?.reason === ConditionReason.AgentNotReporting,
       45_000,
     );
     out.phase(
       'agent-not-reporting',
-      `${node.name} Unknown/AgentNotReporting with the runtime taint ` +
+      `${node.name} Degraded (AgentNotReporting) with the runtime taint ` +
         `${((Date.now() - killedAt) / 1000).toFixed(1)} s after its agent died`,
     );
     await sleep(timing.holdMs / 2, signal);

@@ -13,7 +13,7 @@ import { DemoCluster, GPU_POOL, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts
 import { ClusterObserver, PhaseError } from './observer.ts';
 import { LineOutput, TtyOutput, type Output } from './output.ts';
 import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
-import { autoscalerLines, renderStatus, type NodeState } from './view.ts';
+import { autoscalerLines, renderStatus } from './view.ts';
 
 const USAGE = `Usage: node demo/main.ts [--once]
 
@@ -140,15 +140,14 @@ async function main(): Promise<void> {
     labelSelector: WORKLOAD_SELECTOR,
   });
   observer = obs;
-  const states = new Map<string, NodeState>();
+  const states = new Map<string, string>();
   obs.onSnapshot((snapshot) => {
     out.snapshot(snapshot);
     if (!tty) return; // plain output prints every changed row already
     for (const s of snapshot.statuses) {
       const before = states.get(s.name);
-      states.set(s.name, s.state);
-      if (before && before !== s.state)
-        out.say(`${s.name}: ${before} → ${s.state}${s.condition ? ` (${s.condition.reason})` : ''}`);
+      states.set(s.name, s.stateText);
+      if (before && before !== s.stateText) out.say(`${s.name}: ${before} → ${s.stateText}`);
     }
   });
   obs.start();

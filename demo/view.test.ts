@@ -90,47 +90,66 @@ describe('nodeStatuses', () => {
         condition: ['False', 'ExtensionsProgressing'],
       }),
       state: 'Bootstrapping',
+      text: 'Bootstrapping (ExtensionsProgressing)',
       taints: ['bootstrap'],
     },
     {
       name: 'bootstrap taint and BootstrapTimeout → BootstrapTimeout',
       node: node('n', { label: 'unhealthy', taints: [BOOTSTRAP], condition: ['False', 'BootstrapTimeout'] }),
       state: 'BootstrapTimeout',
+      text: 'BootstrapTimeout',
       taints: ['bootstrap'],
     },
     {
       name: 'runtime taint → Degraded',
       node: node('n', { label: 'unhealthy', taints: [RUNTIME], condition: ['False', 'ExtensionsUnhealthy'] }),
       state: 'Degraded',
+      text: 'Degraded (ExtensionsUnhealthy)',
       taints: ['runtime'],
     },
     {
-      name: 'runtime taint and condition Unknown → Unknown',
+      name: 'runtime taint and the agent not reporting → Degraded (AgentNotReporting), no fifth state',
       node: node('n', { label: 'unknown', taints: [RUNTIME], condition: ['Unknown', 'AgentNotReporting'] }),
-      state: 'Unknown',
+      state: 'Degraded',
+      text: 'Degraded (AgentNotReporting)',
+      taints: ['runtime'],
+    },
+    {
+      name: 'the kubelet not Ready → NotReady, whatever the taints',
+      node: node('n', { label: 'unknown', taints: [RUNTIME], condition: ['Unknown', 'NodeNotReady'] }),
+      state: 'NotReady',
+      text: 'NotReady',
       taints: ['runtime'],
     },
     {
       name: 'no nodecare taint → Ready, even with a report-only failure',
       node: node('n', { label: 'unhealthy', condition: ['False', 'ExtensionsUnhealthy'] }),
       state: 'Ready',
+      text: 'Ready (ExtensionsUnhealthy)',
       taints: [],
     },
     {
-      name: 'no label yet → Pending',
+      name: 'no condition yet → not decided (-)',
       node: node('n'),
-      state: 'Pending',
+      state: undefined,
+      text: '-',
       taints: [],
     },
     {
       name: 'taints of others are listed by key',
-      node: node('n', { label: 'healthy', taints: ['example.com/maintenance'] }),
+      node: node('n', {
+        label: 'healthy',
+        taints: ['example.com/maintenance'],
+        condition: ['True', 'AllExtensionsHealthy'],
+      }),
       state: 'Ready',
+      text: 'Ready',
       taints: ['example.com/maintenance'],
     },
-  ])('$name', ({ node: n, state, taints }) => {
+  ])('$name', ({ node: n, state, text, taints }) => {
     const [status] = nodeStatuses([n], [], NOW);
     expect(status?.state).toBe(state);
+    if (text !== undefined) expect(status?.stateText).toBe(text);
     expect(status?.taints).toEqual(taints);
   });
 
@@ -272,17 +291,18 @@ describe('renderStatus', () => {
       },
     );
     expect(rows).toEqual([
-      'NODE          NODECLAIM                               STATE           TAINTS      CONDITION                     AGENT   AGE     EXTENSIONS',
-      'demo-node-1   gpu-a Registered (StartupTaintsExist)   Bootstrapping   bootstrap   False ExtensionsProgressing   up      5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
-      'demo-node-2   gpu-b Initialized                       Degraded        runtime     False ExtensionsUnhealthy     up      3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
-      // The agent is gone: its last lease is not trusted (no stale ✓), the controller's verdict shows at once.
-      'demo-node-3   -                                       Unknown         runtime     Unknown AgentNotReporting     lost    66m     kube-proxy ? stale',
+      'NODE          NODECLAIM                               STATE                                   TAINTS      AGENT   AGE     EXTENSIONS',
+      'demo-node-1   gpu-a Registered (StartupTaintsExist)   Bootstrapping (ExtensionsProgressing)   bootstrap   up      5s      kube-proxy … AwaitingFirstProbe  log-agent · no lease',
+      'demo-node-2   gpu-b Initialized                       Degraded (ExtensionsUnhealthy)          runtime     up      3m20s   gpu-plugin ✓  kube-proxy ✗ ConnectionRefused',
+      // The agent is gone: its last lease is not trusted (no stale ✓), the controller's verdict shows at once:
+      // Degraded with the condition's reason beside it, the one name every view uses (no fifth state).
+      'demo-node-3   -                                       Degraded (AgentNotReporting)            runtime     lost    66m     kube-proxy ? stale',
     ]);
   });
 
   it('shows "-" for a node without condition, heartbeat or extensions', () => {
     expect(renderStatus([node('bare', { ageSeconds: 0 })], [], NOW)[1]).toBe(
-      'bare   -           Pending   -        -           -       0s    -',
+      'bare   -           -       -        -       0s    -',
     );
   });
 
@@ -300,9 +320,18 @@ describe('renderStatus', () => {
   });
 
   it('honours other taint keys', () => {
-    const [status] = nodeStatuses([node('n', { label: 'healthy', taints: ['my/boot'] })], [], NOW, {
-      bootstrapTaintKey: 'my/boot',
-    });
+    const [status] = nodeStatuses(
+      [
+        node('n', {
+          label: 'progressing',
+          taints: ['my/boot'],
+          condition: ['False', 'ExtensionsProgressing'],
+        }),
+      ],
+      [],
+      NOW,
+      { bootstrapTaintKey: 'my/boot' },
+    );
     expect(status?.state).toBe('Bootstrapping');
   });
 });
@@ -436,7 +465,7 @@ describe('the live view fits the terminal (issue 21 item 5)', () => {
     node(name(n), {
       label: n === 1 ? 'unhealthy' : 'healthy',
       taints: n === 1 ? [RUNTIME] : [],
-      condition: n === 1 ? ['False', 'ExtensionsUnhealthy'] : ['True', 'ExtensionsHealthy'],
+      condition: n === 1 ? ['False', 'ExtensionsUnhealthy'] : ['True', 'AllExtensionsHealthy'],
       extensions: ['kube-proxy', 'gpu-plugin', 'log-agent'],
       ageSeconds: 300,
     }),
@@ -462,8 +491,7 @@ describe('the live view fits the terminal (issue 21 item 5)', () => {
       // Each node still recognisable: both ends of its name.
       for (const n of [1, 2]) expect(text).toMatch(new RegExp(`^gpu-nod\\S*${n}-9x8k2 `, 'm'));
       // The header keeps every column (at 80 the extensions are under each row instead).
-      for (const column of ['NODE', 'STATE', 'TAINTS', 'CONDITION', 'AGENT', 'AGE'])
-        expect(lines[0]).toContain(column);
+      for (const column of ['NODE', 'STATE', 'TAINTS', 'AGENT', 'AGE']) expect(lines[0]).toContain(column);
       if (width >= 120) expect(lines[0]).toContain('EXTENSIONS');
     },
   );

@@ -12,24 +12,13 @@ import {
   ExtensionState,
   LeaseRole,
   NODE_CONDITION_TYPE,
-  NODE_STATUS_LABEL,
-  NodeStatusLabelValue,
   type ObservedLease,
 } from '../api/index.ts';
+import { NodeState, stateOnNode, stateText } from '../controller/decide/index.ts';
 import { nodeClaimStage, type NodeClaim } from '../test/autoscalers/karpenter.ts';
 
-/** The controller's node states (docs/controller.md), as read back from the node. */
-export const NodeState = {
-  /** No nodecare label yet: the controller has not looked at the node. */
-  Pending: 'Pending',
-  Bootstrapping: 'Bootstrapping',
-  BootstrapTimeout: 'BootstrapTimeout',
-  Ready: 'Ready',
-  Degraded: 'Degraded',
-  /** Degraded because the agent stopped reporting (condition Unknown). */
-  Unknown: 'Unknown',
-} as const;
-export type NodeState = (typeof NodeState)[keyof typeof NodeState];
+/** The controller's node states: one definition for the controller, the plugin and this view. */
+export { NodeState };
 
 export interface ExtensionStatus {
   name: string;
@@ -43,7 +32,10 @@ export interface NodeStatus {
   name: string;
   /** The node's Karpenter NodeClaim and its stage (`gpu-x2v9k Registered (StartupTaintsExist)`), if any. */
   nodeClaim: string | undefined;
-  state: NodeState;
+  /** As the controller recorded it on the node (controller/decide/node-status.ts); undefined until it decided. */
+  state: NodeState | undefined;
+  /** The state with the condition's reason beside it (`Degraded (AgentNotReporting)`), or `-`. */
+  stateText: string;
   /** Short names: `bootstrap`, `runtime`; any other taint by its key. */
   taints: string[];
   condition: { status: string; reason: string; message: string } | undefined;
@@ -65,7 +57,8 @@ export interface HealthCondition {
 
 /** What the marks in the table mean (the live view prints it under the table). */
 export const LEGEND =
-  'Legend: ✓ Healthy  ✗ Unhealthy  … Progressing (starting, within its grace)  ? Unknown  · no lease yet; ' +
+  "Legend: STATE is nodecare's state with the ExtensionsReady reason beside it (- not decided yet). " +
+  '✓ Healthy  ✗ Unhealthy  … Progressing (starting, within its grace)  ? Unknown  · no lease yet; ' +
   '? stale: the agent stopped reporting, its last result is not trusted. AGENT: up | silent Ns | lost.';
 
 /** One line with every ClusterHealth condition: `ClusterHealth: EveryNodeReady True (HealthCheckSuccessful) …`. */
@@ -99,16 +92,7 @@ export interface StatusOptions {
 }
 
 /** EXTENSIONS comes last: it is the one column whose width varies a lot (and that wraps). */
-export const STATUS_HEADER = [
-  'NODE',
-  'NODECLAIM',
-  'STATE',
-  'TAINTS',
-  'CONDITION',
-  'AGENT',
-  'AGE',
-  'EXTENSIONS',
-] as const;
+export const STATUS_HEADER = ['NODE', 'NODECLAIM', 'STATE', 'TAINTS', 'AGENT', 'AGE', 'EXTENSIONS'] as const;
 /** Between the extensions in the EXTENSIONS cell (each one contains single spaces only). */
 const ITEM_SEPARATOR = '  ';
 
@@ -116,23 +100,6 @@ function toMs(value: Date | string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const ms = value instanceof Date ? value.getTime() : Date.parse(value);
   return Number.isNaN(ms) ? undefined : ms;
-}
-
-function stateOf(
-  labels: Record<string, string>,
-  taints: string[],
-  condition: NodeStatus['condition'],
-): NodeState {
-  if (taints.includes('bootstrap'))
-    return condition?.reason === ConditionReason.BootstrapTimeout
-      ? NodeState.BootstrapTimeout
-      : NodeState.Bootstrapping;
-  if (taints.includes('runtime'))
-    return condition?.status === 'Unknown' || labels[NODE_STATUS_LABEL] === NodeStatusLabelValue.unknown
-      ? NodeState.Unknown
-      : NodeState.Degraded;
-  // Without a nodecare taint the node is Ready, even when a report-only extension fails (the condition says so).
-  return labels[NODE_STATUS_LABEL] === undefined ? NodeState.Pending : NodeState.Ready;
 }
 
 /**
@@ -165,7 +132,6 @@ export function nodeStatuses(
     .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))
     .map((node): NodeStatus => {
       const name = node.metadata?.name ?? '';
-      const labels = node.metadata?.labels ?? {};
       const taints = (node.spec?.taints ?? []).map((t) =>
         t.key === bootstrapKey ? 'bootstrap' : t.key === runtimeKey ? 'runtime' : t.key,
       );
@@ -210,10 +176,16 @@ export function nodeStatuses(
       }
       const createdMs = toMs(node.metadata?.creationTimestamp);
       const claim = claims.find((c) => c.status?.nodeName === name);
+      const state = stateOnNode({
+        bootstrapTainted: taints.includes('bootstrap'),
+        runtimeTainted: taints.includes('runtime'),
+        conditionReason: condition?.reason,
+      });
       return {
         name,
         nodeClaim: claim ? nodeClaimSummary(claim) : undefined,
-        state: stateOf(labels, taints, condition),
+        state,
+        stateText: state === undefined ? '-' : stateText(state, condition?.reason),
         taints,
         condition,
         heartbeatAgeSeconds:
@@ -242,12 +214,11 @@ const ANSI = { green: 32, yellow: 33, red: 31, magenta: 35, dim: 2 } as const;
 type Color = keyof typeof ANSI;
 
 const STATE_COLOR: Record<NodeState, Color> = {
-  Pending: 'dim',
   Bootstrapping: 'yellow',
   BootstrapTimeout: 'red',
   Ready: 'green',
   Degraded: 'red',
-  Unknown: 'magenta',
+  NotReady: 'magenta',
 };
 
 const MARK: Record<ExtensionState, { mark: string; color: Color }> = {
@@ -285,16 +256,21 @@ function agentCell(status: NodeStatus, color: boolean): string {
   return expired ? paint(`silent ${formatAge(age)}`, 'red', color) : 'up';
 }
 
+/** The state word coloured, the reason beside it plain: `Degraded (AgentNotReporting)`. */
+function stateCell(status: NodeStatus, color: boolean): string {
+  if (status.state === undefined) return paint('-', 'dim', color);
+  const reason = status.stateText.slice(status.state.length);
+  return `${paint(status.state, STATE_COLOR[status.state], color)}${reason}`;
+}
+
 /** The cells of one row, in STATUS_HEADER order. */
 export function statusCells(status: NodeStatus, options: StatusOptions = {}): string[] {
   const color = options.color ?? false;
-  const condition = status.condition ? `${status.condition.status} ${status.condition.reason}`.trim() : '-';
   return [
     status.name,
     status.nodeClaim ?? '-',
-    paint(status.state, STATE_COLOR[status.state], color),
+    stateCell(status, color),
     status.taints.length ? status.taints.join(',') : '-',
-    condition,
     agentCell(status, color),
     formatAge(status.ageSeconds),
     status.extensions.length
@@ -362,24 +338,32 @@ export function shortenEnd(text: string, width: number): string {
  * Left-aligned columns separated by three spaces; the last column is not padded. With `width`, a last cell that
  * would overflow it continues on the next lines, broken between its items (separated by two spaces); when the
  * other columns leave the last one too little room, the `shrinkable` columns (plain text) give way, widest
- * first, their cells shortened in the middle; an item wider than the room left is cut with an ellipsis. So no
+ * first, their cells shortened in the middle (a `lastResort` column gives way too, only once the last column is
+ * stacked, cut at its end); an item wider than the room left is cut with an ellipsis. So no
  * line is wider than `width` and the last column (a node's extensions) stays in view.
  */
 export function formatTable(
   rows: readonly (readonly string[])[],
   width?: number,
   shrinkable: readonly number[] = [],
+  lastResort: readonly number[] = [],
 ): string[] {
   const natural: number[] = [];
   for (const row of rows)
     row.slice(0, -1).forEach((cell, i) => (natural[i] = Math.max(natural[i] ?? 0, visibleLength(cell))));
   const indentOf = (widths: readonly number[]): number => widths.reduce((sum, w) => sum + w + 3, 0);
-  /** The narrowest widths (widest shrinkable column first) whose indent is at most `limit`. */
-  const shrunkTo = (limit: number): number[] => {
+  /**
+   * The narrowest widths (widest shrinkable column first, with the `lastResort` ones when allowed) whose indent
+   * is at most `limit`.
+   */
+  const shrunkTo = (limit: number, resort = false): number[] => {
     const widths = [...natural];
     let indent = indentOf(widths);
+    // Once the extensions are stacked, the `lastResort` columns give way with the others, widest first, so no
+    // column (a node's name) is cut to nothing while another keeps its natural width.
+    const columns = resort ? [...shrinkable, ...lastResort] : shrinkable;
     while (indent > limit) {
-      const widest = shrinkable
+      const widest = columns
         .filter((i) => (widths[i] ?? 0) > MIN_SHRUNK_COLUMN)
         .sort((a, b) => widths[b]! - widths[a]!)[0];
       if (widest === undefined) break;
@@ -395,7 +379,7 @@ export function formatTable(
   if (width !== undefined && indentOf(natural) + MIN_LAST_COLUMN > width) {
     widths = shrunkTo(width - MIN_LAST_COLUMN);
     if (indentOf(widths) + MIN_LAST_COLUMN > width) {
-      widths = shrunkTo(width + 3); // the head alone fits (no separator after its last cell)
+      widths = shrunkTo(width + 3, true); // the head alone fits (no separator after its last cell)
       stacked = true;
     }
   }
@@ -418,7 +402,12 @@ export function formatTable(
     const head = row
       .slice(0, -1)
       .map((cell, i) => {
-        const shown = visibleLength(cell) > widths[i]! ? shortenMiddle(cell, widths[i]!) : cell;
+        const shown =
+          visibleLength(cell) <= widths[i]!
+            ? cell
+            : lastResort.includes(i)
+              ? shortenEnd(cell, widths[i]!)
+              : shortenMiddle(cell, widths[i]!);
         return `${shown}${' '.repeat(widths[i]! - visibleLength(shown))}   `;
       })
       .join('');
@@ -448,7 +437,7 @@ export function renderStatus(
   options: StatusOptions & { width?: number } = {},
 ): string[] {
   const rows = nodeStatuses(nodes, leases, now, options).map((s) => statusCells(s, options));
-  // NODE, NODECLAIM, TAINTS and CONDITION give way on a narrow terminal (STATE and AGENT are short and
-  // coloured; AGE is short).
-  return formatTable([[...STATUS_HEADER], ...rows], options.width, [0, 1, 3, 4]);
+  // NODE, NODECLAIM and TAINTS give way on a narrow terminal; STATE (its reason) only when the extensions are
+  // already on lines of their own and the rest still does not fit, cut at its end; AGENT and AGE are short.
+  return formatTable([[...STATUS_HEADER], ...rows], options.width, [0, 1, 3], [2]);
 }

@@ -8,13 +8,16 @@ import type { ExtensionState } from '../../api/names.ts';
 import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
-import { cut, humanDuration, relative, structured } from '../format.ts';
+import { cut, humanDuration, relative, structured, table } from '../format.ts';
+import { stateText } from '../../controller/decide/index.ts';
+import { NODE_STATUS_LABEL } from '../../api/names.ts';
 import {
   bootstrapBreakdown,
+  eventTimeMs,
   isHealthy,
   nextAction,
   pendingWrites,
-  type BootstrapBreakdown,
+  type BootstrapStep,
   type EventObject,
   type NextAction,
   type NodeReport,
@@ -117,7 +120,10 @@ export interface ExplainView {
   healthy: boolean;
   cordoned: boolean;
   state: string;
+  /** The state as every view shows it, with the condition's reason beside it: `Degraded (AgentNotReporting)`. */
+  stateText: string;
   condition: { status: string; reason: string; message: string; lastTransitionTime?: string };
+  label: string;
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
   taints: Array<{
     key: string;
@@ -152,30 +158,32 @@ export interface ExplainView {
   /** What happens if the agent stops renewing now (its Leases expire). */
   ifAgentStops: (Omit<NextAction, 'atMs'> & { at: string }) | null;
   pendingWrites: string[];
-  bootstrap:
-    | (Omit<BootstrapBreakdown, 'startedMs' | 'completedMs' | 'restMs' | 'extensions'> & {
-        startedAt: string;
-        completedAt: string | null;
-        heldSeconds: number | null;
-        extensions: Array<{ name: string; healthyAt: string | null; heldSeconds: number | null }>;
-        restSeconds: number | null;
-      })
-    | null;
+  bootstrap: {
+    startedAt: string;
+    completedAt: string | null;
+    heldSeconds: number | null;
+    /** What the node waited for, in order; each wait after the step before (they add up to heldSeconds). */
+    steps: Array<Omit<BootstrapStep, 'atMs' | 'waitedMs'> & { at: string; waitedSeconds: number }>;
+    /** Critical extensions whose time to Healthy is not known (they changed state since). */
+    notCounted: string[];
+    source: 'record' | 'leases';
+    /** What the bootstrap started with: the node's creation or a reboot. */
+    after: 'creation' | 'reboot';
+  } | null;
   events: Array<{ type: string; reason: string; message: string; time: string | null; count: number }>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-const seconds = (ms: number | undefined): number | null => (ms === undefined ? null : Math.round(ms / 1000));
+/** Seconds with a tenth (a controller's latency is well under a second). */
+const tenths = (ms: number): number => Math.round(ms / 100) / 10;
 
 function eventTime(e: EventObject): string | null {
-  return (
-    e.series?.lastObservedTime ??
-    e.eventTime ??
-    e.lastTimestamp ??
-    e.firstTimestamp ??
-    e.metadata?.creationTimestamp ??
-    null
-  );
+  const ms = eventTimeMs(e);
+  return Number.isFinite(ms) ? iso(ms) : null;
+}
+
+function actionView({ atMs, ...rest }: NextAction): Omit<NextAction, 'atMs'> & { at: string } {
+  return { at: iso(atMs), ...rest };
 }
 
 export function explainView(
@@ -239,7 +247,10 @@ export function explainView(
   const stops = nextAction(report, 'stopped');
   const breakdown = bootstrapBreakdown(report, events);
   const condition = raw.status?.conditions?.find((c) => c.type === 'ExtensionsReady');
-  const sortedEvents = [...events].sort((a, b) => (eventTime(a) ?? '').localeCompare(eventTime(b) ?? ''));
+  // Oldest first, by time (not by the text of differently formatted timestamps); undated ones first.
+  const sortedEvents = [...events].sort(
+    (a, b) => (eventTimeMs(a) || -Infinity) - (eventTimeMs(b) || -Infinity) || 0,
+  );
   return {
     kind: 'NodecareExplain',
     observedAt: iso(now),
@@ -248,12 +259,14 @@ export function explainView(
     healthy: isHealthy(report),
     cordoned: raw.spec?.unschedulable === true,
     state: decision.state,
+    stateText: stateText(decision.state, decision.condition.reason),
     condition: {
       ...decision.condition,
       ...(condition?.lastTransitionTime && condition.reason === decision.condition.reason
         ? { lastTransitionTime: condition.lastTransitionTime }
         : {}),
     },
+    label: decision.label,
     agent: {
       status: agentSummary(report),
       ...(report.agentLease
@@ -271,26 +284,24 @@ export function explainView(
     conflicts: report.conflicts.map((c) => c.message),
     ignoredLeases: report.ignoredLeases.map((l) => ({ name: l.name, problem: l.problem ?? 'OwnerMismatch' })),
     unregisteredLeases: [...report.leases.keys()].filter((name) => !report.registrations.has(name)).sort(),
-    next: next
-      ? { at: iso(next.atMs), changes: next.changes, because: next.because, unless: next.unless }
-      : null,
-    ifAgentStops:
-      stops && (!next || stops.atMs < next.atMs)
-        ? { at: iso(stops.atMs), changes: stops.changes, because: stops.because, unless: stops.unless }
-        : null,
+    next: next ? actionView(next) : null,
+    ifAgentStops: stops && (!next || stops.atMs < next.atMs) ? actionView(stops) : null,
     pendingWrites: pendingWrites(report),
     bootstrap: breakdown
       ? {
-          startedAt: iso(breakdown.startedMs),
-          completedAt: breakdown.completedMs === undefined ? null : iso(breakdown.completedMs),
+          startedAt: new Date(breakdown.startedMs).toISOString(),
+          completedAt:
+            breakdown.completedMs === undefined ? null : new Date(breakdown.completedMs).toISOString(),
           heldSeconds:
-            breakdown.completedMs === undefined ? null : seconds(breakdown.completedMs - breakdown.startedMs),
-          extensions: breakdown.extensions.map((e) => ({
-            name: e.name,
-            healthyAt: e.healthyMs === undefined ? null : iso(e.healthyMs),
-            heldSeconds: seconds(e.heldMs),
+            breakdown.completedMs === undefined ? null : tenths(breakdown.completedMs - breakdown.startedMs),
+          steps: breakdown.steps.map(({ atMs, waitedMs, ...step }) => ({
+            ...step,
+            at: new Date(atMs).toISOString(),
+            waitedSeconds: tenths(waitedMs),
           })),
-          restSeconds: seconds(breakdown.restMs),
+          notCounted: breakdown.unknown,
+          source: breakdown.source,
+          after: breakdown.startedMs > report.createdMs ? 'reboot' : 'creation',
         }
       : null,
     events: sortedEvents.slice(Math.max(0, sortedEvents.length - maxEvents)).map((e) => ({
@@ -301,6 +312,78 @@ export function explainView(
       count: e.series?.count ?? e.count ?? 1,
     })),
   };
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
+
+/** What a predicted decision changes, one statement a line. */
+function actionLines(a: NonNullable<ExplainView['next']>): string[] {
+  return [
+    ...(a.from !== a.to ? [`  the node goes from ${a.from} to ${a.to}`] : []),
+    ...(a.changes.length > 0 ? [`  the controller will ${listed(a.changes)}`] : []),
+    ...a.because.map((b) => `  because ${b}`),
+  ];
+}
+
+/** `22.0s` under two minutes (a controller's latency is a fraction of a second), else kubectl's `3m12s`. */
+function waited(seconds: number): string {
+  return seconds < 120 ? `${seconds.toFixed(1)}s` : humanDuration(seconds * 1000);
+}
+
+const STEP_TEXT: Record<BootstrapStep['kind'], (name: string) => string> = {
+  agent: () => "the agent's first report",
+  extension: (name) => `${name} Healthy`,
+  controller: () => 'the controller removed the bootstrap taint',
+};
+
+/** The time to schedulable, split by what the node waited for; then what else still keeps pods off. */
+function bootstrapLines(view: ExplainView): string[] {
+  const b = view.bootstrap;
+  if (!b) return [];
+  if (b.heldSeconds === null) {
+    return [
+      '',
+      'Bootstrap: completed; when is not known (no BootstrapTaintRemoved event regarding the node: events expire, after 1 h by default).',
+    ];
+  }
+  const lines = [
+    '',
+    `Bootstrap: nodecare released the node ${waited(b.heldSeconds)} after its ${b.after} (${b.startedAt}); what it waited for, in order:`,
+  ];
+  const start = Date.parse(b.startedAt);
+  const longest = Math.max(...b.steps.map((s) => s.waitedSeconds));
+  lines.push(
+    ...table(
+      ['AFTER', 'WAITED', 'FOR'],
+      b.steps.map((s) => [
+        `+${waited(tenthsSince(start, s.at))}`,
+        waited(s.waitedSeconds),
+        `${STEP_TEXT[s.kind](s.name)}${s.waitedSeconds === longest && b.steps.length > 1 ? '  (the longest wait)' : ''}`,
+      ]),
+    ).map((l) => `  ${l}`),
+  );
+  if (b.notCounted.length > 0) {
+    lines.push(`  Not counted (changed state since, and no controller record): ${b.notCounted.join(', ')}.`);
+  }
+  if (b.source === 'leases') {
+    lines.push(
+      "  (Reconstructed from the Leases as they are now: the controller's record on the BootstrapTaintRemoved event was not found.)",
+    );
+  }
+  const others = view.taints.filter((t) => t.blocksScheduling && !t.owner.startsWith('nodecare'));
+  if (others.length > 0) {
+    lines.push(
+      `  Other taints still keep pods off: ${others.map((t) => `${t.key}, owned by ${t.owner}`).join('; ')}.`,
+    );
+  }
+  return lines;
+}
+
+function tenthsSince(startMs: number, at: string): number {
+  return Math.round((Date.parse(at) - startMs) / 100) / 10;
 }
 
 export function renderExplainText(view: ExplainView, now: number): string[] {
@@ -320,10 +403,10 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
     lines.push(`Node ${view.node} is NOT schedulable: ${why.join('; ')}.`);
   }
   const since = view.condition.lastTransitionTime
-    ? ` since ${relative(Date.parse(view.condition.lastTransitionTime), now)}`
+    ? `, since ${relative(Date.parse(view.condition.lastTransitionTime), now)}`
     : '';
   lines.push(
-    `nodecare state: ${view.state}; ExtensionsReady ${view.condition.status} (${view.condition.reason})${since}`,
+    `nodecare state: ${view.stateText}; ExtensionsReady=${view.condition.status} (${view.condition.reason}), ${NODE_STATUS_LABEL}=${view.label}${since}`,
   );
   if (view.condition.message) lines.push(`  ${view.condition.message}`);
   const agentLease = view.agent.lease;
@@ -367,7 +450,9 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
     );
     if (e.lease) {
       lines.push(
-        `      lease:        ${e.lease.name}, renewed ${relative(Date.parse(e.lease.renewTime), now)}, expires ${relative(Date.parse(e.lease.expiresAt), now)}`,
+        `      lease:        ${e.lease.name}, renewed ${relative(Date.parse(e.lease.renewTime), now)}, ${
+          Date.parse(e.lease.expiresAt) > now ? 'expires' : 'expired'
+        } ${relative(Date.parse(e.lease.expiresAt), now)}`,
       );
     } else {
       lines.push('      lease:        none written yet');
@@ -391,48 +476,25 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
     );
   }
   if (view.next) {
-    lines.push(
-      `Next: ${relative(Date.parse(view.next.at), now)} the controller will ${view.next.changes.join(', ')}, ${view.next.unless}.`,
-    );
-    for (const b of view.next.because) lines.push(`  because ${b}`);
+    lines.push(`Next: ${relative(Date.parse(view.next.at), now)}, ${view.next.unless}:`);
+    lines.push(...actionLines(view.next));
   } else {
     lines.push('Next: nothing scheduled; the controller acts when a Lease or the node changes.');
   }
   if (view.ifAgentStops) {
     lines.push(
-      `If the agent stops renewing its Leases now: ${relative(Date.parse(view.ifAgentStops.at), now)} the controller will ${view.ifAgentStops.changes.join(', ')}.`,
+      `If the agent stops renewing its Leases now: ${relative(Date.parse(view.ifAgentStops.at), now)}:`,
     );
+    lines.push(...actionLines(view.ifAgentStops));
   }
-
-  if (view.bootstrap) {
-    const b = view.bootstrap;
-    if (b.heldSeconds === null) {
-      lines.push(
-        'Bootstrap: completed; when is not known (no BootstrapTaintRemoved event regarding the node: events expire, after 1 h by default).',
-      );
-    } else {
-      const parts = b.extensions
-        .filter((e) => e.heldSeconds !== null)
-        .sort((x, y) => (y.heldSeconds ?? 0) - (x.heldSeconds ?? 0))
-        .map((e) => `${e.name} ${humanDuration((e.heldSeconds ?? 0) * 1000)}`);
-      if (b.restSeconds) parts.push(`agent and controller ${humanDuration(b.restSeconds * 1000)}`);
-      const unknown = b.extensions.filter((e) => e.heldSeconds === null).map((e) => e.name);
-      lines.push(
-        `Bootstrap: schedulable ${humanDuration(b.heldSeconds * 1000)} after creation (held ${humanDuration(
-          b.heldSeconds * 1000,
-        )}${parts.length > 0 ? `: ${parts.join(', ')}` : ''})${
-          unknown.length > 0 ? `; ${unknown.join(', ')} changed state since, not counted` : ''
-        }.`,
-      );
-    }
-  }
+  lines.push(...bootstrapLines(view));
 
   if (view.events.length > 0) {
-    lines.push('', `Recent events (${view.events.length}):`);
+    lines.push('', `Recent events (${view.events.length}, oldest first):`);
     for (const e of view.events) {
-      const when = e.time ? humanDuration(now - Date.parse(e.time)) : '?';
+      const when = e.time ? `${humanDuration(now - Date.parse(e.time))} ago` : '?';
       lines.push(
-        `  ${when.padStart(6)}  ${e.type.padEnd(7)}  ${e.reason}${e.count > 1 ? ` (x${e.count})` : ''}: ${cut(e.message, 160)}`,
+        `  ${when.padStart(10)}  ${e.type.padEnd(7)}  ${e.reason}${e.count > 1 ? ` (x${e.count})` : ''}: ${cut(e.message, 160)}`,
       );
     }
   }

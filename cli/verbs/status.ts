@@ -4,6 +4,7 @@
 
 import { CLUSTER_HEALTH } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
+import { stateText } from '../../controller/decide/index.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../cli.ts';
 import { cut, humanDuration, structured, table } from '../format.ts';
@@ -39,6 +40,8 @@ export const STATUS_OPTIONS = {
 export interface NodeStatusView {
   name: string;
   state: string;
+  /** The state as every view shows it, with the condition's reason beside it: `Degraded (AgentNotReporting)`. */
+  stateText: string;
   healthy: boolean;
   schedulable: boolean;
   condition: { status: string; reason: string; message: string };
@@ -70,6 +73,11 @@ export function agentSummary(report: NodeReport): string {
   return 'reporting';
 }
 
+/** `Degraded (AgentNotReporting)`: the one text for a node's state (controller/decide/node-status.ts). */
+export function shownState(report: NodeReport): string {
+  return stateText(report.decision.state, report.decision.condition.reason);
+}
+
 function ownTaintShort(report: NodeReport, key: string): string {
   const { bootstrapTaintKey, runtimeTaintKey } = report.input.policy;
   if (key === bootstrapTaintKey) return 'bootstrap';
@@ -86,6 +94,7 @@ export function nodeView(report: NodeReport, now: number): NodeStatusView {
   return {
     name: report.name,
     state: decision.state,
+    stateText: shownState(report),
     healthy: isHealthy(report),
     schedulable: !report.unschedulable,
     condition: { ...decision.condition },
@@ -146,7 +155,7 @@ export function renderStatusText(
   if (shown.length === 0) lines.push('No nodes found.');
   else {
     const header = wide
-      ? ['NODE', 'STATE', 'CONDITION', 'AGENT', 'EXTENSIONS', 'TAINTS', 'AGE', 'FAILING']
+      ? ['NODE', 'STATE', 'CONDITION', 'LABEL', 'AGENT', 'EXTENSIONS', 'TAINTS', 'AGE', 'FAILING']
       : ['NODE', 'STATE', 'TAINTS', 'AGE', 'FAILING'];
     const rows = shown.map((r) => {
       // nodecare's own first (short names), then the others' keys.
@@ -161,21 +170,22 @@ export function renderStatusText(
       const cells = wide
         ? [
             r.name,
-            r.decision.state,
-            `${r.decision.condition.status}/${r.decision.condition.reason}`,
+            shownState(r),
+            r.decision.condition.status,
+            r.decision.label,
             agentSummary(r),
             `${total - failingCount(r)}/${total} healthy`,
             taintCell,
             age,
             failingCell(r, true),
           ]
-        : [r.name, r.decision.state, cut(taintCell, 60), age, failingCell(r, false)];
+        : [r.name, shownState(r), cut(taintCell, 60), age, failingCell(r, false)];
       return cells;
     });
     lines.push(...table(header, rows));
   }
   const counts = new Map<string, number>();
-  for (const r of shown) counts.set(r.decision.state, (counts.get(r.decision.state) ?? 0) + 1);
+  for (const r of shown) counts.set(shownState(r), (counts.get(shownState(r)) ?? 0) + 1);
   const healthy = shown.filter(isHealthy).length;
   lines.push(
     '',

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExtensionState } from '../../api/names.ts';
 import { ConditionReason, ProbeReason } from '../../api/reasons.ts';
-import {
-  buildCondition,
-  describeNotHealthy,
-  joinCapped,
-  labelFor,
-  MAX_CONDITION_MESSAGE,
-} from './condition.ts';
+import { buildCondition, describeNotHealthy, joinCapped, MAX_CONDITION_MESSAGE } from './condition.ts';
 import type { AgentStatus } from './extension-state.ts';
 import { NodeState } from './node-state.ts';
 
@@ -189,17 +183,5 @@ describe('joinCapped', () => {
     const joined = joinCapped(items, max);
     expect(joined).toBe(expected);
     expect(joined.length).toBeLessThanOrEqual(max);
-  });
-});
-
-describe('labelFor', () => {
-  it.each([
-    { reason: ConditionReason.AllExtensionsHealthy, label: 'healthy' },
-    { reason: ConditionReason.ExtensionsProgressing, label: 'progressing' },
-    { reason: ConditionReason.ExtensionsUnhealthy, label: 'unhealthy' },
-    { reason: ConditionReason.BootstrapTimeout, label: 'unhealthy' },
-    { reason: ConditionReason.AgentNotReporting, label: 'unknown' },
-  ])('$reason → $label', ({ reason, label }) => {
-    expect(labelFor(reason)).toBe(label);
   });
 });

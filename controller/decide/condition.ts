@@ -3,17 +3,12 @@
 // reconciler never writes it as a heartbeat.
 
 import { truncateMessage } from '../../api/lease.ts';
-import { ExtensionState, NODE_CONDITION_TYPE, NodeStatusLabelValue } from '../../api/names.ts';
+import { ExtensionState, NODE_CONDITION_TYPE } from '../../api/names.ts';
 import { ConditionReason, ControllerReason } from '../../api/reasons.ts';
 import { AGENT_MESSAGES, type AgentStatus } from './extension-state.ts';
 import { NodeState } from './node-state.ts';
-import type {
-  ConditionStatus,
-  DesiredCondition,
-  EffectiveState,
-  KubeletNotReady,
-  ObservedCondition,
-} from './types.ts';
+import { conditionStatusFor } from './node-status.ts';
+import type { DesiredCondition, EffectiveState, KubeletNotReady, ObservedCondition } from './types.ts';
 
 /** Kubernetes allows 32 KiB; a node condition is read by people, so keep it to about 1 KB. */
 export const MAX_CONDITION_MESSAGE = 1024;
@@ -77,8 +72,9 @@ export function describeNotHealthy(extensions: ReadonlyArray<EffectiveState & { 
   return joinCapped(items);
 }
 
-function condition(status: ConditionStatus, reason: ConditionReason, message: string): DesiredCondition {
-  return { type: NODE_CONDITION_TYPE, status, reason, message };
+/** The status follows the reason (node-status.ts CONDITION_REASONS): they cannot disagree. */
+function condition(reason: ConditionReason, message: string): DesiredCondition {
+  return { type: NODE_CONDITION_TYPE, status: conditionStatusFor(reason), reason, message };
 }
 
 /**
@@ -97,29 +93,28 @@ export function buildCondition(input: {
   if (state === NodeState.BootstrapTimeout) {
     const waitingFor = notHealthy || (agent.kind === 'reporting' ? '' : agentMessage(agent));
     return condition(
-      'False',
       ConditionReason.BootstrapTimeout,
       `Bootstrap did not complete within ${input.bootstrapTimeoutSeconds}s${waitingFor ? `: ${waitingFor}` : '.'}`,
     );
   }
   if (agent.kind === 'notReporting') {
-    return condition('Unknown', ConditionReason.AgentNotReporting, AGENT_MESSAGES[agent.cause]);
+    return condition(ConditionReason.AgentNotReporting, AGENT_MESSAGES[agent.cause]);
   }
   if (extensions.length === 0) {
     return agent.kind === 'reporting'
-      ? condition('True', ConditionReason.AllExtensionsHealthy, 'No extensions required.')
-      : condition('False', ConditionReason.ExtensionsProgressing, AGENT_MESSAGES.awaiting);
+      ? condition(ConditionReason.AllExtensionsHealthy, 'No extensions required.')
+      : condition(ConditionReason.ExtensionsProgressing, AGENT_MESSAGES.awaiting);
   }
   if (!notHealthy) {
-    return condition('True', ConditionReason.AllExtensionsHealthy, 'All required extensions are Healthy.');
+    return condition(ConditionReason.AllExtensionsHealthy, 'All required extensions are Healthy.');
   }
   if (extensions.some(isFault)) {
-    return condition('False', ConditionReason.ExtensionsUnhealthy, notHealthy);
+    return condition(ConditionReason.ExtensionsUnhealthy, notHealthy);
   }
   if (extensions.some(isIndeterminate)) {
-    return condition('Unknown', ConditionReason.ExtensionsUnknown, notHealthy);
+    return condition(ConditionReason.ExtensionsUnknown, notHealthy);
   }
-  return condition('False', ConditionReason.ExtensionsProgressing, notHealthy);
+  return condition(ConditionReason.ExtensionsProgressing, notHealthy);
 }
 
 /**
@@ -135,7 +130,6 @@ export function describeKubelet(k: KubeletNotReady): string {
 /** ExtensionsReady while the kubelet's Ready condition is not True (the NOT_READY table in decide.ts). */
 export function notReadyCondition(k: KubeletNotReady): DesiredCondition {
   return condition(
-    'Unknown',
     ConditionReason.NodeNotReady,
     `The kubelet reports ${describeKubelet(k)}; extension results are not trusted until the node is Ready again.`,
   );
@@ -152,30 +146,6 @@ export function notTrusted(k: KubeletNotReady, judged: EffectiveState): Effectiv
 
 function agentMessage(agent: Exclude<AgentStatus, { kind: 'reporting' }>): string {
   return agent.kind === 'awaiting' ? AGENT_MESSAGES.awaiting : AGENT_MESSAGES[agent.cause];
-}
-
-/**
- * The status label follows the condition (the one mapping): BootstrapTimeout reads as unhealthy, ExtensionsUnknown
- * and NodeNotReady as unknown.
- */
-export function labelFor(reason: ConditionReason): NodeStatusLabelValue {
-  switch (reason) {
-    case ConditionReason.AllExtensionsHealthy:
-      return NodeStatusLabelValue.healthy;
-    case ConditionReason.ExtensionsProgressing:
-      return NodeStatusLabelValue.progressing;
-    case ConditionReason.ExtensionsUnhealthy:
-    case ConditionReason.BootstrapTimeout:
-      return NodeStatusLabelValue.unhealthy;
-    case ConditionReason.AgentNotReporting:
-    case ConditionReason.ExtensionsUnknown:
-    case ConditionReason.NodeNotReady:
-      return NodeStatusLabelValue.unknown;
-    default: {
-      const unreachable: never = reason;
-      throw new Error(`unknown condition reason ${String(unreachable)}`);
-    }
-  }
 }
 
 export function sameCondition(observed: ObservedCondition | undefined, desired: DesiredCondition): boolean {

@@ -12,13 +12,18 @@ import {
   describeKubelet,
   isIndeterminate,
   joinCapped,
-  labelFor,
   notReadyCondition,
   notTrusted,
   sameCondition,
 } from './condition.ts';
+import {
+  BOOTSTRAP_RECORD_ANNOTATION,
+  encodeBootstrapRecord,
+  type BootstrapRecord,
+} from './bootstrap-record.ts';
 import { AGENT_MESSAGES, judgeAgent, judgeExtension, type AgentStatus } from './extension-state.ts';
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
+import { labelFor } from './node-status.ts';
 import type {
   DecisionInput,
   DecisionPolicy,
@@ -103,6 +108,9 @@ export function decideNode(input: DecisionInput): NodeDecision {
     : undefined;
 
   const agent = judgeAgent(input.agent, node.bootId, bootSeenMs + graceMs, now);
+  const agentReportedMs =
+    (sameBoot ? previous.agentReportedMs : undefined) ??
+    (agent.kind === 'reporting' ? input.agent?.observedAtMs : undefined);
   const requiredSinceMs = new Map<string, number>();
   const judged: Judged[] = [...input.required].sort(byName).map((extension) => {
     const since = previous?.requiredSinceMs.get(extension.name) ?? now;
@@ -173,6 +181,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
       runtimeTainted,
       desiredTaints,
       judged,
+      record: undefined,
     });
     if (
       !previous?.notReadyReported &&
@@ -209,6 +218,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
         extensionStates: previous?.extensionStates ?? new Map(),
         conflicts: conflictNames,
         notReadyReported: true,
+        agentReportedMs,
       },
     };
   }
@@ -230,6 +240,19 @@ export function decideNode(input: DecisionInput): NodeDecision {
     runtimeTainted,
     desiredTaints,
     judged,
+    record:
+      bootstrapPending && bootstrapStartedMs !== undefined
+        ? {
+            bootId: node.bootId,
+            startedMs: bootstrapStartedMs,
+            agentReportedMs,
+            extensions: holding.map((j) => ({
+              name: j.verdict.name,
+              healthyMs: parseTime(input.leases.get(j.verdict.name)?.lease.since),
+            })),
+            completedMs: now,
+          }
+        : undefined,
   });
   if (
     state === NodeState.BootstrapTimeout &&
@@ -263,6 +286,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     extensionStates,
     conflicts: conflictNames,
     notReadyReported: false,
+    agentReportedMs,
   };
   return {
     state,
@@ -277,6 +301,13 @@ export function decideNode(input: DecisionInput): NodeDecision {
       ...judged.flatMap((j) => (j.staleLease ? [j.staleLease] : [])),
     ],
     extensions: verdicts,
+    ...(agent.kind === 'notReporting'
+      ? {
+          agentNotReporting: {
+            since: agent.cause === 'expired' ? (input.agent?.lease.renewTime ?? '') : '',
+          },
+        }
+      : {}),
     memory,
   };
 }
@@ -286,7 +317,15 @@ function notReadyEventMessage(k: KubeletNotReady): string {
   return `The kubelet reports ${describeKubelet(k)}. Extension results are not trusted until the node is Ready again; nodecare adds and removes no runtime taint and keeps a bootstrapping node held meanwhile.`;
 }
 
-/** Events for each nodecare taint the decision adds or removes, compared with the node as observed. */
+function parseTime(text: string | undefined): number | undefined {
+  const ms = text ? Date.parse(text) : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * Events for each nodecare taint the decision adds or removes, compared with the node as observed. The
+ * BootstrapTaintRemoved of a completed bootstrap carries `record` (what the node waited for).
+ */
 function taintEvents(d: {
   policy: DecisionPolicy;
   bootstrapPending: boolean;
@@ -294,6 +333,7 @@ function taintEvents(d: {
   runtimeTainted: boolean;
   desiredTaints: NodeDecision['desiredTaints'];
   judged: readonly Judged[];
+  record: BootstrapRecord | undefined;
 }): NodeEvent[] {
   const { bootstrapTaintKey, runtimeTaintKey, trippedExtensions } = d.policy;
   const events: NodeEvent[] = [];
@@ -312,6 +352,9 @@ function taintEvents(d: {
       type: 'Normal',
       reason: EventReason.BootstrapTaintRemoved,
       message: `Removed taint ${bootstrapTaintKey}: ${why}`,
+      ...(d.bootstrapPending && d.record
+        ? { annotations: { [BOOTSTRAP_RECORD_ANNOTATION]: encodeBootstrapRecord(d.record) } }
+        : {}),
     });
   }
   if (!d.runtimeTainted && d.desiredTaints.runtime) {

@@ -3,6 +3,15 @@
 export { decideNode } from './decide.ts';
 export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
 export { NodeState, NODE_STATES, type RecordedState } from './node-state.ts';
+export {
+  CONDITION_REASONS,
+  labelFor,
+  nodeStatus,
+  STATE_REASONS,
+  stateOnNode,
+  stateText,
+  type NodeStatusSummary,
+} from './node-status.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
   DecisionInput,

@@ -124,6 +124,11 @@ export interface NodeMemory {
   conflicts: ReadonlySet<string>;
   /** The NodeNotReady event was emitted for the current spell of the kubelet not being Ready. */
   notReadyReported: boolean;
+  /**
+   * When this controller first saw the agent report on this boot (its heartbeat's observedAtMs then), for
+   * the bootstrap record; undefined until it has.
+   */
+  agentReportedMs?: number | undefined;
 }
 
 export interface DecisionInput {
@@ -162,6 +167,8 @@ export interface NodeEvent {
   type: 'Normal' | 'Warning';
   reason: EventReason;
   message: string;
+  /** Written on the Event's metadata (BootstrapTaintRemoved carries the bootstrap record, bootstrap-record.ts). */
+  annotations?: Readonly<Record<string, string>>;
 }
 
 export interface NodeDecision {
@@ -182,6 +189,11 @@ export interface NodeDecision {
   extensions: ExtensionVerdict[];
   /** What the kubelet says, when it made the node NotReady (the roll-up names it). */
   kubeletNotReady?: KubeletNotReady;
+  /**
+   * Set while the node's agent is not reporting: `since` is its heartbeat's last renewTime as written ('' when
+   * it never reported on this boot). The roll-up names the node once for all its extensions.
+   */
+  agentNotReporting?: { since: string };
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }

@@ -146,8 +146,32 @@ describe('evaluateRollup: precedence per condition type', () => {
     expect(c).toMatchObject({
       status: 'Unknown',
       reason: 'ConditionCheckError',
-      message: 'failed to execute 1 health check: b: gpu Unknown (AgentNotReporting).',
+      message: 'gpu on node b: agent has not reported on this boot.',
     });
+  });
+
+  it('the message says what happened, one item per node and cause (the reason stays ConditionCheckError)', () => {
+    const since = '2026-11-24T14:00:00.000000Z';
+    const silent = { agentNotReporting: { since } };
+    const c = byType(
+      run([
+        { ...pair('x', 'gpu-plugin', 'Unknown', 'AgentNotReporting'), ...silent },
+        { ...pair('x', 'kube-proxy', 'Unknown', 'AgentNotReporting'), ...silent },
+        { ...pair('x', 'log-agent', 'Unknown', 'AgentNotReporting'), ...silent },
+        pair('y', 'csi', 'Unknown', 'LeaseExpired'),
+        pair('z', 'csi', 'Unknown', 'LeaseMissing'),
+      ]).conditions,
+      'EveryNodeReady',
+    );
+    expect(c).toMatchObject({
+      status: 'Unknown',
+      reason: 'ConditionCheckError',
+      message:
+        `1) 3 extensions on node x: agent not reporting since ${since}. ` +
+        '2) csi on node y: its lease was not renewed in time (LeaseExpired). ' +
+        '3) csi on node z: no lease written (LeaseMissing).',
+    });
+    expect(c?.message).not.toContain('failed to execute');
   });
 
   it('a failing pair on a new condition → False at once (Gardener: initial → False)', () => {

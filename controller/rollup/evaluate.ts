@@ -61,6 +61,12 @@ export interface NodeNotReadyFact {
   since: string;
 }
 
+/** The node's agent is not reporting (the decision's agentNotReporting). */
+export interface AgentNotReportingFact {
+  /** Its heartbeat's last renewTime as written ('' when it never reported on this boot). */
+  since: string;
+}
+
 /** One (node, extension) pair as the controller decided it. */
 export interface RollupPair {
   node: string;
@@ -70,6 +76,8 @@ export interface RollupPair {
   reason: string;
   /** Set when the node is NotReady (the kubelet's Ready is not True): the pair fails, naming the node. */
   nodeNotReady?: NodeNotReadyFact;
+  /** Set on the pairs Unknown / AgentNotReporting: the message names the node once for all of them. */
+  agentNotReporting?: AgentNotReportingFact;
 }
 
 export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
@@ -140,6 +148,47 @@ export function itemsMessage(pairs: readonly RollupPair[], max: number = MAX_MES
   const unique = items.filter((item, i) => i === 0 || item !== items[i - 1]);
   const shown = unique.slice(0, max);
   const rest = unique.length - shown.length;
+  const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
+  return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** What made a pair unevaluable, in words (the reason stays beside it for a search). */
+function whyUnevaluable(pair: RollupPair): string {
+  switch (pair.reason) {
+    case ControllerReason.AgentNotReporting: {
+      const since = pair.agentNotReporting?.since;
+      return since ? `agent not reporting since ${since}` : 'agent has not reported on this boot';
+    }
+    case ControllerReason.LeaseExpired:
+      return 'its lease was not renewed in time (LeaseExpired)';
+    case ControllerReason.LeaseMissing:
+      return 'no lease written (LeaseMissing)';
+    default:
+      return `${pair.state} (${pair.reason})`;
+  }
+}
+
+/**
+ * The message of ConditionCheckError (the reason stays Gardener's): what happened, not "failed to execute N
+ * health checks". The pairs of one node that share a cause are one item: `3 extensions on node node-a: agent
+ * not reporting since 2026-11-24T14:00:00Z`; one pair alone is `gpu-plugin on node node-a: …`. Sorted, capped
+ * and made inert as itemsMessage.
+ */
+export function unevaluableMessage(pairs: readonly RollupPair[], max: number = MAX_MESSAGE_ITEMS): string {
+  const groups = new Map<string, RollupPair[]>();
+  for (const pair of [...pairs].sort(byNodeThenExtension)) {
+    const key = JSON.stringify([pair.node, whyUnevaluable(pair)]);
+    groups.set(key, [...(groups.get(key) ?? []), pair]);
+  }
+  const items = [...groups.values()].map((group) => {
+    const first = group[0]!;
+    const what = group.length === 1 ? first.extension : plural(group.length, 'extension');
+    return capInput(`${what} on node ${first.node}: ${whyUnevaluable(first)}`, MAX_ITEM_LENGTH);
+  });
+  const shown = items.slice(0, max);
+  const rest = items.length - shown.length;
   const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
   return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
 }
@@ -333,7 +382,7 @@ function evaluateType(
       {
         status: RollupStatus.Unknown,
         reason: RollupReason.ConditionCheckError,
-        message: `failed to execute ${bucket.unevaluable.length} health ${bucket.unevaluable.length === 1 ? 'check' : 'checks'}: ${itemsMessage(bucket.unevaluable)}`,
+        message: unevaluableMessage(bucket.unevaluable),
       },
       nowMs,
     );

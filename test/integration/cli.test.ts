@@ -248,20 +248,27 @@ describe('kubectl nodecare against the real control plane', () => {
     const readyText = await eventually(
       async () => {
         const run = await runPlugin(['explain', NODE.ready, ...POLICY_ARGS]);
-        return /Bootstrap: schedulable/.test(run.stdout) ? run : undefined;
+        return /Bootstrap: nodecare released/.test(run.stdout) ? run : undefined;
       },
       { timeoutMs: 15_000, what: 'the bootstrap breakdown' },
     );
     expect(readyText.code, readyText.stdout + readyText.stderr).toBe(0);
     expect(readyText.stdout).toContain(`Node ${NODE.ready} is schedulable`);
-    expect(readyText.stdout).toContain('nodecare state: Ready; ExtensionsReady True (AllExtensionsHealthy)');
+    expect(readyText.stdout).toContain(
+      'nodecare state: Ready; ExtensionsReady=True (AllExtensionsHealthy), nodecare.io/status=healthy',
+    );
     expect(readyText.stdout).toContain(`✓ ${EXT.gpu}: Healthy (ProbeSucceeded)`);
     expect(readyText.stdout).toContain(`registered:   SystemExtension ${EXT.gpu}`);
     expect(readyText.stdout).toMatch(
       new RegExp(`registered: +node annotation extensions.nodecare.io/${EXT.net}`),
     );
     expect(readyText.stdout).toMatch(/probe: +tcp connect 127\.0\.0\.1:\d+/);
-    expect(readyText.stdout).toMatch(/Bootstrap: schedulable \S+ after creation/);
+    expect(readyText.stdout).toMatch(/Bootstrap: nodecare released the node \S+ after its creation/);
+    // From the controller's record on the BootstrapTaintRemoved event: the agent, each extension, the controller.
+    expect(readyText.stdout).toMatch(/\+\S+ +\S+ +the agent's first report/);
+    expect(readyText.stdout).toMatch(new RegExp(`\\+\\S+ +\\S+ +${EXT.gpu} Healthy`));
+    expect(readyText.stdout).toMatch(/\+\S+ +\S+ +the controller removed the bootstrap taint/);
+    expect(readyText.stdout).not.toContain('Reconstructed from the Leases');
     expect(readyText.stdout).toContain('If the agent stops renewing its Leases now:');
     expect(readyText.stdout).toContain(`add the runtime taint ${RUNTIME}`);
 
@@ -296,7 +303,7 @@ describe('kubectl nodecare against the real control plane', () => {
     });
     expect(slow?.probe).toMatch(/^http GET http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(slow?.since).toBeTruthy();
-    expect(booting.value.next?.changes).toContain('state Bootstrapping → BootstrapTimeout');
+    expect(booting.value.next?.to).toBe('BootstrapTimeout');
     const bad = booting.value.extensions.find((e) => e.name === EXT.bad);
     expect(bad).toMatchObject({ state: 'Unknown', reason: 'InvalidRegistration' });
     expect(bad?.problems?.join(' ')).toContain('probe.http.url');
@@ -387,16 +394,20 @@ describe('kubectl nodecare against the real control plane', () => {
     expect(rows[0]).toMatch(/^NODE +STATE +TAINTS +AGE +FAILING$/);
     expect(rows[1]).toMatch(/-(booting|noagent) +BootstrapTimeout +/);
     expect(rows[3]).toMatch(
-      new RegExp(`^${NODE.degraded} +Degraded +runtime,node\\.cilium\\.io/agent-not-ready,karpenter`),
+      new RegExp(
+        `^${NODE.degraded} +Degraded \\(ExtensionsUnhealthy\\) +runtime,node\\.cilium\\.io/agent-not-ready,karpenter`,
+      ),
     );
     expect(rows[4]).toMatch(new RegExp(`^${NODE.ready} +Ready +<none> +\\S+ +<none>$`));
-    expect(statusText.stdout).toContain('4 nodes: 2 BootstrapTimeout, 1 Degraded, 1 Ready; 1 healthy.');
+    expect(statusText.stdout).toContain(
+      '4 nodes: 2 BootstrapTimeout, 1 Degraded (ExtensionsUnhealthy), 1 Ready; 1 healthy.',
+    );
     expect(statusText.stdout).toContain(`kubectl nodecare explain ${rows[1]!.split(' ')[0]}`);
 
     const wide = await runPlugin(['status', '-l', SELECTOR, '-owide', ...POLICY_ARGS]);
-    expect(wide.stdout).toMatch(/^NODE +STATE +CONDITION +AGENT +EXTENSIONS +TAINTS +AGE +FAILING$/m);
+    expect(wide.stdout).toMatch(/^NODE +STATE +CONDITION +LABEL +AGENT +EXTENSIONS +TAINTS +AGE +FAILING$/m);
     expect(wide.stdout).toMatch(
-      new RegExp(`${NODE.noAgent} +BootstrapTimeout +False/BootstrapTimeout +not reporting`),
+      new RegExp(`${NODE.noAgent} +BootstrapTimeout +False +unhealthy +not reporting`),
     );
 
     const yaml = await runPlugin(['status', '-l', SELECTOR, '-o', 'yaml', ...POLICY_ARGS]);

@@ -139,9 +139,11 @@ describe('demo (npm start -- --once)', () => {
       expect(boot).toContain('gpu-plugin … StartupGrace');
       // A dead agent: the controller's verdict at once, and its last results not shown as ✓.
       expect(output).toMatch(
-        /│ kwok-\S+ +gpu-\w+ Initialized +Unknown +runtime +Unknown AgentNotReporting +lost .*kube-proxy \? stale/,
+        /│ kwok-\S+ +gpu-\w+ Initialized +Degraded \(AgentNotReporting\) +runtime +lost .*kube-proxy \? stale/,
       );
-      expect(output).not.toMatch(/AgentNotReporting +up /);
+      expect(output).not.toMatch(/\(AgentNotReporting\) +\S+ +up /);
+      // One name for the state (issue 21 item 3): no fifth state the controller does not have.
+      expect(output).not.toMatch(/│ kwok-\S+ +\S+( \S+)? +(Unknown|Pending) /);
       // --once stops the cluster: no commands to try against it are printed.
       expect(output).not.toContain('nodecare status');
       expect(output).not.toContain('K=');
