@@ -27,6 +27,8 @@ import {
   skippedObjectReporter,
   toCachedLease,
   toCachedNode,
+  newerResourceVersion,
+  WrittenNodes,
   type CachedLease,
 } from './cache.ts';
 import { ControllerMetrics } from './metrics.ts';
@@ -223,6 +225,61 @@ describe('LeaseIndex bounds what one node can make the controller hold (issue 20
     // Renewals of ignored Leases change nothing.
     index.updated(unowned('u-2'), unowned('u-2'));
     expect(counts).toEqual({ OwnerMismatch: 998, NameMismatch: 499 });
+  });
+});
+
+describe('WrittenNodes: the controller reads its own writes before the watch delivers them (issue 24 item 1)', () => {
+  const at = (resourceVersion: string, taint?: string) =>
+    toCachedNode({
+      metadata: { name: 'n', resourceVersion },
+      spec: { taints: taint ? [{ key: taint, effect: 'NoSchedule' }] : [] },
+    });
+
+  it.each([
+    ['102', '101', true],
+    ['101', '102', false],
+    ['101', '101', false],
+    ['1000', '999', true], // by number, not by text
+    ['999', '1000', false],
+    ['9223372036854775807', '1', true],
+    ['abc', '1', undefined], // not etcd's revisions: no order assumed
+    ['1', '', undefined],
+  ] as const)('newerResourceVersion(%s, %s) → %s', (a, b, newer) => {
+    expect(newerResourceVersion(a, b)).toBe(newer);
+  });
+
+  it('our write is read until the watch delivers it; events older than it do not hide it', () => {
+    const written = new WrittenNodes();
+    const before = at('100', 'boot');
+    written.note(at('102'), before); // status write → 101, taint write → 102
+    expect(written.read('n', before)?.resourceVersion).toBe('102');
+    expect(written.read('n', at('101', 'boot'))?.resourceVersion).toBe('102'); // the status write's event
+    expect(written.read('n', at('102'))?.resourceVersion).toBe('102'); // the watch caught up
+    expect(written.size).toBe(0);
+    expect(written.read('n', at('102'))?.resourceVersion).toBe('102');
+  });
+
+  it('a newer change by someone else wins over our write', () => {
+    const written = new WrittenNodes();
+    written.note(at('102'), at('100'));
+    expect(written.read('n', at('105', 'theirs'))?.taints.map((t) => t.key)).toEqual(['theirs']);
+    expect(written.size).toBe(0);
+  });
+
+  it('a node the watch deleted is gone, whatever we wrote', () => {
+    const written = new WrittenNodes();
+    written.note(at('102'), at('100'));
+    expect(written.read('n', undefined)).toBeUndefined();
+    expect(written.size).toBe(0);
+  });
+
+  it('keeps nothing it cannot order, or for a node the watch does not know', () => {
+    const written = new WrittenNodes();
+    written.note(at('x2'), at('x1'));
+    written.note(at('5'), undefined);
+    written.note(at('99'), at('100')); // older than the watch's copy
+    expect(written.size).toBe(0);
+    expect(written.read('n', at('x1'))?.resourceVersion).toBe('x1');
   });
 });
 

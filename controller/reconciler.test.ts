@@ -110,7 +110,20 @@ function setup(node: NodeObject) {
   const taints = (): object[] => api.node(NODE)?.spec?.taints ?? [];
   const eventsMetric = async (): Promise<number> =>
     (await metrics.events.get()).values.reduce((sum, v) => sum + v.value, 0);
-  return { clock, api, cache, reconciler, state, renew, sync, reasons, taints, eventsMetric, rollupChanges };
+  return {
+    clock,
+    api,
+    cache,
+    reconciler,
+    state,
+    renew,
+    sync,
+    reasons,
+    taints,
+    eventsMetric,
+    rollupChanges,
+    metrics,
+  };
 }
 
 /** Lets the event recorder's fire-and-forget writes land. */
@@ -129,6 +142,22 @@ describe('Reconciler events (regression: two events per taint change)', () => {
     await settle();
     expect(t.reasons()).toEqual(['BootstrapTaintRemoved']);
     expect(await t.eventsMetric()).toBe(1);
+  });
+
+  it('a reconcile before the watch delivered our own write decides on what the write returned: no second patch, no 409', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    await t.reconciler.reconcile(NODE);
+    const writes = t.api.writes().length;
+    expect(writes).toBeGreaterThan(0);
+    // A lease renewal requeues the node while the watch still holds the node from before our write.
+    await t.reconciler.reconcile(NODE);
+    expect(t.api.writes()).toHaveLength(writes);
+    const conflicts = (await t.metrics.nodeWrites.get()).values.filter((v) => v.labels.result === 'conflict');
+    expect(conflicts.reduce((sum, v) => sum + v.value, 0)).toBe(0);
+    // Once the watch delivers it, the watch's copy is read again (nothing of ours is kept).
+    t.sync();
+    expect(t.cache.node(NODE)?.resourceVersion).toBe(t.api.node(NODE)?.metadata?.resourceVersion);
+    expect(t.cache.written.size).toBe(0);
   });
 
   it('a 409 whose live node shows the change already made records no event', async () => {

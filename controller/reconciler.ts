@@ -51,7 +51,7 @@ const MAX_CONFLICT_RETRIES = 5;
 /** What the reconciler reads from the caches (ClusterCache; FakeCache in unit tests). */
 export type ReconcilerCache = Pick<
   ClusterCache,
-  'node' | 'nodeNames' | 'leasesOf' | 'observeLive' | 'systemExtensionList'
+  'node' | 'nodeNames' | 'leasesOf' | 'observeLive' | 'systemExtensionList' | 'noteWritten'
 >;
 
 export interface ReconcilerDeps {
@@ -362,6 +362,8 @@ export class Reconciler {
     try {
       const written = toCachedNode(await write());
       metrics.nodeWrites.inc({ kind, result: 'ok' });
+      // The next decision reads what this write made, not the watch's older copy (no 409 on our own write).
+      this.deps.cache.noteWritten(written);
       return written;
     } catch (err) {
       const result = isKubeError(err, KubeErrorCode.NotFound)

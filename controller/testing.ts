@@ -14,6 +14,7 @@ import {
   type CachedNode,
   type NodeLeases,
   type NodeObject,
+  WrittenNodes,
 } from './cache.ts';
 import type { ReconcilerCache } from './reconciler.ts';
 import type { NodeApi } from './writes.ts';
@@ -166,18 +167,26 @@ export class FakeNodeApi implements NodeApi {
   }
 }
 
-/** The reconciler's cache port over plain maps, with the real LeaseIndex for the leases. */
+/**
+ * The reconciler's cache port over plain maps (`nodes` is the watch's copy), with the real LeaseIndex for the
+ * leases and the real WrittenNodes for the controller's own writes.
+ */
 export class FakeCache implements ReconcilerCache {
   readonly nodes = new Map<string, CachedNode>();
   readonly systemExtensions: ParsedSystemExtension[] = [];
   readonly leases: LeaseIndex;
+  readonly written = new WrittenNodes();
 
   constructor(clock: Clock) {
     this.leases = new LeaseIndex(clock, {});
   }
 
   node(name: string): CachedNode | undefined {
-    return this.nodes.get(name);
+    return this.written.read(name, this.nodes.get(name));
+  }
+
+  noteWritten(node: CachedNode): void {
+    this.written.note(node, this.nodes.get(node.name));
   }
 
   nodeNames(): IterableIterator<string> {
