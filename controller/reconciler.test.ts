@@ -358,6 +358,30 @@ describe('Reconciler condition write', () => {
   });
 });
 
+describe('Reconciler write order (docs/adr/0008)', () => {
+  it('patches the taints first, then the condition on the resourceVersion the taint patch returned', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    await t.reconciler.reconcile(NODE);
+    const writes = t.api.calls.filter((c) => c.op === 'patchNode' || c.op === 'patchNodeStatus');
+    expect(writes.map((c) => c.op)).toEqual(['patchNode', 'patchNodeStatus']);
+    const taintRv = Number(
+      (writes[0]?.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion,
+    );
+    expect(writes[1]?.body).toMatchObject({ metadata: { resourceVersion: String(taintRv + 1) } });
+    expect(t.taints()).toEqual([]);
+  });
+
+  it('a 409 on the condition after the taint patch went through: the taint event is recorded once, the condition written', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    t.api.failNext('patchNodeStatus', FakeNodeApi.conflict());
+    await t.reconciler.reconcile(NODE);
+    await settle();
+    expect(t.reasons()).toEqual(['BootstrapTaintRemoved']);
+    expect(t.api.calls.filter((c) => c.op === 'patchNode')).toHaveLength(1);
+    expect(t.api.node(NODE)?.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE)).toBeDefined();
+  });
+});
+
 describe('Reconciler faults from the API', () => {
   const unavailable = () => new KubeError(KubeErrorCode.ServerError, 503, 'injected 503');
   it.each([

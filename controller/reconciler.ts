@@ -251,11 +251,13 @@ export class Reconciler {
     // Taint events are what the node patch really changed, so a write that found its change already made
     // (a duplicate reconcile on a lagging cache, a 409 rebase) records nothing.
     const memoryEvents = decision.events.filter((e) => !isTaintEvent(e));
-    let taintEvents: NodeEvent[];
+    // Taint events of every attempt: a taint patch that went through before the condition patch met a 409
+    // is not made again by the retry, but it happened.
+    const taintEvents: NodeEvent[] = [];
     try {
       for (let attempt = 0; ; attempt++) {
         try {
-          taintEvents = await this.write(node, decision, nodeLog);
+          await this.write(node, decision, nodeLog, taintEvents);
           break;
         } catch (err) {
           if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) throw err;
@@ -332,27 +334,34 @@ export class Reconciler {
   }
 
   /**
-   * Writes the condition, then taints, label and annotation, each only against the node the decision was
-   * made on (resourceVersion precondition: 409 when it changed). Returns the taint events the patch made.
+   * Writes taints, label and annotation, then the condition, each only against the node it was computed on
+   * (resourceVersion precondition: 409 when it changed). The taints first: they are what the scheduler and
+   * the autoscaler act on, so a change waits for one write, not two (docs/adr/0008); the condition follows
+   * on the node the taint patch returned. Adds the taint events the patch made to `taintEvents`.
    */
-  private async write(node: CachedNode, decision: NodeDecision, nodeLog: Logger): Promise<NodeEvent[]> {
+  private async write(
+    node: CachedNode,
+    decision: NodeDecision,
+    nodeLog: Logger,
+    taintEvents: NodeEvent[],
+  ): Promise<void> {
     const { api, clock, config } = this.deps;
     let current = node;
-    // The condition first: whoever sees a taint change can already read why.
-    const status = conditionPatch(current, decision.condition, clock.now());
-    if (status) current = await this.send('condition', () => api.patchNodeStatus(node.name, status));
-    // Computed on the node the status write returned: its resourceVersion and its taints belong together.
     const change = nodeChange(current, decision, this.keys, !config.dryRun);
-    if (!change) return [];
-    if (change.taintSummary.length > 0) {
-      nodeLog.info(
-        { state: decision.state, taints: change.taintSummary, dryRun: config.dryRun },
-        config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
-      );
+    if (change) {
+      if (change.taintSummary.length > 0) {
+        nodeLog.info(
+          { state: decision.state, taints: change.taintSummary, dryRun: config.dryRun },
+          config.dryRun ? 'Would change taints (dry run)' : 'Changing taints',
+        );
+      }
+      const before = current;
+      current = await this.send('node', () => api.patchNode(before.name, nodePatch(before, change)));
+      taintEvents.push(...writtenTaintEvents(before, current, decision.events, this.keys));
     }
-    const before = current;
-    const after = await this.send('node', () => api.patchNode(before.name, nodePatch(before, change)));
-    return writtenTaintEvents(before, after, decision.events, this.keys);
+    // Computed on the node the taint patch returned: its resourceVersion and its condition belong together.
+    const status = conditionPatch(current, decision.condition, clock.now());
+    if (status) await this.send('condition', () => api.patchNodeStatus(node.name, status));
   }
 
   /** One write, sent only while this replica leads, counted by outcome. */
