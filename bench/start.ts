@@ -596,6 +596,19 @@ async function run(opts: Options): Promise<Results> {
         fleetCpuCores: fleetCores.reduce((a, b) => a + b, 0),
       },
     });
+    // The controller's CPU per lease renewal it watched in the quiet window: all its CPU there (its own
+    // leader-election renewals included) over the renewals, so an upper bound (issue 24 item 3).
+    const renewals = w1.leases - w0.leases;
+    const cpuMsPerRenewal = renewals > 0 ? (controllerMillicores * windowS) / renewals : 0;
+    rows.push({
+      id: 'renewal-cpu',
+      measure: 'controller CPU per lease renewal (quiet window, all its CPU)',
+      goal: '≤ 0.1 ms',
+      measured: `${cpuMsPerRenewal.toFixed(3)} ms (${controllerMillicores.toFixed(1)} mCPU for ${(renewals / windowS).toFixed(1)} renewals/s)`,
+      pass: cpuMsPerRenewal <= 0.1,
+      load: load1(),
+      values: { cpuMsPerRenewal, controllerMillicores, renewalsPerSecond: renewals / windowS },
+    });
     const maxOf = (xs: number[]): number => Math.max(...xs);
     const controllerSteady = controllerRss[controllerRss.length - 1] ?? 0;
     rows.push({
