@@ -88,12 +88,14 @@ describe('demo (npm start -- --once)', () => {
       expect(new Set(rows.map((row) => /│ (kwok-\S+)/.exec(row)?.[1])).size).toBe(1);
       // While held, Karpenter's NodeClaim was registered but not initialized: the startup taint was on.
       expect(output).toMatch(
-        /│ kwok-\S+ +gpu-\w+ Registered \(StartupTaintsExist\) +Bootstrapping +bootstrap /,
+        /│ kwok-\S+ +gpu-\w+ Registered \(StartupTaintsExist\) +Bootstrapping \(\w+\) +bootstrap /,
       );
       expect(output).not.toMatch(/│ kwok-\S+ +gpu-\w+ Initialized +Bootstrapping/);
       // The pod was Pending, untolerated taint, while the node was held, and Running only after the last row
       // that showed the bootstrap taint.
-      const lastHeld = lines.findLastIndex((line) => /│ kwok-\S+ .* Bootstrapping +\S*bootstrap/.test(line));
+      const lastHeld = lines.findLastIndex((line) =>
+        /│ kwok-\S+ .* Bootstrapping( \(\w+\))? +\S*bootstrap/.test(line),
+      );
       expect(lastHeld).toBeGreaterThan(0);
       expect(output).toMatch(/│ Workload: pod gpu-workload Pending — Unschedulable: .*untolerated taint/);
       const running = lines.findIndex((line) =>
@@ -101,7 +103,7 @@ describe('demo (npm start -- --once)', () => {
       );
       expect(running).toBeGreaterThan(lastHeld);
       expect(output).toMatch(
-        /│ kwok-\S+ +gpu-\w+ Initialized +Degraded +runtime +False ExtensionsUnhealthy .*kube-proxy ✗ ConnectionRefused/,
+        /│ kwok-\S+ +gpu-\w+ Initialized +Degraded \(ExtensionsUnhealthy\) +runtime +up .*kube-proxy ✗ ConnectionRefused/,
       );
       // The ClusterHealth line follows the story: Progressing while booting, True, failing, True again.
       const health = [...output.matchAll(/│ ClusterHealth: EveryNodeReady (\S+) \((\w+)\)/g)].map(
