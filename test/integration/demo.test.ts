@@ -132,7 +132,8 @@ describe('demo (npm start -- --once)', () => {
       expect(health.indexOf('True/HealthCheckSuccessful', seen + 1), health.join(' → ')).toBeGreaterThan(
         seen,
       );
-      expect(output).toContain('Legend: ✓ Healthy');
+      expect(output).toContain('Legend: STATE is');
+      expect(output).toContain('✓ Healthy  ✗ Unhealthy');
       // A normal boot (extensions starting within their grace) shows no failure.
       const boot = output.slice(0, output.indexOf('✔ PHASE node-ready'));
       const bootRows = boot.split('\n').filter((line) => line.includes('│ kwok-'));
