@@ -172,7 +172,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
         runner.stop();
         runners.delete(name);
         log.info({ extension: name }, 'Deregistered extension');
-        void writer.remove(extensionLeaseName(current.name, name));
+        void writer.remove(extensionLeaseName(current.name, name, current.uid));
       }
     }
     for (const [name, registration] of wanted) {

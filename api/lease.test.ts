@@ -6,6 +6,7 @@ import {
   buildLease,
   decodeLease,
   extensionLeaseName,
+  leaseNameOrUndefined,
   microTime,
   truncateMessage,
   withNote,
@@ -39,9 +40,12 @@ describe('extensionLeaseName', () => {
     );
   });
 
+  const UID_A = '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b';
+  const UID_B = '0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d';
+
   it('is deterministic', () => {
     const long = nodeName(253);
-    expect(extensionLeaseName(long, 'gpu')).toBe(extensionLeaseName(long, 'gpu'));
+    expect(extensionLeaseName(long, 'gpu', UID_A)).toBe(extensionLeaseName(long, 'gpu', UID_A));
   });
 
   it.each([
@@ -57,29 +61,41 @@ describe('extensionLeaseName', () => {
     const node = nodeName(length);
     expect(node).toHaveLength(length);
     expect(node).toMatch(DNS_SUBDOMAIN);
-    const name = extensionLeaseName(node, extension);
+    const name = extensionLeaseName(node, extension, UID_A);
     expect(name.length).toBeLessThanOrEqual(253);
     expect(name).toMatch(DNS_SUBDOMAIN);
     expect(name.startsWith(`${extension}.`)).toBe(true);
+    // The UID only where `<extension>.<node>` does not fit.
+    expect(name).toBe(`${extension}.${extension.length + 1 + length <= 253 ? node : UID_A}`);
   });
 
-  it.each([0, 1, 2, 3])('stays valid when the cut falls on a dot or dash (shift %d)', (shift) => {
-    const node = `${'a'.repeat(1 + shift)}${'.a-b'.repeat(70)}`.slice(0, 253).replace(/[-.]+$/, '');
-    expect(node).toMatch(DNS_SUBDOMAIN);
-    const name = extensionLeaseName(node, 'gpu');
-    expect(name.length).toBeLessThanOrEqual(253);
-    expect(name).toMatch(DNS_SUBDOMAIN);
+  it('past 253 characters: <extension>.<node UID>, which admission can check exactly (issue 20 item 5)', () => {
+    expect(extensionLeaseName(nodeName(253), 'gpu', UID_A)).toBe(`gpu.${UID_A}`);
+    expect(agentLeaseName(nodeName(253), UID_A)).toBe(`nodecare-agent.${UID_A}`);
   });
 
-  it('does not collide for two long node names that differ only at the end', () => {
-    const a = extensionLeaseName(nodeName(253, 'a'), 'gpu');
-    const b = extensionLeaseName(nodeName(253, 'b'), 'gpu');
+  it('two long node names that agree in all but their end, or in everything but their UID, never share a name', () => {
+    // Before: a prefix of the pair and a hash admission could not check, so the first 242 characters decided.
+    const a = extensionLeaseName(nodeName(253, 'a'), 'gpu', UID_A);
+    const b = extensionLeaseName(nodeName(253, 'b'), 'gpu', UID_B);
     expect(a).not.toBe(b);
+    expect(extensionLeaseName(nodeName(253), 'gpu', UID_A)).not.toBe(
+      extensionLeaseName(nodeName(253), 'gpu', UID_B),
+    );
   });
 
   it('does not collide for two extensions on one long node', () => {
     const node = nodeName(253);
-    expect(extensionLeaseName(node, 'gpu-a')).not.toBe(extensionLeaseName(node, 'gpu-b'));
+    expect(extensionLeaseName(node, 'gpu-a', UID_A)).not.toBe(extensionLeaseName(node, 'gpu-b', UID_A));
+  });
+
+  it('gives no name to a long pair without a UID it can use, and says why', () => {
+    expect(() => extensionLeaseName(nodeName(253), 'gpu')).toThrow(
+      /named after the node's UID, and none is known/,
+    );
+    expect(() => extensionLeaseName(nodeName(253), 'gpu', 'Not/A.Uid')).toThrow(/is not one/);
+    expect(leaseNameOrUndefined(nodeName(253), 'gpu')).toBeUndefined();
+    expect(leaseNameOrUndefined('node-a', 'gpu')).toBe('gpu.node-a');
   });
 
   it("names the agent's heartbeat after the reserved extension name", () => {
@@ -227,12 +243,13 @@ describe('buildLease / decodeLease', () => {
 
   it('keeps the full node name in an annotation when the lease name is shortened', () => {
     const node = nodeName(253);
-    const lease = buildLease({ ...desired, node: { name: node, uid: 'u' } });
+    const uid = '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b';
+    const lease = buildLease({ ...desired, node: { name: node, uid } });
     expect(lease.metadata.name).not.toContain(node);
     expect(decodeLease(lease)).toMatchObject({
       node,
       extension: 'gpu',
-      name: extensionLeaseName(node, 'gpu'),
+      name: extensionLeaseName(node, 'gpu', uid),
     });
   });
 

@@ -12,12 +12,7 @@ import {
   type ExtensionState,
 } from './names.ts';
 
-// Not an ES import: that evaluates every export of node:crypto, webcrypto included (agent memory,
-// docs/adr/0006).
-const { createHash } = process.getBuiltinModule('node:crypto');
-
 const MAX_NAME = 253;
-const HASH_LENGTH = 10;
 /**
  * The longest lease duration the controller believes: three times the agent's longest renewal interval
  * (`--extension-renew-seconds` ≤ 3600; the heartbeat's ≤ 3600). A longer one (the API allows 68 years) is cut
@@ -28,22 +23,40 @@ export const MAX_LEASE_DURATION_SECONDS = 3 * 3600;
 /** Messages on a Lease are short and never carry response bodies. */
 export const MAX_LEASE_MESSAGE = 256;
 
+/** A Node UID as the API server makes them (a lowercase UUID): a DNS label, so it can end a Lease name. */
+const NODE_UID = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
 /**
- * `<extension>.<node>`: readable, unique (an extension name is a DNS label, so the first dot splits it) and
- * a valid DNS subdomain. When that exceeds 253 characters the node part is truncated and a hash of the
- * full pair appended, which keeps names deterministic and unique for any node name up to 253 characters.
+ * `<extension>.<node>`: readable, and unique because an extension name is a DNS label (the first dot splits
+ * the pair). When that exceeds 253 characters, `<extension>.<node UID>` instead: a name the admission policy
+ * can check exactly (the agent's token carries its node's UID; CEL has no hash function to check a hashed
+ * form), and one that names exactly one Node object. Only a node whose *name* is another node's UID could
+ * collide with that node's long form (docs/install.md, "Threat model"). Throws for a long pair without a
+ * usable UID: no name is better than a guessed one.
  */
-export function extensionLeaseName(nodeName: string, extension: string): string {
+export function extensionLeaseName(nodeName: string, extension: string, nodeUid = ''): string {
   const plain = `${extension}.${nodeName}`;
   if (plain.length <= MAX_NAME) return plain;
-  const hash = createHash('sha256').update(`${nodeName}/${extension}`).digest('hex').slice(0, HASH_LENGTH);
-  const room = MAX_NAME - HASH_LENGTH - 1;
-  return `${plain.slice(0, room).replace(/[.-]+$/, '')}-${hash}`;
+  if (!NODE_UID.test(nodeUid))
+    throw new Error(
+      `the Lease of ${extension} on node ${nodeName.slice(0, 40)}… (a name of ${nodeName.length} characters) ` +
+        `is named after the node's UID, and ${nodeUid ? `"${nodeUid.slice(0, 64)}" is not one` : 'none is known'}`,
+    );
+  return `${extension}.${nodeUid}`;
+}
+
+/** The name `extensionLeaseName` gives, or undefined where it gives none (a long pair without a UID). */
+export function leaseNameOrUndefined(nodeName: string, extension: string, nodeUid = ''): string | undefined {
+  try {
+    return extensionLeaseName(nodeName, extension, nodeUid);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The agent's own heartbeat Lease (the extension name it uses is reserved). */
-export function agentLeaseName(nodeName: string): string {
-  return extensionLeaseName(nodeName, RESERVED_EXTENSION_NAME);
+export function agentLeaseName(nodeName: string, nodeUid = ''): string {
+  return extensionLeaseName(nodeName, RESERVED_EXTENSION_NAME, nodeUid);
 }
 
 export interface NodeRef {
@@ -138,7 +151,9 @@ export function buildLease(desired: DesiredLease): LeaseObject {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
     metadata: {
-      name: extension ? extensionLeaseName(node.name, extension) : agentLeaseName(node.name),
+      name: extension
+        ? extensionLeaseName(node.name, extension, node.uid)
+        : agentLeaseName(node.name, node.uid),
       namespace: LEASE_NAMESPACE,
       ...(desired.resourceVersion ? { resourceVersion: desired.resourceVersion } : {}),
       labels,

@@ -103,6 +103,44 @@ describe('toCachedLease', () => {
   });
 });
 
+describe('toCachedLease for a node whose `<extension>.<node>` exceeds 253 characters (issue 20 item 5)', () => {
+  const LONG = { name: `${'n'.repeat(200)}.${'m'.repeat(52)}`, uid: '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b' };
+  const longLease = (node: { name: string; uid: string }): LeaseObject =>
+    buildLease({
+      node,
+      extension: 'gpu',
+      holderIdentity: 'agent',
+      leaseDurationSeconds: 40,
+      renewTime: new Date(Date.UTC(2026, 0, 1)),
+      bootId: 'boot-1',
+      record: { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded, message: '', since: '' },
+    });
+
+  it('believes the Lease named after its owner Node UID', () => {
+    const cached = toCachedLease(longLease(LONG));
+    expect(cached?.name).toBe(`gpu.${LONG.uid}`);
+    expect(cached?.problem).toBeUndefined();
+  });
+
+  it('does not believe a Lease named after another UID than its owner (the other node keeps its name)', () => {
+    const other = '0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d';
+    const squatter = edited(longLease(LONG), (m) => (m.name = `gpu.${other}`));
+    expect(toCachedLease(squatter)?.problem).toBe(LeaseProblem.NameMismatch);
+  });
+
+  it('does not believe a long pair without an owner (no UID, so no name)', () => {
+    const orphan = edited(longLease(LONG), (m) => delete m.ownerReferences);
+    expect(toCachedLease(orphan)?.problem).toBe(LeaseProblem.NameMismatch);
+  });
+
+  it("is ignored for a node whose UID is not its owner's (another incarnation)", () => {
+    const index = new LeaseIndex(new FakeClock(), {});
+    index.added(toCachedLease(longLease(LONG))!);
+    expect(index.leasesOf({ name: LONG.name, uid: LONG.uid }).extensions.get('gpu')).toBeDefined();
+    expect(index.leasesOf({ name: LONG.name, uid: 'another-uid' }).extensions.get('gpu')).toBeUndefined();
+  });
+});
+
 function setup() {
   const clock = new FakeClock();
   const ignored: Array<{ name: string; problem: LeaseProblem }> = [];

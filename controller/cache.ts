@@ -14,10 +14,10 @@ import {
   NODE_CONDITION_TYPE,
   NodeAnnotation,
   SYSTEM_EXTENSION,
-  agentLeaseName,
+  RESERVED_EXTENSION_NAME,
   annotationTooLong,
   decodeLease,
-  extensionLeaseName,
+  leaseNameOrUndefined,
   parseSystemExtension,
   truncateMessage,
   type LeaseObject,
@@ -156,13 +156,14 @@ export interface CachedLease extends ObservedLease {
 export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
   const lease = decodeLease(raw);
   if (!lease) return undefined;
-  const expected =
-    lease.role === LeaseRole.agent
-      ? agentLeaseName(lease.node)
-      : lease.extension && extensionLeaseName(lease.node, lease.extension);
   const owner = raw.metadata.ownerReferences?.find(
     (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
   );
+  // A long pair's name carries its Node's UID: the owner's here, held to the node's own in leasesOf.
+  const expected =
+    lease.role === LeaseRole.agent
+      ? leaseNameOrUndefined(lease.node, RESERVED_EXTENSION_NAME, owner?.uid)
+      : lease.extension && leaseNameOrUndefined(lease.node, lease.extension, owner?.uid);
   const problem =
     lease.role !== LeaseRole.agent && lease.extension && validateExtensionName(lease.extension)
       ? LeaseProblem.InvalidExtension

@@ -32,6 +32,7 @@ import {
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { toCachedLease } from '../../controller/cache.ts';
 import { mintServiceAccountToken } from '../controlplane/tokens.ts';
 import { adminKubeConfig, createSystemExtension, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
@@ -615,6 +616,79 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       } finally {
         await client.close();
         await clientB.close();
+      }
+    });
+
+    it("with a name too long for <extension>.<node>, a node's Leases are named after its UID, which admission checks exactly (issue 20 item 5)", async () => {
+      // Two nodes whose names agree in their first 247 characters: the hashed form of earlier releases let one
+      // take the other's Lease name (admission could check only that prefix), so the other's agent was locked out.
+      const stem = `${'l'.repeat(63)}.${'o'.repeat(63)}.${'n'.repeat(63)}.${'g'.repeat(55)}`; // + 6: 253
+      const long = [`${stem}-first`, `${stem}-other`];
+      const made: Array<{ name: string; uid: string; kubeconfig: string }> = [];
+      try {
+        for (const name of long) {
+          const created = await core.createNode({ body: { metadata: { name } } });
+          const pod = await core.createNamespacedPod({
+            namespace: SYSTEM,
+            body: {
+              metadata: { name: `agent-long-${made.length}`, labels: { 'nodecare-test': 'install' } },
+              spec: {
+                serviceAccountName: 'nodecare-agent',
+                nodeName: name,
+                automountServiceAccountToken: false,
+                containers: [{ name: 'agent', image: 'nodecare:test' }],
+              },
+            },
+          });
+          const token = await mintServiceAccountToken(admin, {
+            namespace: SYSTEM,
+            serviceAccount: 'nodecare-agent',
+            boundPod: { name: pod.metadata!.name!, uid: pod.metadata!.uid! },
+          });
+          made.push({
+            name,
+            uid: created.metadata!.uid!,
+            kubeconfig: kubeconfigForToken(token, `long-${made.length}`),
+          });
+        }
+        const [first, other] = made as [(typeof made)[0], (typeof made)[0]];
+        const client = await clientFor(first.kubeconfig);
+        const clientOther = await clientFor(other.kubeconfig);
+        try {
+          // The other node's name for the extension, annotated for the first and owned by it: denied.
+          const squat = leaseFor(first, 'gpu');
+          squat.metadata.name = extensionLeaseName(other.name, 'gpu', other.uid);
+          await expectPolicyDenied(client.request('POST', leasePath(), { body: squat }), 'is not the name');
+          // A hashed name as earlier releases derived it (their prefix, any 10 hex digits): denied too.
+          const hashed = leaseFor(first, 'gpu');
+          hashed.metadata.name = `${`gpu.${first.name}`.slice(0, 242).replace(/[.-]+$/, '')}-0123456789`;
+          await expectPolicyDenied(client.request('POST', leasePath(), { body: hashed }), 'is not the name');
+          // Each node's own, named after its UID: admitted, and the other node's is still free for it.
+          const own = await client.request<LeaseObject>('POST', leasePath(), {
+            body: leaseFor(first, 'gpu'),
+          });
+          expect(own.metadata.name).toBe(`gpu.${first.uid}`);
+          const theirs = await clientOther.request<LeaseObject>('POST', leasePath(), {
+            body: leaseFor(other, 'gpu'),
+          });
+          expect(theirs.metadata.name).toBe(`gpu.${other.uid}`);
+          // The controller believes both, each for its own node.
+          expect(toCachedLease(own)?.problem).toBeUndefined();
+          expect(toCachedLease(theirs)?.problem).toBeUndefined();
+        } finally {
+          await client.close();
+          await clientOther.close();
+        }
+      } finally {
+        for (const [i, node] of made.entries()) {
+          await coordination
+            .deleteNamespacedLease({ name: `gpu.${node.uid}`, namespace: LEASE_NAMESPACE })
+            .catch(() => undefined);
+          await core
+            .deleteNamespacedPod({ namespace: SYSTEM, name: `agent-long-${i}`, gracePeriodSeconds: 0 })
+            .catch(() => undefined);
+          await core.deleteNode({ name: node.name }).catch(() => undefined);
+        }
       }
     });
 
