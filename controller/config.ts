@@ -1,16 +1,14 @@
 // nodecare-controller configuration: flags and environment, validated together before any I/O.
 
 import { hostname } from 'node:os';
-import {
-  DEFAULT_BOOTSTRAP_TAINT_KEY,
-  DEFAULT_NODE_SELECTOR,
-  DEFAULT_RUNTIME_TAINT_KEY,
-  COMPONENT_NAMESPACE,
-} from '../api/index.ts';
+import { DEFAULT_NODE_SELECTOR, COMPONENT_NAMESPACE } from '../api/index.ts';
 import { labelSelectorProblem } from '../api/selector.ts';
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
+import { EVICTION_DEFAULTS, validateEvictionPolicy } from './eviction/index.ts';
+import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
 
 const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
@@ -53,37 +51,38 @@ export const CONTROLLER_OPTIONS = {
     description: 'Name of the leader election Lease.',
     default: 'nodecare-controller',
   },
-  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7); controller/leader.ts has the same.
+  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7), from controller/leader.ts. Every
+  // default below that a module of the controller also uses is that module's constant: defined once.
   'leader-election-lease-duration-seconds': {
     type: 'number',
     description: 'Leader lease duration.',
-    default: 10,
+    default: LEADER_ELECTION_DEFAULTS.leaseDurationMs / 1000,
     min: 1,
     max: 600,
   },
   'leader-election-renew-deadline-seconds': {
     type: 'number',
     description: 'Leader renew deadline.',
-    default: 7,
+    default: LEADER_ELECTION_DEFAULTS.renewDeadlineMs / 1000,
     min: 1,
     max: 600,
   },
   'leader-election-retry-period-seconds': {
     type: 'number',
     description: 'Leader retry period.',
-    default: 1.5,
+    default: LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000,
     min: 0.1,
     max: 300,
   },
   'bootstrap-taint-key': {
     type: 'string',
     description: 'Key of the bootstrap taint (NoSchedule).',
-    default: DEFAULT_BOOTSTRAP_TAINT_KEY,
+    default: DECISION_DEFAULTS.bootstrapTaintKey,
   },
   'runtime-taint-key': {
     type: 'string',
     description: 'Key of the runtime taint (NoSchedule).',
-    default: DEFAULT_RUNTIME_TAINT_KEY,
+    default: DECISION_DEFAULTS.runtimeTaintKey,
   },
   'node-selector': {
     type: 'string',
@@ -94,14 +93,14 @@ export const CONTROLLER_OPTIONS = {
   'bootstrap-timeout-seconds': {
     type: 'integer',
     description: 'Bootstrapping longer than this is BootstrapTimeout.',
-    default: 900,
+    default: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
     min: 1,
     max: 86_400,
   },
   'missing-lease-grace-seconds': {
     type: 'integer',
     description: 'How long a missing lease or heartbeat counts as Progressing before Unknown.',
-    default: 120,
+    default: DECISION_DEFAULTS.missingLeaseGraceSeconds,
     min: 0,
     max: 86_400,
   },
@@ -109,28 +108,28 @@ export const CONTROLLER_OPTIONS = {
     type: 'number',
     description:
       'Correlated-failure breaker: trip when more than this fraction of the nodes requiring an extension fail it (at least 3).',
-    default: 0.5,
+    default: BREAKER_DEFAULTS.maxUnhealthyFraction,
     min: 0,
     max: 1,
   },
   'evict-after-seconds': {
     type: 'integer',
     description: 'Evict pods of nodes Degraded this long; 0 turns eviction off.',
-    default: 0,
+    default: EVICTION_DEFAULTS.evictAfterSeconds,
     min: 0,
     max: 604_800,
   },
   'eviction-rate': {
     type: 'number',
     description: 'Nodes per second per zone whose pods may be evicted.',
-    default: 0.1,
+    default: EVICTION_DEFAULTS.ratePerSecond,
     min: 0.001,
     max: 100,
   },
   'unhealthy-zone-threshold': {
     type: 'number',
     description: 'Stop evicting in a zone when this fraction of its nodes is Degraded.',
-    default: 0.55,
+    default: EVICTION_DEFAULTS.unhealthyZoneThreshold,
     min: 0,
     max: 1,
   },
@@ -247,11 +246,27 @@ export function loadControllerConfig(
   const leaseDuration = v['leader-election-lease-duration-seconds'] as number;
   const renewDeadline = v['leader-election-renew-deadline-seconds'] as number;
   const retryPeriod = v['leader-election-retry-period-seconds'] as number;
-  if (!(leaseDuration > renewDeadline && renewDeadline > 1.2 * retryPeriod)) {
+  // The rule is leader.ts's (one definition); the message names the flags' seconds.
+  const timing = {
+    leaseDurationMs: leaseDuration * 1000,
+    renewDeadlineMs: renewDeadline * 1000,
+    retryPeriodMs: retryPeriod * 1000,
+  };
+  if (validateLeaderElectionTiming(timing).length > 0) {
     problems.push(
       `leader election: need lease duration (${leaseDuration}) > renew deadline (${renewDeadline}) > 1.2 × retry period (${retryPeriod})`,
     );
   }
+  const eviction = {
+    evictAfterSeconds: v['evict-after-seconds'] as number,
+    ratePerSecond: v['eviction-rate'] as number,
+    unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
+    dryRun: v['eviction-dry-run'] as boolean,
+  };
+  for (const problem of validateEvictionPolicy({ ...eviction, minZoneNodes: EVICTION_DEFAULTS.minZoneNodes }))
+    problems.push(
+      `eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold): ${problem}`,
+    );
   for (const flag of ['bootstrap-taint-key', 'runtime-taint-key'] as const) {
     if (!TAINT_KEY.test(v[flag] as string))
       problems.push(`--${flag}: "${String(v[flag])}" is not a valid taint key`);
@@ -282,9 +297,7 @@ export function loadControllerConfig(
       leaderElection: {
         namespace: v['leader-election-namespace'] as string,
         name: v['leader-election-name'] as string,
-        leaseDurationMs: leaseDuration * 1000,
-        renewDeadlineMs: renewDeadline * 1000,
-        retryPeriodMs: retryPeriod * 1000,
+        ...timing,
       },
       bootstrapTaintKey: v['bootstrap-taint-key'] as string,
       runtimeTaintKey: v['runtime-taint-key'] as string,
@@ -292,12 +305,7 @@ export function loadControllerConfig(
       bootstrapTimeoutSeconds: v['bootstrap-timeout-seconds'] as number,
       missingLeaseGraceSeconds: v['missing-lease-grace-seconds'] as number,
       maxUnhealthyFraction: v['max-unhealthy-fraction'] as number,
-      eviction: {
-        evictAfterSeconds: v['evict-after-seconds'] as number,
-        ratePerSecond: v['eviction-rate'] as number,
-        unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
-        dryRun: v['eviction-dry-run'] as boolean,
-      },
+      eviction,
       rollupThresholdsMs,
       annotationConditionTypes: Object.freeze([...new Set(annotationConditionTypes)]),
       gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,

@@ -79,6 +79,12 @@ describe('nodecare-controller command line', () => {
       message: /--node-selector: "-bad-" is not a label key/,
     },
     {
+      behaviour: 'an eviction policy the evictor would refuse (one validation, regression: never called)',
+      args: ['--unhealthy-zone-threshold=0'],
+      message:
+        /eviction \(--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold\): unhealthyZoneThreshold must be in \(0, 1\] \(got 0\)/,
+    },
+    {
       behaviour: 'a Gardener Cluster name that is not an object name',
       args: ['--gardener-cluster=Shoot Dev'],
       message: /--gardener-cluster: "Shoot Dev" is not a valid object name/,
@@ -87,6 +93,21 @@ describe('nodecare-controller command line', () => {
     const { code, stderr } = run(args);
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
+  });
+
+  it('is documented: docs/controller.md has a row for every option of CONTROLLER_OPTIONS, with its default', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'controller.md'), 'utf8');
+    const rows = doc.split('\n').filter((line) => line.startsWith('| `--'));
+    for (const [name, spec] of Object.entries(CONTROLLER_OPTIONS)) {
+      const row = rows.find((line) => line.startsWith(`| \`--${name}\` `));
+      expect(row, `docs/controller.md has no flag row for --${name}`).toBeDefined();
+      const value: unknown = 'default' in spec ? spec.default : undefined;
+      if (value !== undefined && value !== '' && !(Array.isArray(value) && value.length === 0))
+        expect(row, `--${name}'s default`).toContain(String(value));
+    }
+    // …and no row for a flag the controller does not have.
+    for (const row of rows)
+      expect(Object.keys(CONTROLLER_OPTIONS)).toContain(/^\| `--([a-z-]+)`/.exec(row)?.[1]);
   });
 
   it('--help lists every option and exits 0', () => {
