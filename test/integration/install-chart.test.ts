@@ -115,6 +115,32 @@ describe('charts/nodecare', () => {
     expect(out).toContain('0 chart(s) failed');
   });
 
+  it('refuses values its schema does not allow, naming them: a flag the program does not have, a misspelt value', async () => {
+    const refused = async (...set: string[]): Promise<string> => {
+      const result = await run(helmBin, ['template', 'nodecare', CHART, ...set.flatMap((s) => ['--set', s])]);
+      expect(result.code, set.join(' ')).not.toBe(0);
+      expect(result.stderr).toContain("values don't meet the specifications of the schema");
+      return result.stderr;
+    };
+    expect(await refused('controller.extraArgs={--worker=4}')).toContain('/controller/extraArgs/0');
+    expect(await refused('agent.extraArgs={--allowed-paths=/run/x}')).toContain('/agent/extraArgs/0');
+    expect(await refused('agent.hostDirectorys={/run/x}')).toContain('hostDirectorys');
+    expect(await refused('taints.runtimeKey=not a key')).toContain('/taints/runtimeKey');
+    // The flags the programs have, with or without a value, and a boolean's --no- form, render.
+    const objects = await renderChart(
+      'controller.extraArgs={--workers=4,--no-leader-elect,--node-selector,kubernetes.io/os=linux}',
+      'agent.extraArgs={--allowed-path=/run/x}',
+    );
+    expect(podSpec(objects, 'Deployment').containers[0]?.args).toEqual(
+      expect.arrayContaining([
+        '--workers=4',
+        '--no-leader-elect',
+        '--node-selector',
+        'kubernetes.io/os=linux',
+      ]),
+    );
+  });
+
   it('values set the taint keys, eviction, dry-run, resources, node selectors, tolerations and the image', async () => {
     const objects = await renderChart(
       'taints.bootstrapKey=example.com/booting',
