@@ -52,3 +52,33 @@ export function kubeConfigForToken(admin: KubeConfig, token: string, user = 'tok
   });
   return kc;
 }
+
+/**
+ * What the agent DaemonSet's pod on `nodeName` would hold: a Pod of the nodecare-agent ServiceAccount on that
+ * node (no kubelet runs it) and a token bound to it, which carries the node's name and UID.
+ */
+export async function mintAgentTokenOnNode(
+  admin: KubeConfig,
+  options: { namespace: string; nodeName: string; podName: string; labels?: Record<string, string> },
+): Promise<{ token: string; pod: { name: string; uid: string } }> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const created = await core.createNamespacedPod({
+    namespace: options.namespace,
+    body: {
+      metadata: { name: options.podName, ...(options.labels ? { labels: options.labels } : {}) },
+      spec: {
+        serviceAccountName: 'nodecare-agent',
+        nodeName: options.nodeName,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'agent', image: 'nodecare:test' }],
+      },
+    },
+  });
+  const pod = { name: created.metadata!.name!, uid: created.metadata!.uid! };
+  const token = await mintServiceAccountToken(admin, {
+    namespace: options.namespace,
+    serviceAccount: 'nodecare-agent',
+    boundPod: pod,
+  });
+  return { token, pod };
+}

@@ -30,7 +30,7 @@ import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeErrorCode, isKubeError } from '../../lib/kube/errors.ts';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
-import { mintServiceAccountToken } from '../controlplane/tokens.ts';
+import { mintAgentTokenOnNode } from '../controlplane/tokens.ts';
 import { eventually, uniqueName } from './helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -319,22 +319,10 @@ beforeAll(async () => {
     const name = uniqueName(`apf-${key}`);
     const node = await core.createNode({ body: { metadata: { name } } });
     // The Pod the agent token is bound to (as the DaemonSet's would be), so the token carries the node name.
-    const pod = await core.createNamespacedPod({
+    const { token } = await mintAgentTokenOnNode(admin, {
       namespace: SYSTEM,
-      body: {
-        metadata: { name: `agent-${name}` },
-        spec: {
-          serviceAccountName: 'nodecare-agent',
-          nodeName: name,
-          automountServiceAccountToken: false,
-          containers: [{ name: 'agent', image: 'nodecare:test' }],
-        },
-      },
-    });
-    const token = await mintServiceAccountToken(admin, {
-      namespace: SYSTEM,
-      serviceAccount: 'nodecare-agent',
-      boundPod: { name: pod.metadata!.name!, uid: pod.metadata!.uid! },
+      nodeName: name,
+      podName: `agent-${name}`,
     });
     const doc = JSON.parse(readFileSync(plane.kubeconfigPath, 'utf8')) as {
       users: Array<{ user: Record<string, unknown> }>;

@@ -33,7 +33,7 @@ import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { toCachedLease } from '../../controller/cache.ts';
-import { mintServiceAccountToken } from '../controlplane/tokens.ts';
+import { mintAgentTokenOnNode, mintServiceAccountToken } from '../controlplane/tokens.ts';
 import { adminKubeConfig, createSystemExtension, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { kubectl } from './setup.ts';
@@ -486,23 +486,11 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       });
       // The Pod the agent's token is bound to, on its node, as the DaemonSet would create it (no kubelet runs
       // it here). Not labelled like the DaemonSet's pods, so uninstall does not wait for it.
-      const pod = await core.createNamespacedPod({
+      const { token, pod: podRef } = await mintAgentTokenOnNode(admin, {
         namespace: SYSTEM,
-        body: {
-          metadata: { name: `agent-${node}`, labels: { 'nodecare-test': 'install' } },
-          spec: {
-            serviceAccountName: 'nodecare-agent',
-            nodeName: node,
-            automountServiceAccountToken: false,
-            containers: [{ name: 'agent', image: 'nodecare:test' }],
-          },
-        },
-      });
-      const podRef = { name: pod.metadata!.name!, uid: pod.metadata!.uid! };
-      const token = await mintServiceAccountToken(admin, {
-        namespace: SYSTEM,
-        serviceAccount: 'nodecare-agent',
-        boundPod: podRef,
+        nodeName: node,
+        podName: `agent-${node}`,
+        labels: { 'nodecare-test': 'install' },
       });
       expect(claims(token)['kubernetes.io']?.node?.name).toBe(node);
       nodes.set(node, {
@@ -628,22 +616,11 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       try {
         for (const name of long) {
           const created = await core.createNode({ body: { metadata: { name } } });
-          const pod = await core.createNamespacedPod({
+          const { token } = await mintAgentTokenOnNode(admin, {
             namespace: SYSTEM,
-            body: {
-              metadata: { name: `agent-long-${made.length}`, labels: { 'nodecare-test': 'install' } },
-              spec: {
-                serviceAccountName: 'nodecare-agent',
-                nodeName: name,
-                automountServiceAccountToken: false,
-                containers: [{ name: 'agent', image: 'nodecare:test' }],
-              },
-            },
-          });
-          const token = await mintServiceAccountToken(admin, {
-            namespace: SYSTEM,
-            serviceAccount: 'nodecare-agent',
-            boundPod: { name: pod.metadata!.name!, uid: pod.metadata!.uid! },
+            nodeName: name,
+            podName: `agent-long-${made.length}`,
+            labels: { 'nodecare-test': 'install' },
           });
           made.push({
             name,
