@@ -29,8 +29,8 @@ export interface Snapshot {
   statuses: NodeStatus[];
   /** ClusterHealth `cluster`'s conditions; undefined while the controller has not written it. */
   clusterHealth: HealthCondition[] | undefined;
-  /** Karpenter's NodeClaims (every NodePool). */
-  nodeClaims: NodeClaim[];
+  /** Karpenter's NodeClaims (every NodePool); undefined where the observer does not list them. */
+  nodeClaims: NodeClaim[] | undefined;
   /** The workload's pods. */
   pods: V1Pod[];
 }
@@ -39,6 +39,8 @@ export interface Snapshot {
 export interface WorkloadSelector {
   namespace: string;
   labelSelector: string;
+  /** Whether Karpenter's NodeClaims are listed (default true; a cluster without Karpenter has none). */
+  nodeClaims?: boolean;
 }
 
 interface Waiter {
@@ -119,8 +121,11 @@ export class ClusterObserver {
               throw err;
             },
           ),
-        listNodeClaims(this.custom),
-        this.core.listNamespacedPod(this.workload),
+        this.workload.nodeClaims === false ? Promise.resolve(undefined) : listNodeClaims(this.custom),
+        this.core.listNamespacedPod({
+          namespace: this.workload.namespace,
+          labelSelector: this.workload.labelSelector,
+        }),
       ]);
       const observed = leases.items.flatMap((lease) => {
         const decoded = decodeLease({ metadata: lease.metadata ?? {}, spec: lease.spec });
@@ -131,7 +136,7 @@ export class ClusterObserver {
         at,
         nodes: nodes.items,
         leases: observed,
-        statuses: nodeStatuses(nodes.items, observed, at, { nodeClaims }),
+        statuses: nodeStatuses(nodes.items, observed, at, { nodeClaims: nodeClaims ?? [] }),
         clusterHealth: health,
         nodeClaims,
         pods: pods.items,

@@ -4,7 +4,7 @@
 
 import {
   LEGEND,
-  STATUS_HEADER,
+  statusHeader,
   autoscalerLines,
   clusterHealthLine,
   formatTable,
@@ -90,7 +90,8 @@ export class LineOutput implements Output {
     const changed = snapshot.statuses.filter((s) => this.rows.get(s.name) !== rowKey(s));
     if (changed.length === 0) return;
     for (const s of changed) this.rows.set(s.name, rowKey(s));
-    const table = formatTable([[...STATUS_HEADER], ...changed.map((s) => statusCells(s))]);
+    const options = { claimsColumn: snapshot.nodeClaims !== undefined };
+    const table = formatTable([statusHeader(options), ...changed.map((s) => statusCells(s, options))]);
     const prefix = elapsed(this.startMs);
     this.write(`${prefix}  │ ${table[0]}\n`);
     for (const line of table.slice(1)) this.write(`${' '.repeat(prefix.length)}  │ ${line}\n`);
@@ -190,6 +191,7 @@ export class TtyOutput implements Output {
           color: true,
           width,
           nodeClaims: this.latest.nodeClaims,
+          claimsColumn: this.latest.nodeClaims !== undefined,
         })
       : ['(waiting for the first look at the cluster…)'];
     const top = [

@@ -80,7 +80,7 @@ export function newAutoscalerRecord(): AutoscalerRecord {
 }
 
 function record(autoscaler: AutoscalerRecord, snapshot: Snapshot): void {
-  for (const claim of snapshot.nodeClaims) autoscaler.nodeClaims.add(claim.metadata.name);
+  for (const claim of snapshot.nodeClaims ?? []) autoscaler.nodeClaims.add(claim.metadata.name);
   const held = new Set(snapshot.statuses.filter((s) => s.taints.includes('bootstrap')).map((s) => s.name));
   for (const pod of snapshot.pods) {
     const node = pod.spec?.nodeName;
@@ -253,13 +253,13 @@ export async function runScenario(
     'node-launched',
     'a NodeClaim with its Node',
     (s) =>
-      s.nodeClaims.some(
+      (s.nodeClaims ?? []).some(
         (c) => c.status?.nodeName && s.nodes.some((n) => n.metadata?.name === c.status?.nodeName),
       ),
     t(120_000),
     signal,
   );
-  const claim = launched.nodeClaims.find((c) => c.status?.nodeName);
+  const claim = (launched.nodeClaims ?? []).find((c) => c.status?.nodeName);
   const gpuNodeName = claim?.status?.nodeName ?? '';
   const type = launched.nodes.find((n) => n.metadata?.name === gpuNodeName)?.metadata?.labels?.[
     'node.kubernetes.io/instance-type'
@@ -277,7 +277,7 @@ export async function runScenario(
       status.extensions.some(
         (e) => e.name === 'gpu-plugin' && e.state !== undefined && e.state !== ExtensionState.Healthy,
       ) &&
-      s.nodeClaims.some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c)),
+      (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c)),
     60_000,
   );
   const heldAt = Date.now();
@@ -310,7 +310,8 @@ export async function runScenario(
     gpuNodeName,
     'Ready without the bootstrap taint, NodeClaim Initialized',
     (status, s) =>
-      isReady(status) && s.nodeClaims.some((c) => c.status?.nodeName === gpuNodeName && isInitialized(c)),
+      isReady(status) &&
+      (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && isInitialized(c)),
     timing.gpuHealthyAfterMs + 60_000,
   );
   autoscaler.heldMs = Date.now() - heldAt;

@@ -15,35 +15,43 @@ import { LineOutput, TtyOutput, type Output } from './output.ts';
 import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
 import { autoscalerLines, renderStatus } from './view.ts';
 
-const USAGE = `Usage: node demo/main.ts [--once]
+const USAGE = `Usage: node demo/main.ts [--once] [--real-nodes]
 
 Runs nodecare with Karpenter (KWOK provider) on a local control plane: a pod asks for a GPU, Karpenter
 launches a node, nodecare holds it until its device plugin reports healthy GPUs. Shows what happens live.
 The first run builds the control plane, KWOK and Karpenter (progress on stderr); later runs reuse them.
 
 Options:
-  --once   Run the scenario without the live screen, check every phase, print a summary and exit
-           (0: every phase reached; 1: the phase that was not). Also NODECARE_DEMO_ONCE=1.
-  --help   Show this help.`;
+  --once         Run the scenario without the live screen, check every phase, print a summary and exit
+                 (0: every phase reached; 1: the phase that was not). Also NODECARE_DEMO_ONCE=1.
+  --real-nodes   The GPU story on real kubelets instead (root only): the image built from the Dockerfile,
+                 nodecare installed as shipped, a node joining with --register-with-taints held until its
+                 device plugin registered with its kubelet. No autoscaler in this one.
+  --help         Show this help.`;
 
-function parse(): { once: boolean } {
+function parse(): { once: boolean; realNodes: boolean } {
   try {
     const { values } = parseArgs({
-      options: { once: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+      options: {
+        once: { type: 'boolean', default: false },
+        'real-nodes': { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
       strict: true,
     });
     if (values.help) {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
     }
-    return { once: values.once || process.env.NODECARE_DEMO_ONCE === '1' };
+    return { once: values.once || process.env.NODECARE_DEMO_ONCE === '1', realNodes: values['real-nodes'] };
   } catch (err) {
     process.stderr.write(`demo: ${(err as Error).message}\n\n${USAGE}\n`);
     process.exit(2);
   }
 }
 
-const { once } = parse();
+const { once, realNodes } = parse();
+if (realNodes) await (await import('./real-nodes.ts')).runRealNodesDemo({ once });
 const tty = !once && process.stdout.isTTY === true;
 const out: Output = tty ? new TtyOutput() : new LineOutput();
 const cluster = new DemoCluster();

@@ -319,6 +319,14 @@ describe('renderStatus', () => {
     expect(colored.map(visibleLength)).toEqual(plain.map(visibleLength));
   });
 
+  it('leaves out the NODECLAIM column where no autoscaler makes NodeClaims (--real-nodes)', () => {
+    const nodes = [node('node-2', { label: 'healthy', condition: ['True', 'AllExtensionsHealthy'] })];
+    const rows = renderStatus(nodes, [], NOW, { claimsColumn: false });
+    expect(rows[0]).toMatch(/^NODE +STATE +TAINTS +AGENT +AGE +EXTENSIONS$/);
+    expect(rows[1]).toMatch(/^node-2 +Ready +- +- +30s +-$/);
+    expect(renderStatus(nodes, [], NOW)[0]).toContain('NODECLAIM');
+  });
+
   it('honours other taint keys', () => {
     const [status] = nodeStatuses(
       [

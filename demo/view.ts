@@ -87,6 +87,8 @@ export interface StatusOptions {
   runtimeTaintKey?: string;
   /** Karpenter's NodeClaims: each node's is shown beside it. */
   nodeClaims?: readonly NodeClaim[];
+  /** The NODECLAIM column (default true); false where no autoscaler makes NodeClaims (--real-nodes). */
+  claimsColumn?: boolean;
   /** Colour the state and extension marks with ANSI escapes (for a terminal). */
   color?: boolean;
 }
@@ -263,12 +265,17 @@ function stateCell(status: NodeStatus, color: boolean): string {
   return `${paint(status.state, STATE_COLOR[status.state], color)}${reason}`;
 }
 
-/** The cells of one row, in STATUS_HEADER order. */
+/** The header: STATUS_HEADER, without NODECLAIM when `claimsColumn` is false. */
+export function statusHeader(options: Pick<StatusOptions, 'claimsColumn'> = {}): string[] {
+  return STATUS_HEADER.filter((column) => options.claimsColumn !== false || column !== 'NODECLAIM');
+}
+
+/** The cells of one row, in statusHeader's order. */
 export function statusCells(status: NodeStatus, options: StatusOptions = {}): string[] {
   const color = options.color ?? false;
   return [
     status.name,
-    status.nodeClaim ?? '-',
+    ...(options.claimsColumn === false ? [] : [status.nodeClaim ?? '-']),
     stateCell(status, color),
     status.taints.length ? status.taints.join(',') : '-',
     agentCell(status, color),
@@ -286,16 +293,19 @@ const MESSAGE_CHARS = 160;
  * The autoscaler's view and the workload, one line each: every NodeClaim (with the node it became, or that
  * it has none yet) and every workload pod (its phase, its node, and why the scheduler has not placed it).
  */
-export function autoscalerLines(claims: readonly NodeClaim[], pods: readonly V1Pod[]): string[] {
-  const lines = claims.length
-    ? [...claims]
-        .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
-        .map((claim) => {
-          const type = claim.metadata.labels?.['node.kubernetes.io/instance-type'];
-          const node = claim.status?.nodeName ? `node ${claim.status.nodeName}` : 'no node yet';
-          return `Karpenter: NodeClaim ${nodeClaimSummary(claim)}${type ? `, ${type}` : ''}, ${node}`;
-        })
-    : ['Karpenter: no NodeClaim'];
+export function autoscalerLines(claims: readonly NodeClaim[] | undefined, pods: readonly V1Pod[]): string[] {
+  // undefined: a cluster without Karpenter (npm start -- --real-nodes), so no Karpenter line at all.
+  const lines = !claims
+    ? []
+    : claims.length
+      ? [...claims]
+          .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+          .map((claim) => {
+            const type = claim.metadata.labels?.['node.kubernetes.io/instance-type'];
+            const node = claim.status?.nodeName ? `node ${claim.status.nodeName}` : 'no node yet';
+            return `Karpenter: NodeClaim ${nodeClaimSummary(claim)}${type ? `, ${type}` : ''}, ${node}`;
+          })
+      : ['Karpenter: no NodeClaim'];
   if (pods.length === 0) return [...lines, 'Workload: no pod yet'];
   for (const pod of pods) {
     const phase = pod.status?.phase ?? 'Pending';
@@ -439,5 +449,7 @@ export function renderStatus(
   const rows = nodeStatuses(nodes, leases, now, options).map((s) => statusCells(s, options));
   // NODE, NODECLAIM and TAINTS give way on a narrow terminal; STATE (its reason) only when the extensions are
   // already on lines of their own and the rest still does not fit, cut at its end; AGENT and AGE are short.
-  return formatTable([[...STATUS_HEADER], ...rows], options.width, [0, 1, 3], [2]);
+  const header = statusHeader(options);
+  const at = (...columns: string[]): number[] => columns.map((c) => header.indexOf(c)).filter((i) => i >= 0);
+  return formatTable([header, ...rows], options.width, at('NODE', 'NODECLAIM', 'TAINTS'), at('STATE'));
 }

@@ -3,11 +3,8 @@
 // overridden, nothing else).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dump } from 'js-yaml';
 import { expect } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
@@ -177,25 +174,7 @@ export async function watchView(
 export const healthyView = (v: NodecareView): boolean =>
   v.label === 'healthy' && v.condition?.status === 'True' && !v.bootstrapTaint && !v.runtimeTaint;
 
-/**
- * A kustomization as a user writes one to install nodecare: `manifests/` as it is, and the image pointed at
- * the one they built. Nothing else is overridden.
- */
-export function kustomizationWithImage(ref: string, components: string[] = []): string {
-  const dir = mkdtempSync(join(tmpdir(), 'nodecare-install-'));
-  const at = ref.lastIndexOf(':');
-  writeFileSync(
-    join(dir, 'kustomization.yaml'),
-    dump({
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      resources: [relative(dir, join(ROOT, 'manifests'))],
-      images: [{ name: 'nodecare', newName: ref.slice(0, at), newTag: ref.slice(at + 1) }],
-      ...(components.length ? { components: components.map((c) => relative(dir, c)) } : {}),
-    }),
-  );
-  return dir;
-}
+export { kustomizationWithImage } from './install.ts';
 
 /**
  * The ServiceAccount token the kubelet mounted into a pod. The kubelet keeps projected volumes on a tmpfs it

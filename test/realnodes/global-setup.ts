@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildImage, describeImage, type BuiltImage } from '../image/image.ts';
-import { writeOciArchive } from './oci.ts';
+import { writeTestbinArchive } from './install.ts';
 import {
   startNodes,
   startRealNodeControlPlane,
@@ -48,8 +48,7 @@ declare module 'vitest' {
   }
 }
 
-/** The test workloads' image as the fixtures name it (test/realnodes/fixtures). */
-export const TESTBIN_IMAGE = 'nodecare.test/testbin:1';
+export { TESTBIN_IMAGE } from './install.ts';
 
 /** The one-line notice when the suite cannot run here, or undefined. Throws under CI=true. */
 export function realNodesNotRunReason(): string | undefined {
@@ -92,11 +91,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   }
   const testbinArchive = join(plane.slot.dir, 'testbin.oci.tar');
   try {
-    await writeOciArchive(testbinArchive, {
-      ref: TESTBIN_IMAGE,
-      files: [{ path: '/testbin', source: cluster.parts.testbin, mode: 0o755 }],
-      entrypoint: ['/testbin'],
-    });
+    await writeTestbinArchive(testbinArchive, cluster.parts);
     for (const node of cluster.nodes) {
       await node.importImage(image.archive);
       await node.importImage(testbinArchive);
