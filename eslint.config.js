@@ -2,6 +2,89 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layering (docs/architecture.md, "Rooms"): `api` ← `lib` ← `agent` / `controller` / `cli`; the decisions
+ * import no I/O; a program never reaches into another, except that `cli` decides with the controller's
+ * decision core and decodes with its ingest, through their front doors. `demo/`, `bench/` and tests may
+ * import anything. test/unit/layering.test.ts shows each rule failing on a file that breaks it.
+ */
+const reach = (rooms, message) => ({
+  group: rooms.flatMap((room) => [`**/${room}/**`, `../${room}/**`]),
+  message,
+});
+const OUTSIDE = ['demo', 'bench', 'test'];
+/** What pure code may not import: the Kubernetes client, the network, files, processes. */
+const IO_MODULES = {
+  paths: [
+    'undici',
+    '@kubernetes/client-node',
+    'node:fs',
+    'node:fs/promises',
+    'node:net',
+    'node:http',
+    'node:https',
+    'node:child_process',
+    'node:dgram',
+  ].map((name) => ({
+    name,
+    message:
+      'Decisions are pure: I/O belongs in the shell around them (controller/reconciler.ts, writes.ts, cache.ts).',
+  })),
+};
+const restrict = (files, patterns, extra = {}) => ({
+  files,
+  ignores: ['**/*.test.ts', '**/testing.ts'],
+  rules: { 'no-restricted-imports': ['error', { ...extra, patterns }] },
+});
+
+export const LAYERING = [
+  restrict(
+    ['api/**/*.ts'],
+    [
+      reach(
+        ['lib', 'agent', 'controller', 'cli', ...OUTSIDE],
+        'api/ is the contract: it imports nothing of ours.',
+      ),
+    ],
+  ),
+  restrict(
+    ['lib/**/*.ts'],
+    [reach(['agent', 'controller', 'cli', ...OUTSIDE], 'lib/ serves the programs; it imports only api/.')],
+  ),
+  restrict(
+    ['agent/**/*.ts'],
+    [reach(['controller', 'cli', ...OUTSIDE], 'The agent imports only api/ and lib/.')],
+  ),
+  restrict(
+    ['controller/**/*.ts'],
+    [reach(['agent', 'cli', ...OUTSIDE], 'The controller imports only api/ and lib/.')],
+  ),
+  restrict(
+    ['cli/**/*.ts'],
+    [
+      reach(
+        ['agent', ...OUTSIDE],
+        'kubectl-nodecare imports api/, lib/ and the controller front doors only.',
+      ),
+      {
+        regex: '(^|/)controller/(?!decide/index\\.ts$|ingest\\.ts$)',
+        message:
+          'From the controller, kubectl-nodecare imports controller/decide/index.ts and controller/ingest.ts only.',
+      },
+    ],
+  ),
+  restrict(
+    [
+      'controller/decide/**/*.ts',
+      'controller/rollup/evaluate.ts',
+      'controller/rollup/condition.ts',
+      'controller/rollup/gardener.ts',
+    ],
+    [reach(['lib/kube'], 'Decisions are pure: no Kubernetes client.')],
+    IO_MODULES,
+  ),
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'coverage/', '.cache/'] },
   js.configs.recommended,
@@ -27,4 +110,5 @@ export default tseslint.config(
       ],
     },
   },
+  ...LAYERING,
 );

@@ -2,36 +2,16 @@
 // option table (parsed and validated before any I/O, docs/conventions.md 10) and a run function.
 
 import { escapeForTerminal } from '../api/text.ts';
-import {
-  OptionsError,
-  parseOptions,
-  renderHelp,
-  type OptionTable,
-  type OptionValues,
-} from '../lib/options.ts';
+import { OptionsError, parseOptions, renderHelp, type OptionValues } from '../lib/options.ts';
 import { packageVersion } from '../lib/version.ts';
+import type { CliIo, Verb } from './verb.ts';
 import { Exit } from './verbs/common.ts';
 import { explainVerb } from './verbs/explain.ts';
 import { extensionsVerb } from './verbs/extensions.ts';
 import { statusVerb } from './verbs/status.ts';
 import { uninstallVerb } from './verbs/uninstall.ts';
 
-export interface CliIo {
-  out(line: string): void;
-  err(line: string): void;
-  env: Readonly<Record<string, string | undefined>>;
-}
-
-export interface Verb {
-  summary: string;
-  /** The usage line's arguments when the verb takes positional ones (default `[options]`). */
-  usage?: string;
-  options: OptionTable;
-  /** Rewrites kubectl-style arguments (short flags, a positional) into long options before parsing. */
-  normalizeArgs?(argv: readonly string[]): string[];
-  /** Runs the verb with validated options; resolves with the exit code. */
-  run(values: OptionValues, io: CliIo): Promise<number>;
-}
+export type { CliIo, Verb } from './verb.ts';
 
 export const VERBS = {
   status: statusVerb,

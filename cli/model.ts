@@ -24,12 +24,15 @@ import {
   type CachedLease,
   type CachedNode,
   type NodeObject as ControllerNodeObject,
-} from '../controller/cache.ts';
+} from '../controller/ingest.ts';
 import {
+  BOOTSTRAP_RECORD_ANNOTATION,
   BREAKER_DEFAULTS,
   BreakerState,
   DECISION_DEFAULTS,
   decideNode,
+  decodeBootstrapRecord,
+  hasTaint,
   NodeState,
   stateText,
   type DecisionInput,
@@ -38,8 +41,6 @@ import {
   type NodeMemory,
   type SeenLease,
 } from '../controller/decide/index.ts';
-import { BOOTSTRAP_RECORD_ANNOTATION, decodeBootstrapRecord } from '../controller/decide/bootstrap-record.ts';
-import { hasTaint } from '../controller/decide/decide.ts';
 
 /** A Node as the API returns it: what the controller reads (controller/cache.ts), plus `spec.unschedulable`. */
 export type NodeObject = Omit<ControllerNodeObject, 'spec'> & {

@@ -1,180 +1,39 @@
-// The controller's view of the cluster: Nodes, nodecare Leases and SystemExtensions, each stripped on ingest
-// to what the decision reads (a few hundred bytes per object instead of tens of KB; docs/adr/0001).
-// Lease staleness is judged from `observedAtMs`: the controller's own clock when it saw renewTime change,
-// reset to "now" for every lease on start-up and on becoming leader (docs/design.md section 5).
-// A Lease counts only when it is the one the agent would write for its (node, extension): the deterministic
-// name and an owner reference to that Node. Any other Lease claiming a node is ignored and reported.
+// The controller's view of the cluster: Nodes, nodecare Leases and SystemExtensions, each decoded on ingest
+// (ingest.ts) to what the decision reads. Lease staleness is judged from `observedAtMs`: the controller's own
+// clock when it saw renewTime change, reset to "now" for every lease on start-up and on becoming leader
+// (docs/design.md section 5).
 
 import {
-  EXTENSION_ANNOTATION_PREFIX,
   GROUP_VERSION,
   LEASE_NAMESPACE,
   LeaseLabel,
   LeaseRole,
-  NODE_CONDITION_TYPE,
-  NodeAnnotation,
   SYSTEM_EXTENSION,
-  RESERVED_EXTENSION_NAME,
-  annotationTooLong,
-  decodeLease,
-  leaseNameOrUndefined,
   parseSystemExtension,
-  truncateMessage,
   type LeaseObject,
   type ObservedLease,
   type ParsedSystemExtension,
   type SystemExtensionObject,
 } from '../api/index.ts';
-import { validateExtensionName } from '../api/extension.ts';
-import { capInput } from '../api/text.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
-import type { KubeletNotReady, NodeTaint, ObservedNode, SeenLease } from './decide/index.ts';
+import type { SeenLease } from './decide/index.ts';
+import {
+  LeaseProblem,
+  MAX_LEASES_PER_NODE,
+  toCachedLease,
+  toCachedNode,
+  type CachedLease,
+  type CachedNode,
+  type NodeObject,
+} from './ingest.ts';
 import type { ControllerMetrics } from './metrics.ts';
 
-/**
- * A taint exactly as observed: `timeAdded` (which drives tolerationSeconds of NoExecute taints) and any
- * other field included, so a taint nodecare does not own is written back field for field.
- */
-export type ObservedTaint = NodeTaint & { timeAdded?: string };
-
-export interface CachedNode extends ObservedNode {
-  resourceVersion: string;
-  /** Extension annotations too long to parse, by key, with that problem (their values are not kept). */
-  unparsedAnnotations: Readonly<Record<string, string>>;
-  taints: readonly ObservedTaint[];
-  /** lastTransitionTime of the current ExtensionsReady condition (kept when only reason/message change). */
-  conditionTransitionTime: string | undefined;
-}
-
-/** A Node as the API returns it, as much as the controller reads. */
-export interface NodeObject {
-  metadata?: {
-    name?: string;
-    uid?: string;
-    resourceVersion?: string;
-    creationTimestamp?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec?: { taints?: ObservedTaint[] };
-  status?: {
-    nodeInfo?: { bootID?: string };
-    conditions?: Array<{
-      type: string;
-      status: string;
-      reason?: string;
-      message?: string;
-      lastTransitionTime?: string;
-    }>;
-  };
-}
-
-/** The kubelet's own node condition: True when it posts status and is healthy (node lifecycle controller: Unknown when it went silent). */
-export const KUBELET_READY_CONDITION = 'Ready';
-
-/**
- * The kubelet's Ready condition as the decision reads it: only when it exists and is not True (a node without
- * one, such as a plain Node object no kubelet posts for, decides as before). Reason, message and time are
- * input from whoever controls the node: capped and made inert here, once.
- */
-export function kubeletNotReady(raw: NodeObject): KubeletNotReady | undefined {
-  const ready = raw.status?.conditions?.find((c) => c.type === KUBELET_READY_CONDITION);
-  if (ready === undefined || ready.status === 'True') return undefined;
-  return {
-    status: capInput(String(ready.status ?? ''), 16),
-    reason: capInput(ready.reason ?? '', 64),
-    message: truncateMessage(ready.message ?? ''),
-    since: capInput(ready.lastTransitionTime ?? '', 40),
-  };
-}
-
-export function toCachedNode(raw: NodeObject): CachedNode {
-  const annotations: Record<string, string> = {};
-  const unparsedAnnotations: Record<string, string> = {};
-  for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
-    if (key === NodeAnnotation.bootstrappedBootId) annotations[key] = value;
-    if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
-    // A value too long to parse is never read: keep why, not up to 256 KiB of it.
-    const tooLong = annotationTooLong(value);
-    if (tooLong === undefined) annotations[key] = value;
-    else unparsedAnnotations[key] = tooLong;
-  }
-  const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
-  const notReady = kubeletNotReady(raw);
-  return {
-    name: raw.metadata?.name ?? '',
-    uid: raw.metadata?.uid ?? '',
-    resourceVersion: raw.metadata?.resourceVersion ?? '',
-    creationTimestampMs: Date.parse(raw.metadata?.creationTimestamp ?? '') || 0,
-    bootId: raw.status?.nodeInfo?.bootID ?? '',
-    labels: raw.metadata?.labels ?? {},
-    annotations,
-    unparsedAnnotations,
-    // Kept whole (not stripped to key/value/effect): the taint list nodecare writes is built from these.
-    taints: raw.spec?.taints ?? [],
-    extensionsReadyCondition: condition
-      ? { status: condition.status, reason: condition.reason ?? '', message: condition.message ?? '' }
-      : undefined,
-    conditionTransitionTime: condition?.lastTransitionTime,
-    ...(notReady ? { kubeletNotReady: notReady } : {}),
-  };
-}
-
-/** Why a Lease that claims a node is not believed. */
-export const LeaseProblem = {
-  /** Not the deterministic name for its (node, extension) pair (api/lease.ts). */
-  NameMismatch: 'NameMismatch',
-  /** No owner reference to the Node it claims (by name, and by UID once the node is known). */
-  OwnerMismatch: 'OwnerMismatch',
-  /** Its extension label is not an extension name (a DNS label): `<extension>.<node>` would be ambiguous. */
-  InvalidExtension: 'InvalidExtension',
-  /** Its node already has MAX_LEASES_PER_NODE Leases filed: what one node can make the controller hold. */
-  TooManyLeases: 'TooManyLeases',
-} as const;
-
-/**
- * The most Leases filed for one node (extensions and the heartbeat). Far above any real node's extensions;
- * bounds what an agent token that writes Lease after Lease can make the controller keep and scan.
- */
-export const MAX_LEASES_PER_NODE = 256;
-export type LeaseProblem = (typeof LeaseProblem)[keyof typeof LeaseProblem];
-
-/** A decoded nodecare Lease with what the validity checks need. */
-export interface CachedLease extends ObservedLease {
-  /** UID of the owner reference naming the claimed node (undefined when there is none). */
-  ownerUid?: string;
-  /** Set when the lease is not the one the agent would write for its node: it is ignored. */
-  problem?: LeaseProblem;
-}
-
-/** Decodes a nodecare Lease and checks that it is the one the agent of its node would write. */
-export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
-  const lease = decodeLease(raw);
-  if (!lease) return undefined;
-  const owner = raw.metadata.ownerReferences?.find(
-    (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
-  );
-  // A long pair's name carries its Node's UID: the owner's here, held to the node's own in leasesOf.
-  const expected =
-    lease.role === LeaseRole.agent
-      ? leaseNameOrUndefined(lease.node, RESERVED_EXTENSION_NAME, owner?.uid)
-      : lease.extension && leaseNameOrUndefined(lease.node, lease.extension, owner?.uid);
-  const problem =
-    lease.role !== LeaseRole.agent && lease.extension && validateExtensionName(lease.extension)
-      ? LeaseProblem.InvalidExtension
-      : lease.name !== expected
-        ? LeaseProblem.NameMismatch
-        : owner === undefined
-          ? LeaseProblem.OwnerMismatch
-          : undefined;
-  return { ...lease, ...(owner ? { ownerUid: owner.uid } : {}), ...(problem ? { problem } : {}) };
-}
-
+export * from './ingest.ts';
 /**
  * Whether resourceVersion `a` is newer than `b`, when both are etcd's decimal revisions (as client-go's
  * MutationCache and the scheduler's assume cache compare them); undefined when either is not, and then nothing

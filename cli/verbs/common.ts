@@ -8,7 +8,7 @@ import { KubeClient } from '../../lib/kube/client.ts';
 import { KubeConfigError, loadConnection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionTable, OptionValues } from '../../lib/options.ts';
-import type { CliIo } from '../cli.ts';
+import type { CliIo } from '../verb.ts';
 import { OUTPUT_FORMATS, type OutputFormat } from '../format.ts';
 import { analyze, type Analysis, type CliPolicy, type ClusterSnapshot } from '../model.ts';
 import { readSnapshot, type SnapshotNotes } from '../snapshot.ts';

@@ -10,10 +10,7 @@ import {
   NodeAnnotation,
   type LeaseObject,
 } from '../../api/index.ts';
-import {
-  BOOTSTRAP_RECORD_ANNOTATION,
-  encodeBootstrapRecord,
-} from '../../controller/decide/bootstrap-record.ts';
+import { BOOTSTRAP_RECORD_ANNOTATION, encodeBootstrapRecord } from '../../controller/decide/index.ts';
 import { analyze, CLI_POLICY_DEFAULTS, type EventObject, type NodeObject } from '../model.ts';
 import { explainView, renderExplainText } from './explain.ts';
 

@@ -7,7 +7,7 @@ import { EXTENSION_ANNOTATION_PREFIX, type ProbeSpec, type Registration } from '
 import type { ExtensionState } from '../../api/names.ts';
 import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
-import type { CliIo, Verb } from '../cli.ts';
+import type { CliIo, Verb } from '../verb.ts';
 import { cut, humanDuration, relative, structured, table } from '../format.ts';
 import { stateText } from '../../controller/decide/index.ts';
 import { NODE_STATUS_LABEL } from '../../api/names.ts';

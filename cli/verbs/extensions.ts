@@ -5,7 +5,7 @@
 import { parseSystemExtension } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
 import type { OptionValues } from '../../lib/options.ts';
-import type { CliIo, Verb } from '../cli.ts';
+import type { CliIo, Verb } from '../verb.ts';
 import { structured, table } from '../format.ts';
 import type { Analysis, ClusterSnapshot } from '../model.ts';
 import {

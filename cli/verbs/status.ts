@@ -6,7 +6,7 @@ import { CLUSTER_HEALTH } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { stateText } from '../../controller/decide/index.ts';
 import type { OptionValues } from '../../lib/options.ts';
-import type { CliIo, Verb } from '../cli.ts';
+import type { CliIo, Verb } from '../verb.ts';
 import { cut, humanDuration, structured, table } from '../format.ts';
 import {
   failingCount,

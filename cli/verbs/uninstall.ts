@@ -15,7 +15,7 @@ import { KubeClient } from '../../lib/kube/client.ts';
 import { KubeConfigError, loadConnection, type Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionValues } from '../../lib/options.ts';
-import type { CliIo, Verb } from '../cli.ts';
+import type { CliIo, Verb } from '../verb.ts';
 import { CONNECTION_OPTIONS, Exit, explainError, kubectlArgs } from './common.ts';
 import {
   DEFAULT_TAINT_KEYS,

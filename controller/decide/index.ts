@@ -1,6 +1,12 @@
 // The controller's pure decision core: the reconciler's one entry point into it.
 
-export { decideNode } from './decide.ts';
+export { decideNode, hasTaint } from './decide.ts';
+export {
+  BOOTSTRAP_RECORD_ANNOTATION,
+  decodeBootstrapRecord,
+  encodeBootstrapRecord,
+  type BootstrapRecord,
+} from './bootstrap-record.ts';
 export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
 export { NodeState, NODE_STATES, type RecordedState } from './node-state.ts';
 export {

@@ -14,7 +14,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { TlsOptions } from './config.ts';
-import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport.ts';
+import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport-port.ts';
 
 // Not ES imports: those evaluate every export, node:http's lazy WebSocket ones (~12 MiB; lib/health.ts) and
 // node:tls's rootCertificates (the bundled CA store, unused when the kubeconfig gives a CA).

@@ -3,7 +3,7 @@
 // server was too slow to accept connections (docs/adr/0006).
 
 import { Agent, request, type Dispatcher } from 'undici';
-import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport.ts';
+import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport-port.ts';
 
 export class UndiciTransport implements Transport {
   private readonly dispatcher: Dispatcher;

@@ -1,0 +1,36 @@
+// The port KubeClient sends HTTP requests through (types only). Its two implementations, undici-transport.ts
+// and node-transport.ts, import this file; transport.ts chooses and loads one.
+
+import type { TlsOptions } from './config.ts';
+
+export type TransportKind = 'undici' | 'node';
+
+export interface TransportOptions {
+  tls: TlsOptions;
+  /** Maximum concurrent connections (watches hold one each). */
+  connections: number;
+}
+
+export interface TransportRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body?: string;
+  /** Aborting it ends the request (connecting, waiting for a connection, or reading the body). */
+  signal: AbortSignal;
+  /** A watch: the body may stay open and silent for long (the caller keeps its own inactivity deadline). */
+  streaming?: boolean;
+}
+
+export interface TransportResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: AsyncIterable<Buffer>;
+  text(): Promise<string>;
+}
+
+export interface Transport {
+  /** Resolves when the response headers arrive; rejects with the transport's error otherwise. */
+  request(req: TransportRequest): Promise<TransportResponse>;
+  close(): Promise<void>;
+}
