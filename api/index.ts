@@ -1,4 +1,6 @@
-// The nodecare contract shared by agent, controller and CLI.
+// api/: the nodecare contract shared by agent, controller and CLI. It owns the names (taints, labels,
+// annotations, Lease roles), the SystemExtension schema and registration rules, the Lease encoding and the
+// reasons. It imports nothing of ours (eslint.config.js, LAYERING).
 export * from './names.ts';
 export * from './reasons.ts';
 export * from './extension.ts';

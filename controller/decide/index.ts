@@ -1,4 +1,6 @@
-// The controller's pure decision core: the reconciler's one entry point into it.
+// controller/decide/: the controller's pure decision core. It owns a node's state machine, each extension's
+// effective state, the condition, the taints wanted and the breaker; `kubectl nodecare` decides with it too.
+// No I/O (eslint.config.js, LAYERING): the reconciler reads the caches, calls decideNode and writes the answer.
 
 export { decideNode, hasTaint } from './decide.ts';
 export {

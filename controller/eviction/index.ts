@@ -1,4 +1,6 @@
-// Safe eviction (docs/design.md section 5): the pure plan of which nodes to evict, and one eviction pass over a node.
+// controller/eviction/: safe eviction (docs/design.md section 5). It owns the pure plan of which nodes may be
+// evicted now (zones, rate, breaker) and one eviction pass over a node through the Eviction API; the evictor
+// (controller/evictor.ts) runs them per leadership term.
 
 export {
   BlockReason,
