@@ -16,7 +16,10 @@ import { readSnapshot, type SnapshotNotes } from '../snapshot.ts';
 /** Exit codes of the read-only verbs. */
 export const Exit = { healthy: 0, notHealthy: 1, error: 2 } as const;
 
-/** The controller's flags the answers depend on; give the same values if the controller runs with others. */
+/**
+ * The controller's flags the answers depend on; give the same values if the controller runs with others. Same
+ * type, default and bounds as the controller's own (test/unit/cli-policy-options.test.ts holds them together).
+ */
 export const POLICY_OPTIONS = {
   'bootstrap-taint-key': {
     type: 'string',
@@ -33,12 +36,14 @@ export const POLICY_OPTIONS = {
     description: "The controller's --bootstrap-timeout-seconds.",
     default: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
     min: 1,
+    max: 86_400,
   },
   'missing-lease-grace-seconds': {
     type: 'integer',
     description: "The controller's --missing-lease-grace-seconds.",
     default: DECISION_DEFAULTS.missingLeaseGraceSeconds,
     min: 0,
+    max: 86_400,
   },
   'max-unhealthy-fraction': {
     type: 'number',
