@@ -31,11 +31,19 @@ const IO_MODULES = {
       'Decisions are pure: I/O belongs in the shell around them (controller/reconciler.ts, writes.ts, cache.ts).',
   })),
 };
+/** Fakes and test helpers live in testing.ts files; the product never imports them. */
+const NO_TESTING = {
+  group: ['**/testing.ts', './testing.ts'],
+  message: 'Fakes and test helpers stay out of the product: only tests import a testing.ts.',
+};
+// ESLint replaces a rule's options when a later block matches the same file, it does not merge them: each
+// block therefore carries every pattern that applies to its files.
 const restrict = (files, patterns, extra = {}) => ({
   files,
   ignores: ['**/*.test.ts', '**/testing.ts'],
-  rules: { 'no-restricted-imports': ['error', { ...extra, patterns }] },
+  rules: { 'no-restricted-imports': ['error', { ...extra, patterns: [...patterns, NO_TESTING] }] },
 });
+const CONTROLLER = reach(['agent', 'cli', ...OUTSIDE], 'The controller imports only api/ and lib/.');
 
 export const LAYERING = [
   restrict(
@@ -55,10 +63,7 @@ export const LAYERING = [
     ['agent/**/*.ts'],
     [reach(['controller', 'cli', ...OUTSIDE], 'The agent imports only api/ and lib/.')],
   ),
-  restrict(
-    ['controller/**/*.ts'],
-    [reach(['agent', 'cli', ...OUTSIDE], 'The controller imports only api/ and lib/.')],
-  ),
+  restrict(['controller/**/*.ts'], [CONTROLLER]),
   restrict(
     ['cli/**/*.ts'],
     [
@@ -80,7 +85,7 @@ export const LAYERING = [
       'controller/rollup/condition.ts',
       'controller/rollup/gardener.ts',
     ],
-    [reach(['lib/kube'], 'Decisions are pure: no Kubernetes client.')],
+    [CONTROLLER, reach(['lib/kube'], 'Decisions are pure: no Kubernetes client.')],
     IO_MODULES,
   ),
 ];

@@ -16,13 +16,13 @@ import {
   parseExtensionSpec,
   type ExtensionSpec,
 } from '../api/index.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FakeApiServer } from '../lib/kube/testing.ts';
 import { createLogger } from '../lib/log.ts';
 import { runAgent, type RunningAgent } from './agent.ts';
 import type { AgentConfig } from './config.ts';
-import { FakeLeaseStore } from './leases/store.ts';
+import { FakeLeaseStore } from './leases/testing.ts';
 
 const NODES = '/api/v1/nodes';
 const SYSTEM_EXTENSIONS = `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`;

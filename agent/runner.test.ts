@@ -9,9 +9,9 @@ import {
   type Registration,
 } from '../api/index.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { AGENT_OPTIONS } from './config.ts';
-import { FakeLeaseStore } from './leases/store.ts';
+import { FakeLeaseStore } from './leases/testing.ts';
 import { LeaseWriter } from './leases/writer.ts';
 import { AgentMetrics } from './metrics.ts';
 import type { ProbeContext, ProbeResult } from './probes/types.ts';

@@ -13,7 +13,7 @@ import {
 } from '../api/names.ts';
 import { resolveRegistrations } from '../api/registration.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { FakeApiServer } from '../lib/kube/testing.ts';

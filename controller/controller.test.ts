@@ -8,13 +8,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
 import { EXTENSION_ANNOTATION_PREFIX, ExtensionState, LEASE_NAMESPACE } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import { FakeClock, systemClock, type Clock } from '../lib/clock.ts';
+import { systemClock, type Clock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import type { KubeClient, RequestOptions } from '../lib/kube/client.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
 import { loadControllerConfig } from './config.ts';
 import { runController, type RunningController } from './controller.ts';
-import { FakeLeaderLeaseStore, LeaderElector } from './leader.ts';
+import { LeaderElector } from './leader.ts';
+import { FakeLeaderLeaseStore } from './testing.ts';
 
 const NODE = 'node-a';
 const UID = 'uid-a';

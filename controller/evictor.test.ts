@@ -3,7 +3,7 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { createLogger } from '../lib/log.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { NodeState } from './decide/index.ts';

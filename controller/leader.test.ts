@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { FakeLeaderLeaseStore } from './testing.ts';
 import {
-  FakeLeaderLeaseStore,
   LEADER_ELECTION_DEFAULTS,
   LeaderElector,
   validateLeaderElectionTiming,

@@ -13,7 +13,7 @@ import {
 } from '../api/names.ts';
 import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { createLogger } from '../lib/log.ts';
 import { toCachedLease } from './cache.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';

@@ -14,7 +14,7 @@ import {
   NodeAnnotation,
 } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
 import { toCachedLease, toCachedNode, type NodeObject } from './cache.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { FakeClock, systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { WorkQueue, type ReconcileResult } from './workqueue.ts';
 
 function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, concurrency = 2) {

@@ -4,7 +4,7 @@ import { EventReason } from '../api/reasons.ts';
 import { toCachedNode, type CachedNode } from './cache.ts';
 import { decideNode, type NodeDecision, type NodeEvent } from './decide/index.ts';
 import * as t from './decide/testing.ts';
-import { FakeClock } from '../lib/clock.ts';
+import { FakeClock } from '../lib/testing.ts';
 import { FakeNodeApi } from './testing.ts';
 import {
   desiredTaintList,

@@ -14,7 +14,7 @@ export interface Clock {
   sleep(delayMs: number, signal?: AbortSignal): Promise<void>;
 }
 
-function sleepWith(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+export function sleepWith(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = (): void => {
@@ -51,55 +51,3 @@ export const systemClock: Clock = {
     return sleepWith(systemClock, delayMs, signal);
   },
 };
-
-/** A clock that moves only when a test calls advance(); due timers fire in order. */
-export class FakeClock implements Clock {
-  private current: number;
-  private sequence = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-
-  constructor(startMs = Date.UTC(2026, 0, 1)) {
-    this.current = startMs;
-  }
-
-  now(): number {
-    return this.current;
-  }
-
-  setTimer(delayMs: number, fn: () => void): Timer {
-    const id = this.sequence++;
-    this.timers.set(id, { at: this.current + Math.max(0, delayMs), fn });
-    return { cancel: () => this.timers.delete(id) };
-  }
-
-  sleep(delayMs: number, signal?: AbortSignal): Promise<void> {
-    return sleepWith(this, delayMs, signal);
-  }
-
-  /** Number of timers not yet fired. */
-  get pending(): number {
-    return this.timers.size;
-  }
-
-  /** Moves time forward, firing every timer that falls due, and lets their promise callbacks run. */
-  async advance(ms: number): Promise<void> {
-    const target = this.current + ms;
-    for (;;) {
-      const next = [...this.timers.entries()]
-        .filter(([, t]) => t.at <= target)
-        .sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
-      if (!next) break;
-      this.timers.delete(next[0]);
-      this.current = next[1].at;
-      next[1].fn();
-      await flushMicrotasks();
-    }
-    this.current = target;
-    await flushMicrotasks();
-  }
-}
-
-/** Lets every promise chain that is ready run to its next real wait (a macrotask drains all microtasks). */
-async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}

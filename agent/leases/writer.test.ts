@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildLease, extensionLeaseName, LeaseAnnotation, type DesiredLease } from '../../api/index.ts';
-import { FakeClock } from '../../lib/clock.ts';
+import { FakeClock } from '../../lib/testing.ts';
 import { KubeErrorCode } from '../../lib/kube/errors.ts';
-import { FakeLeaseStore } from './store.ts';
+import { FakeLeaseStore } from './testing.ts';
 import { LeaseWriter } from './writer.ts';
 
 const node = { name: 'node-a', uid: 'uid-a' };

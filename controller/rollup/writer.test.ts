@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ExtensionState, NODE_STATUS_LABEL } from '../../api/index.ts';
 import { ProbeReason } from '../../api/reasons.ts';
-import { FakeClock } from '../../lib/clock.ts';
+import { FakeClock } from '../../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { createLogger } from '../../lib/log.ts';
 import { ControllerMetrics } from '../metrics.ts';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../clock.ts';
+import { FakeClock } from '../testing.ts';
 import type { KubeClient } from './client.ts';
 import { isKubeError, KubeErrorCode } from './errors.ts';
 import { Reflector } from './reflector.ts';

@@ -43,6 +43,15 @@ describe('the layering is enforced by npm run lint', () => {
       "import { startControlPlane } from '../test/controlplane/controlplane.ts';",
       /The agent imports only/,
     ],
+    // A decision file obeys the controller's rule too (ESLint replaces, not merges, a rule's options).
+    [
+      'controller/decide/x.ts',
+      "import { AGENT_OPTIONS } from '../../agent/config.ts';",
+      /The controller imports only/,
+    ],
+    ['agent/x.ts', "import { FakeLeaseStore } from './leases/testing.ts';", /stay out of the product/],
+    ['controller/x.ts', "import { FakeCache } from './testing.ts';", /stay out of the product/],
+    ['lib/kube/x.ts', "import { FakeClock } from '../testing.ts';", /stay out of the product/],
   ])('%s: %s is refused', async (path, source, message) => {
     const messages = await refused(path, `${source}\nexport const used = 1;\n`);
     expect(messages, messages.join('\n')).toHaveLength(1);
@@ -56,6 +65,7 @@ describe('the layering is enforced by npm run lint', () => {
     ['cli/x.ts', "import { toCachedNode } from '../controller/ingest.ts';"],
     ['demo/x.ts', "import { startNodes } from '../test/realnodes/realnodes.ts';"],
     ['controller/x.test.ts', "import { FakeApiServer } from '../lib/kube/testing.ts';"],
+    ['controller/testing.ts', "import { FakeClock } from '../lib/testing.ts';"],
   ])('%s: %s is allowed', async (path, source) => {
     expect(await refused(path, `${source}\nexport const used = 1;\n`)).toEqual([]);
   });

@@ -19,7 +19,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { FakeCache, FakeNodeApi } from '../../controller/testing.ts';
 import { eventRecorder } from '../../controller/writes.ts';
-import { FakeClock } from '../../lib/clock.ts';
+import { FakeClock } from '../../lib/testing.ts';
 import { createLogger } from '../../lib/log.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
