@@ -13,6 +13,7 @@ import {
 } from '../api/index.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 import type { ClusterHealthObject, ClusterSnapshot, EventObject, NodeObject } from './model.ts';
 
 const PAGE = 500;
@@ -51,10 +52,7 @@ export async function readSnapshot(
   const missing: string[] = [];
   const [nodes, leases, systemExtensions, clusterHealth] = await Promise.all([
     listAll<NodeObject>(client, '/api/v1/nodes'),
-    listAll<LeaseObject>(
-      client,
-      `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(leaseNamespace)}/leases`,
-    ),
+    listAll<LeaseObject>(client, leasesPath(leaseNamespace)),
     listAll<SystemExtensionObject>(
       client,
       `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`,

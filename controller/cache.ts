@@ -19,6 +19,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 import { Backoff, WATCH_BACKOFF } from '../lib/kube/backoff.ts';
 import { Reflector, type ReflectorOptions } from '../lib/kube/reflector.ts';
 import type { SeenLease } from './decide/index.ts';
@@ -425,7 +426,7 @@ export class ClusterCache {
     this.leases = new Source({
       client,
       clock,
-      path: `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`,
+      path: leasesPath(LEASE_NAMESPACE),
       labelSelector: LeaseLabel.role,
       transform: toCachedLease,
       handlers: {

@@ -23,6 +23,7 @@ import { COMPONENT_NAMESPACE } from '../api/names.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 import type { Logger } from '../lib/log.ts';
 
 /**
@@ -91,10 +92,6 @@ export interface LeaderLeaseStore {
   replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease>;
 }
 
-function leasesPath(namespace: string): string {
-  return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
-}
-
 export class KubeLeaderLeaseStore implements LeaderLeaseStore {
   private readonly client: Pick<KubeClient, 'request'>;
 
@@ -103,11 +100,7 @@ export class KubeLeaderLeaseStore implements LeaderLeaseStore {
   }
 
   get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease> {
-    return this.client.request<LeaderLease>(
-      'GET',
-      `${leasesPath(namespace)}/${encodeURIComponent(name)}`,
-      options,
-    );
+    return this.client.request<LeaderLease>('GET', leasesPath(namespace, name), options);
   }
 
   create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
@@ -118,7 +111,7 @@ export class KubeLeaderLeaseStore implements LeaderLeaseStore {
   }
 
   replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
-    const path = `${leasesPath(lease.metadata.namespace ?? '')}/${encodeURIComponent(lease.metadata.name ?? '')}`;
+    const path = leasesPath(lease.metadata.namespace ?? '', lease.metadata.name ?? '');
     return this.client.request<LeaderLease>('PUT', path, { ...options, body: lease });
   }
 }

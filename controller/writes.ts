@@ -11,6 +11,7 @@ import type { LeaseObject } from '../api/lease.ts';
 import { EventReason } from '../api/reasons.ts';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 import type { CachedNode, NodeObject } from './cache.ts';
 import { sameCondition } from './decide/condition.ts';
 import { hasTaint, OWN_TAINT_EFFECT } from './decide/decide.ts';
@@ -96,10 +97,7 @@ export class KubeNodeApi implements NodeApi {
   }
 
   getLease(namespace: string, name: string): Promise<LeaseObject> {
-    return this.call(
-      'GET',
-      `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`,
-    );
+    return this.call('GET', leasesPath(namespace, name));
   }
 
   async createEvent(namespace: string, event: object): Promise<void> {

@@ -3,6 +3,7 @@
 
 import { LEASE_NAMESPACE, type LeaseObject } from '../../api/index.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 
 export interface LeaseStore {
   get(name: string): Promise<LeaseObject>;
@@ -15,30 +16,33 @@ export interface LeaseStore {
 export class KubeLeaseStore implements LeaseStore {
   private readonly client: KubeClient;
   private readonly timeoutMs: number;
-  private readonly base: string;
+  private readonly namespace: string;
 
   constructor(client: KubeClient, timeoutMs: number, namespace = LEASE_NAMESPACE) {
     this.client = client;
     this.timeoutMs = timeoutMs;
-    this.base = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    this.namespace = namespace;
   }
 
   get(name: string): Promise<LeaseObject> {
-    return this.client.get<LeaseObject>(`${this.base}/${name}`, { timeoutMs: this.timeoutMs });
+    return this.client.get<LeaseObject>(leasesPath(this.namespace, name), { timeoutMs: this.timeoutMs });
   }
 
   create(lease: LeaseObject): Promise<LeaseObject> {
-    return this.client.request<LeaseObject>('POST', this.base, { body: lease, timeoutMs: this.timeoutMs });
+    return this.client.request<LeaseObject>('POST', leasesPath(this.namespace), {
+      body: lease,
+      timeoutMs: this.timeoutMs,
+    });
   }
 
   replace(lease: LeaseObject): Promise<LeaseObject> {
-    return this.client.request<LeaseObject>('PUT', `${this.base}/${lease.metadata.name}`, {
+    return this.client.request<LeaseObject>('PUT', leasesPath(this.namespace, lease.metadata.name ?? ''), {
       body: lease,
       timeoutMs: this.timeoutMs,
     });
   }
 
   async delete(name: string): Promise<void> {
-    await this.client.request('DELETE', `${this.base}/${name}`, { timeoutMs: this.timeoutMs });
+    await this.client.request('DELETE', leasesPath(this.namespace, name), { timeoutMs: this.timeoutMs });
   }
 }

@@ -14,6 +14,7 @@ import { COMPONENT_NAMESPACE, LEASE_NAMESPACE, LeaseLabel, LeaseRole } from '../
 import { KubeClient } from '../../lib/kube/client.ts';
 import { KubeConfigError, loadConnection, type Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
 import { CONNECTION_OPTIONS, Exit, explainError, kubectlArgs } from './common.ts';
@@ -234,15 +235,14 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
   }
 
   // 3. Leases.
-  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(config.leaseNamespace)}/leases`;
+  const leasePath = leasesPath(config.leaseNamespace);
   const leases = await listAll<{ metadata: { name: string } }>(client, leasePath, {
     labelSelector: LEASE_SELECTOR,
   }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
   for (const lease of leases) {
-    if (!config.dryRun)
-      await deleteIfPresent(client, `${leasePath}/${encodeURIComponent(lease.metadata.name)}`);
+    if (!config.dryRun) await deleteIfPresent(client, leasesPath(config.leaseNamespace, lease.metadata.name));
   }
-  const leaderPath = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(config.namespace)}/leases/${encodeURIComponent(config.leaderElectionName)}`;
+  const leaderPath = leasesPath(config.namespace, config.leaderElectionName);
   const leader = config.dryRun
     ? await client.request('GET', leaderPath).then(
         () => true,
