@@ -4,7 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { load } from 'js-yaml';
-import { parseExtensionSpec, validateExtensionName, type ExtensionSpec } from '../api/index.ts';
+import {
+  MAX_RENEW_SECONDS,
+  parseExtensionSpec,
+  validateExtensionName,
+  type ExtensionSpec,
+} from '../api/index.ts';
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
@@ -52,7 +57,7 @@ export const AGENT_OPTIONS = {
     description: 'Duration of the agent heartbeat lease; it is renewed every quarter of it (kubelet: 40).',
     default: 40,
     min: 8,
-    max: 3600,
+    max: MAX_RENEW_SECONDS,
   },
   'extension-renew-seconds': {
     type: 'integer',
@@ -60,7 +65,7 @@ export const AGENT_OPTIONS = {
       'Renewal interval of unchanged extension leases (changes are written at once); their duration is 3x this.',
     default: 120,
     min: 5,
-    max: 3600,
+    max: MAX_RENEW_SECONDS,
   },
   'request-timeout-seconds': {
     type: 'integer',

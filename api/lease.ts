@@ -15,10 +15,12 @@ import {
 const MAX_NAME = 253;
 /**
  * The longest lease duration the controller believes: three times the agent's longest renewal interval
- * (`--extension-renew-seconds` ≤ 3600; the heartbeat's ≤ 3600). A longer one (the API allows 68 years) is cut
+ * (`--extension-renew-seconds` ≤ MAX_RENEW_SECONDS; the heartbeat's ≤ MAX_RENEW_SECONDS). A longer one (the API allows 68 years) is cut
  * to this, so a lease cannot postpone its own expiry for weeks, nor put a deadline past what a timer can hold.
  */
-export const MAX_LEASE_DURATION_SECONDS = 3 * 3600;
+export const MAX_RENEW_SECONDS = 3600;
+/** Also the admission policy's bound (manifests/base/admission-agent-leases.yaml; a unit test holds them equal). */
+export const MAX_LEASE_DURATION_SECONDS = 3 * MAX_RENEW_SECONDS;
 
 /** Messages on a Lease are short and never carry response bodies. */
 export const MAX_LEASE_MESSAGE = 256;

@@ -24,6 +24,7 @@ import {
   LEASE_NAMESPACE,
   NODE_CONDITION_TYPE,
   NODE_STATUS_LABEL,
+  MAX_LEASE_DURATION_SECONDS,
   agentLeaseName,
   buildLease,
   extensionLeaseName,
@@ -721,6 +722,17 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
             }),
             'one owner',
           );
+          // A duration the controller would not believe (issue 20 item 4): 2,147,484 s overflowed a timer.
+          await expectPolicyDenied(
+            client.request('PUT', leasePath(created.metadata.name), {
+              body: { ...created, spec: { ...created.spec, leaseDurationSeconds: 2_147_484 } },
+            }),
+            'leaseDurationSeconds',
+          );
+          const longest = await client.request<LeaseObject>('PUT', leasePath(created.metadata.name), {
+            body: { ...created, spec: { ...created.spec, leaseDurationSeconds: MAX_LEASE_DURATION_SECONDS } },
+          });
+          expect(longest.spec?.leaseDurationSeconds).toBe(MAX_LEASE_DURATION_SECONDS);
         } finally {
           await client.request('DELETE', leasePath(created.metadata.name));
         }

@@ -25,6 +25,7 @@ import {
   SYSTEM_EXTENSION,
 } from '../../api/names.ts';
 import { parseSystemExtension, type SystemExtensionObject } from '../../api/registration.ts';
+import { MAX_LEASE_DURATION_SECONDS } from '../../api/lease.ts';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { matchesSelector, parseLabelSelector, validateSelector } from '../../api/selector.ts';
 import { applyDefaults, unsupportedKeywords, validate, type Schema } from './openapi.ts';
@@ -504,6 +505,14 @@ describe('which nodes nodecare manages', () => {
     );
     expect(text).toMatch(/labels\['kubernetes\.io\/os'\] == 'windows'/);
     expect(text).toMatch(/labels\['type'\] == 'virtual-kubelet'/);
+  });
+});
+
+describe('the lease admission policy and the controller agree on lease durations (issue 20 item 4)', () => {
+  it('admits leaseDurationSeconds up to exactly the longest duration the controller believes', () => {
+    const text = readFileSync(new URL('admission-agent-leases.yaml', BASE), 'utf8');
+    const bound = /leaseDurationSeconds <= (\d+)/.exec(text)?.[1];
+    expect(Number(bound)).toBe(MAX_LEASE_DURATION_SECONDS);
   });
 });
 
