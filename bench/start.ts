@@ -44,6 +44,7 @@ const USAGE = `Usage: npm run bench -- [options]
                          ${NODES_PER_FLEET_PROCESS} nodes)
   --out DIR              results directory (default bench/results)
   --keep-logs            keep the programs' logs (their directory is printed at the start)
+  --controller-workers W the controllers' --workers (default: the controller's own default)
   --smoke                100 nodes in 2 fleet processes, 50 samples, 10 s window, 8 s heartbeat: checks
                          that it runs
   --help`;
@@ -74,6 +75,8 @@ interface Options {
   fleetProcesses: number;
   out: string;
   keepLogs: boolean;
+  /** The controllers' --workers; undefined: the controller's default. */
+  controllerWorkers: number | undefined;
 }
 
 function parseOptions(argv: string[]): Options | undefined {
@@ -90,6 +93,7 @@ function parseOptions(argv: string[]): Options | undefined {
       'fleet-processes': { type: 'string' },
       out: { type: 'string' },
       'keep-logs': { type: 'boolean' },
+      'controller-workers': { type: 'string' },
       smoke: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -132,6 +136,10 @@ function parseOptions(argv: string[]): Options | undefined {
     ),
     out: values.out ?? join(ROOT, 'bench', 'results'),
     keepLogs: values['keep-logs'] ?? false,
+    controllerWorkers:
+      values['controller-workers'] === undefined
+        ? undefined
+        : int('controller-workers', values['controller-workers'], 8, 1, 256),
   };
   if (opts.samples > Math.floor(nodes / 2))
     problems.push(`--samples: ${opts.samples} is more than half the nodes (${Math.floor(nodes / 2)})`);
@@ -421,6 +429,7 @@ async function run(opts: Options): Promise<Results> {
       `--kubeconfig=${plane?.kubeconfigPath}`,
       `--identity=${identity}`,
       `--health-port=${healthPort}`,
+      ...(opts.controllerWorkers === undefined ? [] : [`--workers=${opts.controllerWorkers}`]),
     ];
     // Controller A's /metrics: its node writes by result (a 409 is API-server work the queue pays for).
     const [metricsPortA] = await freePorts(1);
@@ -773,6 +782,7 @@ async function run(opts: Options): Promise<Results> {
       changeRatePerSecond: opts.changeRate,
       iterations: opts.iterations,
       agentHeartbeatSeconds: opts.agentHeartbeatSeconds,
+      controllerWorkers: opts.controllerWorkers ?? 'default',
       fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
       fleetStartConcurrency: FLEET_START_CONCURRENCY,
