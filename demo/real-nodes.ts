@@ -79,6 +79,22 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
   let cluster: RealNodes | undefined;
   let observer: ClusterObserver | undefined;
   let stopping: Promise<never> | undefined;
+  // Starts under way (the image build, the control plane, the nodes, a node joining): a stop meanwhile waits
+  // for each to end, so that what it made is stopped too, not left running with its addresses and mounts.
+  const underway = new Set<Promise<unknown>>();
+  const begin = async <T>(start: Promise<T>, keep: (made: T) => void = () => undefined): Promise<T> => {
+    const kept = start.then((made) => {
+      keep(made);
+      return made;
+    });
+    underway.add(kept);
+    try {
+      return await kept;
+    } finally {
+      underway.delete(kept);
+      abort.signal.throwIfAborted();
+    }
+  };
 
   const shutdown = (code: number, why?: string): Promise<never> =>
     (stopping ??= (async (): Promise<never> => {
@@ -86,6 +102,10 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
       observer?.stop();
       out.close();
       if (why) out.say(why);
+      if (underway.size > 0) {
+        out.say('Waiting for the start under way to end, to stop what it made…');
+        await Promise.allSettled(underway);
+      }
       out.say('Stopping the nodes (kubelets, containerd, their pods and mounts) and the control plane…');
       await cluster?.stop().catch((err: unknown) => out.say(`Stopping the nodes failed: ${String(err)}`));
       await plane
@@ -128,13 +148,19 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     out.say(
       'Building the nodecare image from the Dockerfile with BuildKit (the first run builds BuildKit too)…',
     );
-    const image = await buildImage((line) => out.say(line));
+    const image = await begin(buildImage((line) => out.say(line)));
     out.say(`Image: ${describeImage(image)}`);
     out.say(
       'Starting a control plane and a real kubelet node with containerd (the first run builds the kubelet)…',
     );
-    plane = await startRealNodeControlPlane({ log: (line) => out.say(line) });
-    cluster = await startNodes(plane, { nodes: [{ name: FIRST }], log: (line) => out.say(line) });
+    plane = await begin(
+      startRealNodeControlPlane({ log: (line) => out.say(line) }),
+      (made) => (plane = made),
+    );
+    cluster = await begin(
+      startNodes(plane, { nodes: [{ name: FIRST }], log: (line) => out.say(line) }),
+      (made) => (cluster = made),
+    );
     const testbin = await writeTestbinArchive(join(plane.slot.dir, 'testbin.oci.tar'), cluster.parts);
     for (const node of cluster.nodes)
       for (const archive of [image.archive, testbin]) await node.importImage(archive);
@@ -210,12 +236,14 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
         `--register-with-taints=${BOOTSTRAP}=:NoSchedule, so it is held from its first moment.`,
     );
     const joined = Date.now();
-    await cluster.add({
-      name: JOINING,
-      registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
-      labels: { 'nvidia.com/gpu.present': 'true', [PLUGIN_LABEL]: 'on' },
-      images: [image.archive, testbin],
-    });
+    await begin(
+      cluster.add({
+        name: JOINING,
+        registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
+        labels: { 'nvidia.com/gpu.present': 'true', [PLUGIN_LABEL]: 'on' },
+        images: [image.archive, testbin],
+      }),
+    );
     await waitNode(
       'node-held',
       `${JOINING} held with the bootstrap taint`,
