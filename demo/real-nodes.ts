@@ -16,6 +16,7 @@ import { load } from 'js-yaml';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  ExtensionState,
 } from '../api/index.ts';
 import { buildImage, describeImage } from '../test/image/image.ts';
 import { TESTBIN_IMAGE, kustomizationWithImage, writeTestbinArchive } from '../test/realnodes/install.ts';
@@ -38,6 +39,8 @@ const JOINING = 'node-2';
 const WORKLOAD = { name: 'gpu-workload', namespace: 'default', selector: 'app=gpu-workload' };
 /** The device plugin DaemonSet (test/realnodes/fixtures/device-plugin.yaml) runs where this label is on. */
 const PLUGIN_LABEL = 'nodecare.test/device-plugin';
+/** The shipped example SystemExtension's name (manifests/examples/gpu-device-plugin.yaml). */
+const EXTENSION = 'nvidia-device-plugin';
 
 export const REAL_NODE_PHASES = {
   installed: 'nodecare installed as shipped: the agent Ready on the first node, the controller Available',
@@ -178,16 +181,20 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     observer.start();
 
     out.say(`Installing nodecare as shipped: kubectl apply -k with only the image set to ${image.ref}…`);
-    await kubectl(['apply', '--server-side', '-k', kustomizationWithImage(image.ref)]);
-    await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
-    await kubectl([
-      'wait',
-      '-n',
-      SYSTEM,
-      '--for=condition=Available',
-      'deployment/nodecare-controller',
-      '--timeout=240s',
-    ]);
+    try {
+      await kubectl(['apply', '--server-side', '-k', kustomizationWithImage(image.ref)]);
+      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
+      await kubectl([
+        'wait',
+        '-n',
+        SYSTEM,
+        '--for=condition=Available',
+        'deployment/nodecare-controller',
+        '--timeout=240s',
+      ]);
+    } catch (err) {
+      throw new PhaseError('installed', err instanceof Error ? err.message : String(err));
+    }
     phase('installed', `the agent DaemonSet rolled out on ${FIRST}, the controller Deployment is Available`);
     out.live();
 
@@ -198,7 +205,7 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     await kubectl(['apply', '-f', '-'], JSON.stringify(example));
     await kubectl(['apply', '-f', join(FIXTURES, 'device-plugin.yaml')]);
     out.say(
-      'Registered the shipped example SystemExtension nvidia-device-plugin (devicePlugin probe, minHealthy 1) for ' +
+      `Registered the shipped example SystemExtension ${EXTENSION} (devicePlugin probe, minHealthy 1) for ` +
         'nodes labelled nvidia.com/gpu.present=true, and the device plugin DaemonSet (a real plugin speaking the ' +
         "kubelet's device plugin API).",
     );
@@ -256,7 +263,11 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     await waitNode(
       'released',
       `${JOINING} released`,
-      (st) => st?.state === 'Ready' && !st.taints.includes('bootstrap') && st.condition?.status === 'True',
+      (st) =>
+        st?.state === 'Ready' &&
+        !st.taints.includes('bootstrap') &&
+        st.condition?.status === 'True' &&
+        st.extensions.some((e) => e.name === EXTENSION && e.state === ExtensionState.Healthy),
     );
     phase(
       'released',

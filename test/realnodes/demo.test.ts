@@ -50,6 +50,10 @@ describe.skipIf(notRun !== '')(
       // The view showed the joining node held, then released, then failing, with the one state name.
       expect(output).toMatch(/│ node-2 +Bootstrapping \(\w+\) +bootstrap /);
       expect(output).toMatch(/│ node-2 +Degraded \(ExtensionsUnhealthy\) +runtime .*nvidia-device-plugin ✗/);
+      // Released only once the view showed the extension Healthy and the node without a taint.
+      const healthy = output.search(/│ node-2 +Ready +- +up +\d+s +nvidia-device-plugin ✓/);
+      expect(healthy, output).toBeGreaterThanOrEqual(0);
+      expect(healthy).toBeLessThan(output.indexOf('✔ PHASE released:'));
       expect(output).not.toContain('NODECLAIM');
       expect(output).toContain('Stopped.');
       const slotDir = /dir (\/\S+)\/nodes\/node-2/.exec(output)?.[1];
