@@ -9,7 +9,6 @@
 // With --once it runs without the live screen, checks every phase and exits 0, or 1 naming the phase that was
 // not reached; otherwise it keeps the cluster until Ctrl-C.
 
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
@@ -121,19 +120,11 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     process.on(signal, () => void shutdown(once ? 1 : 0, `${signal}: stopping the demo.`));
   process.stdout.on('error', () => undefined);
 
-  const kubectl = (args: string[], input?: string): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const child = execFile(
-        join(plane!.binDir, 'kube-testenv'),
-        ['kubectl', `--kubeconfig=${plane!.kubeconfigPath}`, ...args],
-        { maxBuffer: 16 << 20 },
-        (err, stdout, stderr) =>
-          err
-            ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))
-            : resolve(stdout),
-      );
-      if (input !== undefined) child.stdin?.end(input);
-    });
+  const kubectl = async (args: string[], input?: string): Promise<string> => {
+    const { code, stdout, stderr } = await plane!.kubectl(args, input);
+    if (code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || `exit code ${code}`}`);
+    return stdout;
+  };
   const phase = (id: Phase, detail: string): void => {
     reached.set(id, Date.now());
     out.say(`✔ PHASE ${id}: ${REAL_NODE_PHASES[id]} — ${detail}`);
@@ -180,9 +171,13 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     observer.onSnapshot((snapshot) => out.snapshot(snapshot));
     observer.start();
 
-    out.say(`Installing nodecare as shipped: kubectl apply -k with only the image set to ${image.ref}…`);
+    // The overlay lives in the slot's directory, removed with the slot when the demo stops.
+    const overlay = kustomizationWithImage(image.ref, [], plane.slot.dir);
+    out.say(
+      `Installing nodecare as shipped: kubectl apply -k ${overlay} (manifests/ with only the image set to ${image.ref})…`,
+    );
     try {
-      await kubectl(['apply', '--server-side', '-k', kustomizationWithImage(image.ref)]);
+      await kubectl(['apply', '--server-side', '-k', overlay]);
       await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
       await kubectl([
         'wait',

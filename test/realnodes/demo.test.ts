@@ -59,6 +59,10 @@ describe.skipIf(notRun !== '')(
       const slotDir = /dir (\/\S+)\/nodes\/node-2/.exec(output)?.[1];
       expect(slotDir, 'the slot the demo used').toBeDefined();
       expect(await mountsUnder(slotDir!)).toEqual([]);
+      // The install overlay went with the slot.
+      const overlay = /kubectl apply -k (\/\S+) \(manifests\/ with only the image set/.exec(output)?.[1];
+      expect(overlay, output).toBeDefined();
+      expect(existsSync(overlay!)).toBe(false);
       process.stderr.write(
         `[realnodes] npm start -- --real-nodes --once: ${/Every phase reached in \d+ s/.exec(output)?.[0]}\n`,
       );
