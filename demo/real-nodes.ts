@@ -9,13 +9,13 @@
 // With --once it runs without the live screen, checks every phase and exits 0, or 1 naming the phase that was
 // not reached; otherwise it keeps the cluster until Ctrl-C.
 
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  ExtensionState,
 } from '../api/index.ts';
 import { buildImage, describeImage } from '../test/image/image.ts';
 import { TESTBIN_IMAGE, kustomizationWithImage, writeTestbinArchive } from '../test/realnodes/install.ts';
@@ -38,6 +38,8 @@ const JOINING = 'node-2';
 const WORKLOAD = { name: 'gpu-workload', namespace: 'default', selector: 'app=gpu-workload' };
 /** The device plugin DaemonSet (test/realnodes/fixtures/device-plugin.yaml) runs where this label is on. */
 const PLUGIN_LABEL = 'nodecare.test/device-plugin';
+/** The shipped example SystemExtension's name (manifests/examples/gpu-device-plugin.yaml). */
+const EXTENSION = 'nvidia-device-plugin';
 
 export const REAL_NODE_PHASES = {
   installed: 'nodecare installed as shipped: the agent Ready on the first node, the controller Available',
@@ -79,6 +81,22 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
   let cluster: RealNodes | undefined;
   let observer: ClusterObserver | undefined;
   let stopping: Promise<never> | undefined;
+  // Starts under way (the image build, the control plane, the nodes, a node joining): a stop meanwhile waits
+  // for each to end, so that what it made is stopped too, not left running with its addresses and mounts.
+  const underway = new Set<Promise<unknown>>();
+  const begin = async <T>(start: Promise<T>, keep: (made: T) => void = () => undefined): Promise<T> => {
+    const kept = start.then((made) => {
+      keep(made);
+      return made;
+    });
+    underway.add(kept);
+    try {
+      return await kept;
+    } finally {
+      underway.delete(kept);
+      abort.signal.throwIfAborted();
+    }
+  };
 
   const shutdown = (code: number, why?: string): Promise<never> =>
     (stopping ??= (async (): Promise<never> => {
@@ -86,6 +104,10 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
       observer?.stop();
       out.close();
       if (why) out.say(why);
+      if (underway.size > 0) {
+        out.say('Waiting for the start under way to end, to stop what it made…');
+        await Promise.allSettled(underway);
+      }
       out.say('Stopping the nodes (kubelets, containerd, their pods and mounts) and the control plane…');
       await cluster?.stop().catch((err: unknown) => out.say(`Stopping the nodes failed: ${String(err)}`));
       await plane
@@ -98,19 +120,11 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     process.on(signal, () => void shutdown(once ? 1 : 0, `${signal}: stopping the demo.`));
   process.stdout.on('error', () => undefined);
 
-  const kubectl = (args: string[], input?: string): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const child = execFile(
-        join(plane!.binDir, 'kube-testenv'),
-        ['kubectl', `--kubeconfig=${plane!.kubeconfigPath}`, ...args],
-        { maxBuffer: 16 << 20 },
-        (err, stdout, stderr) =>
-          err
-            ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))
-            : resolve(stdout),
-      );
-      if (input !== undefined) child.stdin?.end(input);
-    });
+  const kubectl = async (args: string[], input?: string): Promise<string> => {
+    const { code, stdout, stderr } = await plane!.kubectl(args, input);
+    if (code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || `exit code ${code}`}`);
+    return stdout;
+  };
   const phase = (id: Phase, detail: string): void => {
     reached.set(id, Date.now());
     out.say(`✔ PHASE ${id}: ${REAL_NODE_PHASES[id]} — ${detail}`);
@@ -128,13 +142,19 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     out.say(
       'Building the nodecare image from the Dockerfile with BuildKit (the first run builds BuildKit too)…',
     );
-    const image = await buildImage((line) => out.say(line));
+    const image = await begin(buildImage((line) => out.say(line)));
     out.say(`Image: ${describeImage(image)}`);
     out.say(
       'Starting a control plane and a real kubelet node with containerd (the first run builds the kubelet)…',
     );
-    plane = await startRealNodeControlPlane({ log: (line) => out.say(line) });
-    cluster = await startNodes(plane, { nodes: [{ name: FIRST }], log: (line) => out.say(line) });
+    plane = await begin(
+      startRealNodeControlPlane({ log: (line) => out.say(line) }),
+      (made) => (plane = made),
+    );
+    cluster = await begin(
+      startNodes(plane, { nodes: [{ name: FIRST }], log: (line) => out.say(line) }),
+      (made) => (cluster = made),
+    );
     const testbin = await writeTestbinArchive(join(plane.slot.dir, 'testbin.oci.tar'), cluster.parts);
     for (const node of cluster.nodes)
       for (const archive of [image.archive, testbin]) await node.importImage(archive);
@@ -151,17 +171,25 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     observer.onSnapshot((snapshot) => out.snapshot(snapshot));
     observer.start();
 
-    out.say(`Installing nodecare as shipped: kubectl apply -k with only the image set to ${image.ref}…`);
-    await kubectl(['apply', '--server-side', '-k', kustomizationWithImage(image.ref)]);
-    await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
-    await kubectl([
-      'wait',
-      '-n',
-      SYSTEM,
-      '--for=condition=Available',
-      'deployment/nodecare-controller',
-      '--timeout=240s',
-    ]);
+    // The overlay lives in the slot's directory, removed with the slot when the demo stops.
+    const overlay = kustomizationWithImage(image.ref, [], plane.slot.dir);
+    out.say(
+      `Installing nodecare as shipped: kubectl apply -k ${overlay} (manifests/ with only the image set to ${image.ref})…`,
+    );
+    try {
+      await kubectl(['apply', '--server-side', '-k', overlay]);
+      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
+      await kubectl([
+        'wait',
+        '-n',
+        SYSTEM,
+        '--for=condition=Available',
+        'deployment/nodecare-controller',
+        '--timeout=240s',
+      ]);
+    } catch (err) {
+      throw new PhaseError('installed', err instanceof Error ? err.message : String(err));
+    }
     phase('installed', `the agent DaemonSet rolled out on ${FIRST}, the controller Deployment is Available`);
     out.live();
 
@@ -172,7 +200,7 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     await kubectl(['apply', '-f', '-'], JSON.stringify(example));
     await kubectl(['apply', '-f', join(FIXTURES, 'device-plugin.yaml')]);
     out.say(
-      'Registered the shipped example SystemExtension nvidia-device-plugin (devicePlugin probe, minHealthy 1) for ' +
+      `Registered the shipped example SystemExtension ${EXTENSION} (devicePlugin probe, minHealthy 1) for ` +
         'nodes labelled nvidia.com/gpu.present=true, and the device plugin DaemonSet (a real plugin speaking the ' +
         "kubelet's device plugin API).",
     );
@@ -210,12 +238,14 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
         `--register-with-taints=${BOOTSTRAP}=:NoSchedule, so it is held from its first moment.`,
     );
     const joined = Date.now();
-    await cluster.add({
-      name: JOINING,
-      registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
-      labels: { 'nvidia.com/gpu.present': 'true', [PLUGIN_LABEL]: 'on' },
-      images: [image.archive, testbin],
-    });
+    await begin(
+      cluster.add({
+        name: JOINING,
+        registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
+        labels: { 'nvidia.com/gpu.present': 'true', [PLUGIN_LABEL]: 'on' },
+        images: [image.archive, testbin],
+      }),
+    );
     await waitNode(
       'node-held',
       `${JOINING} held with the bootstrap taint`,
@@ -228,7 +258,11 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
     await waitNode(
       'released',
       `${JOINING} released`,
-      (st) => st?.state === 'Ready' && !st.taints.includes('bootstrap') && st.condition?.status === 'True',
+      (st) =>
+        st?.state === 'Ready' &&
+        !st.taints.includes('bootstrap') &&
+        st.condition?.status === 'True' &&
+        st.extensions.some((e) => e.name === EXTENSION && e.state === ExtensionState.Healthy),
     );
     phase(
       'released',

@@ -515,7 +515,12 @@ async function stopAll(started: Component[]): Promise<void> {
 }
 
 /** Kills processes a crashed earlier run left behind (by the PIDs it recorded) and removes its directory. */
-async function killLeftovers(log: (line: string) => void): Promise<void> {
+/**
+ * Kills what runs whose owner died left (their components, recorded in `pids`, and any process started but not
+ * yet recorded there when the run was killed: one whose command line names the run's directory and whose parent
+ * is gone) and removes their directories. Exported for its test.
+ */
+export async function killLeftovers(log: (line: string) => void = defaultLog): Promise<void> {
   for (const base of ['/dev/shm', tmpdir()]) {
     const entries = await readdir(base).catch(() => [] as string[]);
     for (const entry of entries.filter((e) => e.startsWith(DIR_PREFIX))) {
@@ -528,6 +533,13 @@ async function killLeftovers(log: (line: string) => void): Promise<void> {
       if (owner !== undefined && (await ownerRunning(dir))) continue; // another live run owns it
       try {
         for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+        for (const pid of await orphansNaming(dir)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err; // ESRCH: it ended meanwhile
+          }
+        }
         await rm(dir, { recursive: true, force: true });
         log(`[controlplane] removed leftovers of an earlier run: ${dir}`);
       } catch (err) {
@@ -538,6 +550,21 @@ async function killLeftovers(log: (line: string) => void): Promise<void> {
       }
     }
   }
+}
+
+/** The processes whose command line names a path under `dir` and whose parent is gone (they were reparented). */
+async function orphansNaming(dir: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!cmdline.split('\0').some((arg) => arg.includes(`${dir}/`))) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!(ppid > 1 && isAlive(ppid))) found.push(pid);
+  }
+  return found;
 }
 
 /** A run is live while the process that started it (the parent of its components) is alive. */

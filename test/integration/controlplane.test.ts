@@ -1,7 +1,10 @@
 // Smoke tests of the local control plane itself: what every other integration test relies on.
 
-import { readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import {
   ApiException,
   CoordinationV1Api,
@@ -14,6 +17,7 @@ import {
   type V1Node,
 } from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
+import { killLeftovers } from '../controlplane/controlplane.ts';
 import { kubeConfigForToken, mintServiceAccountToken } from '../controlplane/tokens.ts';
 import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
 
@@ -38,6 +42,12 @@ function testNode(name: string, labels: Record<string, string> = {}): V1Node {
   };
 }
 
+/** Running: its /proc entry exists and it is not a zombie waiting to be reaped. */
+async function running(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
+
 async function statusOf(promise: Promise<unknown>): Promise<number> {
   try {
     await promise;
@@ -49,6 +59,41 @@ async function statusOf(promise: Promise<unknown>): Promise<number> {
 }
 
 describe('local control plane', () => {
+  it("the next run kills what a killed run left, also a component it started but had not recorded yet, and not a live run's", async () => {
+    // A killed run: its directory, its pids file naming a process that is gone, and a component it had
+    // started but not yet recorded (orphaned: its parent is gone), as when a run is killed right after a spawn.
+    const dir = await mkdtemp('/dev/shm/nodecare-cp-');
+    const gone = spawn('true');
+    await new Promise((resolve) => gone.on('exit', resolve));
+    await writeFile(join(dir, 'pids'), `${gone.pid}\n`);
+    const idle = ['-e', 'setTimeout(() => undefined, 600_000)'];
+    const { stdout } = await promisify(execFile)('sh', [
+      '-c',
+      `"$0" "$1" "$2" ${dir}/kube-apiserver </dev/null >/dev/null 2>&1 & echo $!`,
+      process.execPath,
+      ...idle,
+    ]);
+    const orphan = Number(stdout.trim());
+    // A process naming the same directory whose parent is alive (this test): a run still starting; left alone.
+    const live = spawn(process.execPath, [...idle, `${dir}/etcd`], { stdio: 'ignore' });
+    try {
+      expect(await running(orphan)).toBe(true);
+      const lines: string[] = [];
+      await killLeftovers((line) => lines.push(line));
+      expect(lines).toContain(`[controlplane] removed leftovers of an earlier run: ${dir}`);
+      expect(existsSync(dir)).toBe(false);
+      await eventually(async () => !(await running(orphan)) || undefined, {
+        what: 'the unrecorded component killed',
+        timeoutMs: 5_000,
+      });
+      expect(await running(live.pid!)).toBe(true);
+    } finally {
+      live.kill('SIGKILL');
+      if (await running(orphan)) process.kill(orphan, 'SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('serves the pinned Kubernetes version, backed by etcd', async () => {
     const info = await admin.makeApiClient(VersionApi).getCode();
     expect(info.gitVersion).toBe(pinnedVersion());

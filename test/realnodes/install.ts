@@ -25,10 +25,15 @@ export async function writeTestbinArchive(path: string, parts: Pick<NodeParts, '
 
 /**
  * A kustomization over the shipped manifests/ that changes only the image (and adds `components`), as a user's
- * overlay would: `kubectl apply -k <the returned directory>`.
+ * overlay would: `kubectl apply -k <the returned directory>`. It is made in a new directory under `parent`
+ * (whoever owns `parent` removes it).
  */
-export function kustomizationWithImage(ref: string, components: string[] = []): string {
-  const dir = mkdtempSync(join(tmpdir(), 'nodecare-install-'));
+export function kustomizationWithImage(
+  ref: string,
+  components: string[] = [],
+  parent: string = tmpdir(),
+): string {
+  const dir = mkdtempSync(join(parent, 'nodecare-install-'));
   const at = ref.lastIndexOf(':');
   writeFileSync(
     join(dir, 'kustomization.yaml'),
