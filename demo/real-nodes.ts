@@ -18,7 +18,12 @@ import {
   ExtensionState,
 } from '../api/index.ts';
 import { buildImage, describeImage } from '../test/image/image.ts';
-import { TESTBIN_IMAGE, kustomizationWithImage, writeTestbinArchive } from '../test/realnodes/install.ts';
+import {
+  TESTBIN_IMAGE,
+  applyShipped,
+  kustomizationWithImage,
+  writeTestbinArchive,
+} from '../test/realnodes/install.ts';
 import {
   startNodes,
   startRealNodeControlPlane,
@@ -32,7 +37,6 @@ import { autoscalerLines, renderStatus, type NodeStatus } from './view.ts';
 const ROOT = join(import.meta.dirname, '..');
 const FIXTURES = join(ROOT, 'test', 'realnodes', 'fixtures');
 const GPU_EXAMPLE = join(ROOT, 'manifests', 'examples', 'gpu-device-plugin.yaml');
-const SYSTEM = 'nodecare-system';
 const FIRST = 'node-1';
 const JOINING = 'node-2';
 const WORKLOAD = { name: 'gpu-workload', namespace: 'default', selector: 'app=gpu-workload' };
@@ -177,16 +181,7 @@ export async function runRealNodesDemo(options: RealNodesOptions): Promise<never
       `Installing nodecare as shipped: kubectl apply -k ${overlay} (manifests/ with only the image set to ${image.ref})…`,
     );
     try {
-      await kubectl(['apply', '--server-side', '-k', overlay]);
-      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=240s']);
-      await kubectl([
-        'wait',
-        '-n',
-        SYSTEM,
-        '--for=condition=Available',
-        'deployment/nodecare-controller',
-        '--timeout=240s',
-      ]);
+      await applyShipped(kubectl, overlay, 240);
     } catch (err) {
       throw new PhaseError('installed', err instanceof Error ? err.message : String(err));
     }

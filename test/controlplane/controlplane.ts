@@ -514,7 +514,6 @@ async function stopAll(started: Component[]): Promise<void> {
   for (const component of [...started].reverse()) await stopComponent(component);
 }
 
-/** Kills processes a crashed earlier run left behind (by the PIDs it recorded) and removes its directory. */
 /**
  * Kills what runs whose owner died left (their components, recorded in `pids`, and any process started but not
  * yet recorded there when the run was killed: one whose command line names the run's directory and whose parent

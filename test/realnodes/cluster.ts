@@ -174,7 +174,7 @@ export async function watchView(
 export const healthyView = (v: NodecareView): boolean =>
   v.label === 'healthy' && v.condition?.status === 'True' && !v.bootstrapTaint && !v.runtimeTaint;
 
-export { kustomizationWithImage } from './install.ts';
+export { applyShipped, kustomizationWithImage } from './install.ts';
 
 /**
  * The ServiceAccount token the kubelet mounted into a pod. The kubelet keeps projected volumes on a tmpfs it

@@ -47,3 +47,29 @@ export function kustomizationWithImage(
   );
   return dir;
 }
+
+/** The namespace the shipped manifests install into. */
+const SYSTEM = 'nodecare-system';
+
+/**
+ * Installs nodecare from `overlay` as a user would (`kubectl apply --server-side -k`) and waits until the agent
+ * DaemonSet has rolled out and the controller Deployment is Available. `kubectl` runs one kubectl command
+ * against the cluster and rejects when it fails.
+ */
+export async function applyShipped(
+  kubectl: (args: string[]) => Promise<string>,
+  overlay: string,
+  timeoutSeconds: number,
+): Promise<void> {
+  const timeout = `--timeout=${timeoutSeconds}s`;
+  await kubectl(['apply', '--server-side', '-k', overlay]);
+  await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', timeout]);
+  await kubectl([
+    'wait',
+    '-n',
+    SYSTEM,
+    '--for=condition=Available',
+    'deployment/nodecare-controller',
+    timeout,
+  ]);
+}

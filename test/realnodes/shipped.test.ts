@@ -33,6 +33,7 @@ import {
   getPods,
   healthyView,
   jwtClaims,
+  applyShipped,
   kustomizationWithImage,
   podReady,
   podToken,
@@ -129,16 +130,7 @@ describe.skipIf(notRun !== '')(
 
     it('kubectl apply -k, overriding only the image: the agent Ready on every node, the controller Available, nodes adopted untainted', async () => {
       installDir = kustomizationWithImage(image!.ref);
-      await kubectl(['apply', '--server-side', '-k', installDir]);
-      await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=180s']);
-      await kubectl([
-        'wait',
-        '-n',
-        SYSTEM,
-        '--for=condition=Available',
-        'deployment/nodecare-controller',
-        '--timeout=180s',
-      ]);
+      await applyShipped(kubectl, installDir, 180);
       const agents = await getPods(SYSTEM, AGENT_SELECTOR);
       expect(agents.map((p) => p.spec.nodeName).sort()).toEqual(nodes.map((n) => n.name).sort());
       expect(agents.every(podReady)).toBe(true);
