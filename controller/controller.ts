@@ -18,8 +18,8 @@ import { Reconciler } from './reconciler.ts';
 import { KubeRollupApi } from './rollup/store.ts';
 import { RollupWriter } from './rollup/writer.ts';
 import { WorkQueue } from './workqueue.ts';
-import { clusterEventRecorder } from './cluster-events.ts';
-import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes.ts';
+import { clusterEventRecorder } from './writes/index.ts';
+import { KubeNodeApi, NotLeaderError, eventRecorder, type Fence } from './writes/index.ts';
 
 /** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
 export interface Elector {

@@ -16,7 +16,7 @@ import {
   type PodEvictionResult,
 } from './eviction/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import type { EventRecorder } from './writes.ts';
+import type { EventRecorder } from './writes/index.ts';
 
 const MAX_IDLE_MS = 5_000;
 

@@ -21,7 +21,7 @@ import { MAX_UNDECLARED_EXTENSION_SERIES, OTHER_EXTENSION_LABEL } from '../lib/m
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';
-import { eventRecorder } from './writes.ts';
+import { eventRecorder } from './writes/index.ts';
 
 const BOOT = 'boot-1';
 const DAY_MS = 24 * 60 * 60 * 1000;

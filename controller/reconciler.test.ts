@@ -22,7 +22,7 @@ import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';
-import { NotLeaderError, eventRecorder, type Fence } from './writes.ts';
+import { NotLeaderError, eventRecorder, type Fence } from './writes/index.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const NODE = 'node-a';

@@ -18,7 +18,7 @@ import {
 } from './cache.ts';
 import type { LeaderLease, LeaderLeaseStore, StoreCallOptions } from './leader.ts';
 import type { ReconcilerCache } from './reconciler.ts';
-import type { NodeApi } from './writes.ts';
+import type { NodeApi } from './writes/index.ts';
 
 export type NodeApiOp = keyof NodeApi;
 

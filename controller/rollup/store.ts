@@ -8,7 +8,7 @@
 import { API_GROUP, API_VERSION, CLUSTER_HEALTH, GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
-import { portRequest, type KubeNodeApiOptions } from '../writes.ts';
+import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts } from './evaluate.ts';
 

@@ -8,7 +8,7 @@ import { createLogger } from '../../lib/log.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { parseRollupThresholds } from '../config.ts';
 import type { NodeEvent } from '../decide/index.ts';
-import { NotLeaderError } from '../writes.ts';
+import { NotLeaderError } from '../writes/index.ts';
 import { RollupReason, RollupStatus, type RollupCondition } from './condition.ts';
 import { ERR_CONFIGURATION_PROBLEM, HIBERNATED_MESSAGE, SUCCESS_MESSAGE } from './evaluate.ts';
 import { OWNED_TYPES_ANNOTATION } from './store.ts';

@@ -718,7 +718,7 @@ describe('node writes against the real API server', () => {
   async function realApi() {
     const { KubeClient } = await import('../../lib/kube/client.ts');
     const { loadConnection } = await import('../../lib/kube/config.ts');
-    const { KubeNodeApi } = await import('../../controller/writes.ts');
+    const { KubeNodeApi } = await import('../../controller/writes/index.ts');
     const client = new KubeClient(await loadConnection(kubeconfig));
     return { client, api: new KubeNodeApi(client, { timeoutMs: 10_000 }) };
   }
@@ -733,7 +733,7 @@ describe('node writes against the real API server', () => {
     const { ControllerMetrics } = await import('../../controller/metrics.ts');
     const { Reconciler } = await import('../../controller/reconciler.ts');
     const { FakeCache } = await import('../../controller/testing.ts');
-    const { eventRecorder } = await import('../../controller/writes.ts');
+    const { eventRecorder } = await import('../../controller/writes/index.ts');
     const { client, api } = await realApi();
     const nodeName = uniqueName('ctl-409');
     await createNode(nodeName, { web: 'http://127.0.0.1:1/' });
@@ -801,7 +801,7 @@ describe('node writes against the real API server', () => {
 
   it('records an event about a node whose name is 253 characters long (regression: 422, event lost)', async () => {
     const { systemClock } = await import('../../lib/clock.ts');
-    const { eventRecorder } = await import('../../controller/writes.ts');
+    const { eventRecorder } = await import('../../controller/writes/index.ts');
     const { client, api } = await realApi();
     // A cut at 200 (the old rule) ends in '-'; the cut that leaves room for the suffix ends in '.'.
     const nodeName = `${'n'.repeat(199)}-${'n'.repeat(38)}.${uniqueName('tail0')}`;

@@ -18,7 +18,7 @@ import { loadControllerConfig } from '../../controller/config.ts';
 import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { FakeCache, FakeNodeApi } from '../../controller/testing.ts';
-import { eventRecorder } from '../../controller/writes.ts';
+import { eventRecorder } from '../../controller/writes/index.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { createLogger } from '../../lib/log.ts';
 

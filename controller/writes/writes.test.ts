@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { NODE_STATUS_LABEL, NodeAnnotation } from '../api/index.ts';
-import { EventReason } from '../api/reasons.ts';
-import { toCachedNode, type CachedNode } from './cache.ts';
-import { decideNode, type NodeDecision, type NodeEvent } from './decide/index.ts';
-import * as t from './decide/testing.ts';
-import { FakeClock } from '../lib/testing.ts';
-import { FakeNodeApi } from './testing.ts';
+import { NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
+import { EventReason } from '../../api/reasons.ts';
+import { toCachedNode, type CachedNode } from '../cache.ts';
+import { decideNode, type NodeDecision, type NodeEvent } from '../decide/index.ts';
+import * as t from '../decide/testing.ts';
+import { FakeClock } from '../../lib/testing.ts';
+import { FakeNodeApi } from '../testing.ts';
 import {
   desiredTaintList,
   EVENT_SERIES_FINISH_MS,
@@ -15,7 +15,7 @@ import {
   nodePatch,
   NotLeaderError,
   writtenTaintEvents,
-} from './writes.ts';
+} from './index.ts';
 
 const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
 

@@ -1,0 +1,116 @@
+// The decision ledger: the state metrics follow each node's latest decision, the roll-up is told only when a
+// node's contribution changed, and the breaker trips and resets on the counts with one cluster event a trip.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { ExtensionState } from '../api/names.ts';
+import { ControllerReason, EventReason, ProbeReason } from '../api/reasons.ts';
+import { createLogger } from '../lib/log.ts';
+import { NodeState, type NodeDecision } from './decide/index.ts';
+import { DecisionLedger } from './ledger.ts';
+import { ControllerMetrics } from './metrics.ts';
+import type { NodeEvent } from './decide/index.ts';
+
+/** A decision on a node requiring one critical SystemExtension `gpu` in `state`. */
+function decided(
+  state: NodeState,
+  gpu: ExtensionState,
+  reason: string = ProbeReason.ProbeSucceeded,
+): NodeDecision {
+  return {
+    state,
+    condition: { status: state === NodeState.Ready ? 'True' : 'False', reason: 'x', message: '' },
+    extensions: [
+      {
+        name: 'gpu',
+        state: gpu,
+        reason,
+        conditionType: 'GpuReady',
+        source: 'systemExtension',
+        critical: true,
+      },
+    ],
+  } as unknown as NodeDecision;
+}
+
+function setup() {
+  const metrics = new ControllerMetrics(new Registry());
+  const clusterEvents: NodeEvent[] = [];
+  const ledger = new DecisionLedger({
+    metrics,
+    log: createLogger({ level: 'silent', name: 'test' }),
+    clusterEvents: { clusterEvent: async (e) => void clusterEvents.push(e) },
+    maxUnhealthyFraction: 0.5,
+  });
+  const nodesIn = async (state: string): Promise<number> =>
+    (await metrics.nodes.get()).values.find((v) => v.labels.state === state)?.value ?? 0;
+  return { ledger, metrics, clusterEvents, nodesIn };
+}
+
+describe('DecisionLedger', () => {
+  it('counts each node once, in its latest state, and forgets a node that is gone', async () => {
+    const { ledger, nodesIn } = setup();
+    ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy));
+    ledger.record('b', decided(NodeState.Ready, ExtensionState.Healthy));
+    ledger.record('a', decided(NodeState.Degraded, ExtensionState.Unhealthy));
+    expect([await nodesIn(NodeState.Ready), await nodesIn(NodeState.Degraded)]).toEqual([1, 1]);
+    ledger.record('b', undefined);
+    expect([await nodesIn(NodeState.Ready), await nodesIn(NodeState.Degraded)]).toEqual([0, 1]);
+    expect(ledger.nodeStates()).toEqual(new Map([['a', NodeState.Degraded]]));
+    expect(ledger.state('b')).toBeUndefined();
+  });
+
+  it('says the roll-up changed only when a node contributes something new', () => {
+    const { ledger } = setup();
+    expect(ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy))).toBe(true);
+    expect(ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy))).toBe(false);
+    expect(ledger.record('a', decided(NodeState.Degraded, ExtensionState.Unhealthy))).toBe(true);
+    expect(ledger.record('a', undefined)).toBe(true);
+    expect(ledger.record('a', undefined)).toBe(false);
+  });
+
+  it('lists the roll-up pairs with the agent-not-reporting fact only on the pairs it explains', () => {
+    const { ledger } = setup();
+    const silent = decided(NodeState.Degraded, ExtensionState.Unknown, ControllerReason.AgentNotReporting);
+    ledger.record('a', { ...silent, agentNotReporting: { since: '2026-01-01T00:00:00Z' } } as NodeDecision);
+    expect([...ledger.rollupPairs()]).toEqual([
+      {
+        node: 'a',
+        extension: 'gpu',
+        conditionType: 'GpuReady',
+        state: ExtensionState.Unknown,
+        reason: ControllerReason.AgentNotReporting,
+        source: 'systemExtension',
+        agentNotReporting: { since: '2026-01-01T00:00:00Z' },
+      },
+    ]);
+  });
+
+  it('trips the breaker when most nodes fail one extension at once, with one cluster event, and resets it', async () => {
+    const { ledger, metrics, clusterEvents } = setup();
+    for (const n of ['a', 'b', 'c', 'd']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
+    expect(ledger.evaluateBreaker()).toBe(false);
+    for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
+    expect(ledger.evaluateBreaker()).toBe(true);
+    expect(ledger.tripped).toEqual(new Set(['gpu']));
+    expect(ledger.evaluateBreaker()).toBe(false);
+    expect(clusterEvents.map((e) => [e.reason, e.message])).toEqual([
+      [EventReason.CorrelatedFailure, expect.stringContaining('fails on 3 of 4 nodes')],
+    ]);
+    expect((await metrics.breakerTripped.get()).values).toHaveLength(1);
+    for (const n of ['a', 'b']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
+    expect(ledger.evaluateBreaker()).toBe(true);
+    expect(ledger.tripped.size).toBe(0);
+    expect((await metrics.breakerTripped.get()).values).toHaveLength(0);
+  });
+
+  it('reset forgets every node, the breaker and the metrics they fed', async () => {
+    const { ledger, nodesIn } = setup();
+    for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
+    ledger.evaluateBreaker();
+    ledger.reset();
+    expect(ledger.tripped.size).toBe(0);
+    expect(ledger.nodeStates().size).toBe(0);
+    expect(await nodesIn(NodeState.Degraded)).toBe(0);
+  });
+});

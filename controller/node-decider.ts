@@ -1,0 +1,123 @@
+// Reads one node's view (the node, its registrations, its leases, the breaker) and calls the pure decision
+// core, keeping each node's decision memory between calls. Before a decision acts on a lease it judged stale,
+// the lease is read live: staleness is judged by our clock, and a renewal may not have reached the watch yet.
+
+import { LEASE_NAMESPACE, resolveRegistrations, restrictConditionType } from '../api/index.ts';
+import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import { toCachedLease, type CachedNode, type ClusterCache } from './cache.ts';
+import type { ControllerConfig } from './config.ts';
+import { decideNode, type NodeDecision, type NodeMemory, type RequiredExtension } from './decide/index.ts';
+import type { NodeApi } from './writes/index.ts';
+
+export interface NodeDeciderDeps {
+  cache: Pick<ClusterCache, 'node' | 'leasesOf' | 'observeLive' | 'systemExtensionList'>;
+  api: Pick<NodeApi, 'getLease'>;
+  clock: { now(): number };
+  config: Pick<
+    ControllerConfig,
+    | 'bootstrapTaintKey'
+    | 'runtimeTaintKey'
+    | 'bootstrapTimeoutSeconds'
+    | 'missingLeaseGraceSeconds'
+    | 'annotationConditionTypes'
+  >;
+  /** The extensions whose correlated failure holds back runtime taints. */
+  tripped(): ReadonlySet<string>;
+}
+
+export class NodeDecider {
+  private readonly deps: NodeDeciderDeps;
+  private memory = new Map<string, NodeMemory>();
+
+  constructor(deps: NodeDeciderDeps) {
+    this.deps = deps;
+  }
+
+  /** Forgets every node's memory: fresh graces, no inherited event history (a new leadership term). */
+  reset(): void {
+    this.memory = new Map();
+  }
+
+  /** Keeps the memory of a decision that was carried out. */
+  remember(name: string, memory: NodeMemory): void {
+    this.memory.set(name, memory);
+  }
+
+  forget(name: string): void {
+    this.memory.delete(name);
+  }
+
+  /** When the node's current bootstrap started, as remembered. */
+  bootstrapStartedMs(name: string): number | undefined {
+    return this.memory.get(name)?.bootstrapStartedMs;
+  }
+
+  /** The decision on the cached view of `name` (or on `node`, read live); undefined when the node is gone. */
+  decide(name: string, node = this.deps.cache.node(name)): NodeDecision | undefined {
+    const { cache, clock, config } = this.deps;
+    if (!node) return undefined;
+    const { byName, conflicts } = resolveRegistrations(node, cache.systemExtensionList());
+    const required: RequiredExtension[] = [...byName.values()].map((registration) => {
+      const r = restrictConditionType(registration, config.annotationConditionTypes);
+      return {
+        name: r.name,
+        source: r.source,
+        policy: r.policy,
+        valid: r.valid,
+        ...(r.valid ? {} : { problems: r.problems }),
+      };
+    });
+    const { extensions, agent } = cache.leasesOf(name);
+    return decideNode({
+      node,
+      required,
+      leases: extensions,
+      agent,
+      conflicts,
+      previous: this.memory.get(name),
+      policy: {
+        bootstrapTaintKey: config.bootstrapTaintKey,
+        runtimeTaintKey: config.runtimeTaintKey,
+        bootstrapTimeoutSeconds: config.bootstrapTimeoutSeconds,
+        missingLeaseGraceSeconds: config.missingLeaseGraceSeconds,
+        trippedExtensions: this.deps.tripped(),
+      },
+      now: clock.now(),
+    });
+  }
+
+  /**
+   * Decides again until the decision acts on no stale lease that was not read live, when it would write
+   * (`wouldWrite`). A renewal found live can uncover another stale lease (an expired heartbeat hides its
+   * extensions' leases), hence the loop.
+   */
+  async confirmed(
+    node: CachedNode,
+    decision: NodeDecision,
+    wouldWrite: (decision: NodeDecision) => boolean,
+  ): Promise<NodeDecision> {
+    const readLive = new Set<string>();
+    for (;;) {
+      const unread = decision.staleLeases.filter((lease) => !readLive.has(lease));
+      if (unread.length === 0 || !wouldWrite(decision)) return decision;
+      for (const lease of unread) readLive.add(lease);
+      if (!(await this.renewedMeanwhile(unread))) return decision;
+      decision = this.decide(node.name, node) ?? decision;
+    }
+  }
+
+  /** Re-reads the leases judged stale; true when one was renewed after all (decide again). */
+  private async renewedMeanwhile(leaseNames: readonly string[]): Promise<boolean> {
+    const { api, cache } = this.deps;
+    let renewed = false;
+    for (const leaseName of leaseNames) {
+      try {
+        const live = toCachedLease(await api.getLease(LEASE_NAMESPACE, leaseName));
+        if (live && cache.observeLive(live)) renewed = true;
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
+      }
+    }
+    return renewed;
+  }
+}

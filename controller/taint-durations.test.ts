@@ -1,0 +1,57 @@
+// Taint durations from the taint changes writes made: the bootstrap from its remembered start or the node's
+// creation on a first boot, the runtime taint only when this leader added it.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { NodeAnnotation } from '../api/names.ts';
+import { EventReason } from '../api/reasons.ts';
+import type { CachedNode } from './cache.ts';
+import type { NodeEvent } from './decide/index.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { TaintDurations } from './taint-durations.ts';
+
+const T0 = Date.UTC(2026, 0, 1);
+const event = (reason: EventReason): NodeEvent => ({ type: 'Normal', reason, message: '' });
+
+function node(bootstrapped: boolean): CachedNode {
+  return {
+    name: 'n',
+    creationTimestampMs: T0,
+    annotations: bootstrapped ? { [NodeAnnotation.bootstrappedBootId]: 'boot-1' } : {},
+  } as unknown as CachedNode;
+}
+
+function setup() {
+  const metrics = new ControllerMetrics(new Registry());
+  const durations = new TaintDurations(metrics);
+  const sums = async () => ({
+    bootstrap: (await metrics.bootstrapDuration.get()).values.find((v) => v.metricName?.endsWith('_sum'))
+      ?.value,
+    runtime: (await metrics.runtimeTaintDuration.get()).values.find((v) => v.metricName?.endsWith('_sum'))
+      ?.value,
+  });
+  return { durations, sums };
+}
+
+describe('TaintDurations', () => {
+  it('a first boot bootstraps from the node creation; a later boot only from its remembered start', async () => {
+    const { durations, sums } = setup();
+    durations.observe(node(false), [event(EventReason.BootstrapTaintRemoved)], T0 + 30_000, undefined);
+    expect((await sums()).bootstrap).toBe(30);
+    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], T0 + 90_000, undefined);
+    expect((await sums()).bootstrap).toBe(30);
+    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], T0 + 90_000, T0 + 80_000);
+    expect((await sums()).bootstrap).toBe(40);
+  });
+
+  it('a runtime taint is timed from when this leader added it, and not after a reset', async () => {
+    const { durations, sums } = setup();
+    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], T0, undefined);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], T0 + 12_000, undefined);
+    expect((await sums()).runtime).toBe(12);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], T0, undefined);
+    durations.reset();
+    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], T0 + 50_000, undefined);
+    expect((await sums()).runtime).toBe(12);
+  });
+});

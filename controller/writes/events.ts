@@ -1,0 +1,157 @@
+// Events, as client-go's event broadcaster records them (a repeat within six minutes is a series, not a new
+// object), about Nodes and about the cluster as a whole: a correlated failure is the extension's rollout, not
+// any one node's fault, so it regards the cluster roll-up object, the cluster-scoped ClusterHealth `cluster`
+// (docs/design.md section 6), which need not exist yet. All go to namespace `default`, where the API server
+// accepts events about cluster-scoped objects. Only the leader records (fenced).
+
+import { CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/index.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { NodeEvent } from '../decide/index.ts';
+import type { Fence, NodeApi } from './port.ts';
+
+/** Event names as client-go makes them (<object>.<hex time>), always a valid DNS subdomain. */
+export function eventName(objectName: string, uniqueNumber: number): string {
+  const suffix = `.${uniqueNumber.toString(16)}`;
+  // Room for the suffix within 253 characters; a cut must not leave a '.' or '-' before the suffix's '.'.
+  const prefix = objectName.slice(0, 253 - suffix.length).replace(/[.-]+$/, '');
+  return `${prefix}${suffix}`;
+}
+
+export interface EventRecorder {
+  nodeEvent(node: { name: string; uid: string }, event: NodeEvent): Promise<void>;
+}
+
+/** What an event regards: a Node, or the cluster-scoped ClusterHealth (cluster-events.ts). */
+export interface EventSubject {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid?: string;
+}
+
+/** A repeat of an event this long after the last one starts a new Event (client-go's `finishTime`). */
+export const EVENT_SERIES_FINISH_MS = 6 * 60_000;
+
+interface SeriesEntry {
+  name: string;
+  count: number;
+  lastObservedMs: number;
+  /** Writes of this series run one after the other (a repeat patches the Event its first write created). */
+  pending: Promise<void>;
+}
+
+/**
+ * Records events.k8s.io/v1 Events in `default` (where the kubelet records node events too and the API server
+ * accepts events about cluster-scoped objects), named validly after their subject; fenced: only the leader
+ * records. An event that repeats one seen within the last 6 minutes — same subject, type, reason and note — is
+ * not a new object: the first Event gets a `series` (count, last observed time), as client-go's event
+ * broadcaster does. Two differences from client-go, both deliberate: the note is part of the key (nodecare's
+ * reasons are per node, not per extension, so "gpu-plugin is Unhealthy" and "csi-node is Unhealthy" must stay
+ * two Events), and the count is written at each repeat rather than on a half-hourly heartbeat (nodecare
+ * records transitions only, never one per reconcile, so repeats are rare and each is worth seeing). A series
+ * whose Event is gone (events expire after an hour) starts again with a new one.
+ */
+export function eventWriter(
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
+  reportingInstance: string,
+  clock: { now(): number },
+  fence: Fence,
+): (subject: EventSubject, event: NodeEvent) => Promise<void> {
+  let sequence = 0;
+  const series = new Map<string, SeriesEntry>();
+  const create = async (subject: EventSubject, event: NodeEvent, name: string, nowMs: number) => {
+    fence();
+    await api.createEvent('default', {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: {
+        name,
+        namespace: 'default',
+        ...(event.annotations ? { annotations: { ...event.annotations } } : {}),
+      },
+      eventTime: microTime(new Date(nowMs)),
+      reportingController: 'nodecare.io/controller',
+      reportingInstance,
+      action: event.reason,
+      reason: event.reason,
+      note: event.message.slice(0, 1024),
+      type: event.type,
+      regarding: subject,
+    });
+  };
+  return (subject, event) => {
+    const nowMs = clock.now();
+    for (const [key, entry] of series) {
+      if (nowMs - entry.lastObservedMs > EVENT_SERIES_FINISH_MS) series.delete(key);
+    }
+    const note = event.message.slice(0, 1024);
+    const key = JSON.stringify([
+      subject.kind,
+      subject.name,
+      subject.uid ?? '',
+      event.type,
+      event.reason,
+      note,
+    ]);
+    const entry = series.get(key);
+    if (!entry) {
+      const name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
+      const pending = create(subject, event, name, nowMs);
+      series.set(key, { name, count: 1, lastObservedMs: nowMs, pending: pending.catch(() => undefined) });
+      return pending;
+    }
+    entry.count += 1;
+    entry.lastObservedMs = nowMs;
+    const count = entry.count;
+    const write = entry.pending.then(async () => {
+      fence();
+      try {
+        await api.patchEvent('default', entry.name, {
+          series: { count, lastObservedTime: microTime(new Date(nowMs)) },
+        });
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.NotFound)) throw err;
+        // Expired meanwhile: this repeat starts a new Event (and series).
+        entry.name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
+        entry.count = 1;
+        await create(subject, event, entry.name, nowMs);
+      }
+    });
+    entry.pending = write.catch(() => undefined);
+    return write;
+  };
+}
+
+/** Records Events about Nodes. */
+export function eventRecorder(
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
+  reportingInstance: string,
+  clock: { now(): number },
+  fence: Fence,
+): EventRecorder {
+  const write = eventWriter(api, reportingInstance, clock, fence);
+  return {
+    nodeEvent: (node, event) =>
+      write({ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid }, event),
+  };
+}
+
+export const CLUSTER_EVENT_REGARDING = {
+  apiVersion: GROUP_VERSION,
+  kind: CLUSTER_HEALTH.kind,
+  name: CLUSTER_HEALTH.name,
+} as const;
+
+export interface ClusterEventRecorder {
+  clusterEvent(event: NodeEvent): Promise<void>;
+}
+
+export function clusterEventRecorder(
+  api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
+  reportingInstance: string,
+  clock: { now(): number },
+  fence: Fence,
+): ClusterEventRecorder {
+  const write = eventWriter(api, reportingInstance, clock, fence);
+  return { clusterEvent: (event) => write(CLUSTER_EVENT_REGARDING, event) };
+}

@@ -1,0 +1,8 @@
+// The writes room: everything the controller changes in the cluster goes through here. port.ts is the one API
+// port (fenced by the leadership term), node-patch.ts computes a node's differences, node-writer.ts writes a
+// decision with its 409 retries, events.ts records node and cluster events.
+
+export * from './events.ts';
+export * from './node-patch.ts';
+export * from './node-writer.ts';
+export * from './port.ts';

@@ -1,0 +1,135 @@
+// Everything the controller writes to a Node, as differences only. Taints, the status label and the bootstrap
+// annotation go in one merge patch; the ExtensionsReady condition goes through the status subresource with a
+// strategic merge on the condition type (other conditions are untouched), only when its status, reason or
+// message change. Both carry a resourceVersion precondition: a write decided on a stale node gets 409, and
+// the writer re-reads and re-decides. nodecare never alters a taint it does not own: the taint list is the
+// observed list, field for field, with only ours changed.
+
+import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
+import { EventReason } from '../../api/reasons.ts';
+import type { CachedNode } from '../cache.ts';
+import { sameCondition } from '../decide/condition.ts';
+import { hasTaint, OWN_TAINT_EFFECT } from '../decide/decide.ts';
+import type { DesiredCondition, NodeDecision, NodeEvent, NodeTaint } from '../decide/index.ts';
+
+export interface TaintKeys {
+  bootstrap: string;
+  runtime: string;
+}
+export interface NodeChange {
+  taints?: NodeTaint[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** Human summary of the taint change, for logs and dry-run. */
+  taintSummary: string[];
+}
+
+/** The taint list with nodecare's taints set as decided and every other taint kept as it is, field for field. */
+export function desiredTaintList<T extends NodeTaint>(
+  current: readonly T[],
+  decision: NodeDecision,
+  keys: TaintKeys,
+): NodeTaint[] {
+  const ours = new Set([keys.bootstrap, keys.runtime]);
+  const kept: NodeTaint[] = current.filter((t) => !ours.has(t.key) || t.effect !== OWN_TAINT_EFFECT);
+  if (decision.desiredTaints.bootstrap) kept.push({ key: keys.bootstrap, effect: OWN_TAINT_EFFECT });
+  if (decision.desiredTaints.runtime) kept.push({ key: keys.runtime, effect: OWN_TAINT_EFFECT });
+  return kept;
+}
+
+/** What must change on the node's metadata and spec for it to match the decision (empty when nothing). */
+export function nodeChange(
+  node: CachedNode,
+  decision: NodeDecision,
+  keys: TaintKeys,
+  writeTaints: boolean,
+): NodeChange | undefined {
+  const change: NodeChange = { taintSummary: [] };
+  for (const [key, want] of [
+    [keys.bootstrap, decision.desiredTaints.bootstrap],
+    [keys.runtime, decision.desiredTaints.runtime],
+  ] as const) {
+    const has = hasTaint(node.taints, key);
+    if (has !== want) change.taintSummary.push(`${want ? 'add' : 'remove'} ${key}:${OWN_TAINT_EFFECT}`);
+  }
+  if (writeTaints && change.taintSummary.length > 0)
+    change.taints = desiredTaintList(node.taints, decision, keys);
+  if (node.labels[NODE_STATUS_LABEL] !== decision.label)
+    change.labels = { [NODE_STATUS_LABEL]: decision.label };
+  const bootId = decision.desiredAnnotations.bootstrappedBootId;
+  if (bootId !== undefined && node.annotations[NodeAnnotation.bootstrappedBootId] !== bootId) {
+    change.annotations = { [NodeAnnotation.bootstrappedBootId]: bootId };
+  }
+  return change.taints || change.labels || change.annotations ? change : undefined;
+}
+
+/** The merge patch for a NodeChange, valid only against `node`'s resourceVersion. */
+export function nodePatch(node: CachedNode, change: NodeChange): object {
+  return {
+    metadata: {
+      resourceVersion: node.resourceVersion,
+      ...(change.labels ? { labels: change.labels } : {}),
+      ...(change.annotations ? { annotations: change.annotations } : {}),
+    },
+    ...(change.taints ? { spec: { taints: change.taints } } : {}),
+  };
+}
+
+/**
+ * The status patch that sets ExtensionsReady as decided, valid only against `node`'s resourceVersion, or
+ * undefined when status, reason and message already match. lastTransitionTime moves only with status.
+ */
+export function conditionPatch(
+  node: CachedNode,
+  desired: DesiredCondition,
+  nowMs: number,
+): object | undefined {
+  const observed = node.extensionsReadyCondition;
+  if (sameCondition(observed, desired)) return undefined;
+  const now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const transition =
+    observed?.status === desired.status && node.conditionTransitionTime ? node.conditionTransitionTime : now;
+  return {
+    metadata: { resourceVersion: node.resourceVersion },
+    status: {
+      conditions: [
+        {
+          type: NODE_CONDITION_TYPE,
+          status: desired.status,
+          reason: desired.reason,
+          message: desired.message,
+          lastTransitionTime: transition,
+          lastHeartbeatTime: now,
+        },
+      ],
+    },
+  };
+}
+
+const TAINT_EVENT_CHANGES = {
+  [EventReason.BootstrapTaintAdded]: { taint: 'bootstrap', added: true },
+  [EventReason.BootstrapTaintRemoved]: { taint: 'bootstrap', added: false },
+  [EventReason.RuntimeTaintAdded]: { taint: 'runtime', added: true },
+  [EventReason.RuntimeTaintRemoved]: { taint: 'runtime', added: false },
+} as const satisfies Partial<Record<EventReason, { taint: keyof TaintKeys; added: boolean }>>;
+
+export function isTaintEvent(event: NodeEvent): boolean {
+  return event.reason in TAINT_EVENT_CHANGES;
+}
+
+/** The taint events among `events` that describe a change the write from `before` to `after` really made. */
+export function writtenTaintEvents(
+  before: CachedNode,
+  after: CachedNode,
+  events: readonly NodeEvent[],
+  keys: TaintKeys,
+): NodeEvent[] {
+  return events.filter((event) => {
+    const change = (
+      TAINT_EVENT_CHANGES as Partial<Record<string, { taint: keyof TaintKeys; added: boolean }>>
+    )[event.reason];
+    if (!change) return false;
+    const key = keys[change.taint];
+    return !hasTaint(before.taints, key) === change.added && hasTaint(after.taints, key) === change.added;
+  });
+}

@@ -1,0 +1,139 @@
+// The node writer against FakeNodeApi: taints before the condition, each write fenced, counted and noted;
+// a 409 reads the node live and writes the new decision; taint events only for what a patch really changed.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL } from '../../api/index.ts';
+import { EventReason } from '../../api/reasons.ts';
+import { createLogger } from '../../lib/log.ts';
+import { FakeClock } from '../../lib/testing.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { CachedNode, NodeObject } from '../cache.ts';
+import type { NodeDecision } from '../decide/index.ts';
+import { ControllerMetrics } from '../metrics.ts';
+import { FakeNodeApi } from '../testing.ts';
+import { MAX_CONFLICT_RETRIES, NodeWriter, NotLeaderError } from './index.ts';
+
+const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
+const log = createLogger({ level: 'silent', name: 'test' });
+
+function rawNode(taints: { key: string; effect: string }[] = []): NodeObject {
+  return {
+    metadata: { name: 'n', uid: 'u', labels: {}, annotations: {} },
+    spec: { taints: taints as never },
+    status: {},
+  };
+}
+
+/** A decision that wants the runtime taint on and the node Unhealthy. */
+function runtimeTainted(status: 'True' | 'False' = 'False'): NodeDecision {
+  return {
+    state: 'Unhealthy',
+    desiredTaints: { bootstrap: false, runtime: true },
+    label: 'unhealthy',
+    desiredAnnotations: {},
+    condition: { status, reason: 'ExtensionsUnhealthy', message: 'web is Unhealthy' },
+    events: [{ type: 'Warning', reason: EventReason.RuntimeTaintAdded, message: 'tainted' }],
+  } as unknown as NodeDecision;
+}
+
+function setup(options: { dryRun?: boolean; leading?: () => boolean } = {}) {
+  const api = new FakeNodeApi();
+  const node = api.putNode(rawNode());
+  const noted: CachedNode[] = [];
+  const metrics = new ControllerMetrics(new Registry());
+  const writer = new NodeWriter({
+    api,
+    fence: () => {
+      if (options.leading && !options.leading()) throw new NotLeaderError();
+    },
+    clock: new FakeClock(Date.UTC(2026, 0, 1)),
+    metrics,
+    keys,
+    dryRun: options.dryRun ?? false,
+    noteWritten: (n) => void noted.push(n),
+  });
+  const writes = async (kind: string, result: string): Promise<number> =>
+    (await metrics.nodeWrites.get()).values.find((v) => v.labels.kind === kind && v.labels.result === result)
+      ?.value ?? 0;
+  return { api, node, noted, writer, writes };
+}
+
+describe('NodeWriter', () => {
+  it('patches the taints and label first, then the condition on the node that patch returned', async () => {
+    const { api, node, noted, writer, writes } = setup();
+    const written = await writer.write(node, runtimeTainted(), () => undefined, log);
+    expect(api.writes().map((w) => w.op)).toEqual(['patchNode', 'patchNodeStatus']);
+    const stored = api.node('n')!;
+    expect(stored.spec?.taints).toEqual([{ key: 'status/meta', effect: 'NoSchedule' }]);
+    expect(stored.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
+    expect(stored.status?.conditions?.map((c) => [c.type, c.status])).toEqual([
+      [NODE_CONDITION_TYPE, 'False'],
+    ]);
+    expect(written.taintEvents.map((e) => e.reason)).toEqual([EventReason.RuntimeTaintAdded]);
+    // Each write's result was noted, so the next decision reads it rather than the watch's older copy.
+    expect(noted.map((n) => n.resourceVersion)).toEqual([
+      String(Number(node.resourceVersion) + 1),
+      String(Number(node.resourceVersion) + 2),
+    ]);
+    expect([await writes('node', 'ok'), await writes('condition', 'ok')]).toEqual([1, 1]);
+  });
+
+  it('writes nothing when the node already shows the decision, and says so through wouldWrite', async () => {
+    const { api, node, writer } = setup();
+    await writer.write(node, runtimeTainted(), () => undefined, log);
+    const current = api.putNode(api.node('n')!);
+    expect(writer.wouldWrite(current, runtimeTainted())).toBe(false);
+    expect(writer.wouldWrite(current, runtimeTainted('True'))).toBe(true);
+    const before = api.writes().length;
+    const again = await writer.write(current, runtimeTainted(), () => undefined, log);
+    expect(api.writes()).toHaveLength(before);
+    expect(again.taintEvents).toEqual([]);
+  });
+
+  it('on a 409 reads the node live, decides again on it and writes that; the taint events of every attempt are kept', async () => {
+    const { api, node, writer, writes } = setup();
+    // The taint patch goes through, then the condition patch meets a node changed by another writer.
+    api.beforeNext('patchNodeStatus', () => void api.putNode(api.node('n')!));
+    const redecided: string[] = [];
+    const written = await writer.write(
+      node,
+      runtimeTainted(),
+      (live) => {
+        redecided.push(live.resourceVersion);
+        return runtimeTainted('False');
+      },
+      log,
+    );
+    expect(redecided).toHaveLength(1);
+    expect(written.node.resourceVersion).toBe(redecided[0]);
+    expect(written.taintEvents.map((e) => e.reason)).toEqual([EventReason.RuntimeTaintAdded]);
+    expect(api.node('n')!.status?.conditions?.[0]?.status).toBe('False');
+    expect(await writes('condition', 'conflict')).toBe(1);
+  });
+
+  it(`gives up after ${MAX_CONFLICT_RETRIES} retries with the 409, for the queue to back off`, async () => {
+    const { api, node, writer, writes } = setup();
+    for (let i = 0; i <= MAX_CONFLICT_RETRIES; i++) api.failNext('patchNode', FakeNodeApi.conflict());
+    const failure = await writer.write(node, runtimeTainted(), () => runtimeTainted(), log).catch((e) => e);
+    expect(isKubeError(failure, KubeErrorCode.Conflict)).toBe(true);
+    expect(await writes('node', 'conflict')).toBe(MAX_CONFLICT_RETRIES + 1);
+    expect(api.node('n')!.spec?.taints).toEqual([]);
+  });
+
+  it('sends nothing once this replica no longer leads', async () => {
+    const { api, node, writer } = setup({ leading: () => false });
+    await expect(writer.write(node, runtimeTainted(), () => undefined, log)).rejects.toBeInstanceOf(
+      NotLeaderError,
+    );
+    expect(api.writes()).toEqual([]);
+  });
+
+  it('in a dry run writes the label and condition but no taint', async () => {
+    const { api, node, writer } = setup({ dryRun: true });
+    const written = await writer.write(node, runtimeTainted(), () => undefined, log);
+    expect(api.node('n')!.spec?.taints).toEqual([]);
+    expect(api.node('n')!.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
+    expect(written.taintEvents).toEqual([]);
+  });
+});
