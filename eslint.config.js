@@ -28,7 +28,7 @@ const IO_MODULES = {
   ].map((name) => ({
     name,
     message:
-      'Decisions are pure: I/O belongs in the shell around them (controller/reconciler.ts, writes.ts, cache.ts).',
+      'Decisions are pure: I/O belongs in the shell around them (controller/cache/, writes/, reconciler.ts).',
   })),
 };
 /** Fakes and test helpers live in testing.ts files; the product never imports them. */

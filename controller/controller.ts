@@ -9,7 +9,7 @@ import type { Clock, Timer } from '../lib/clock.ts';
 import { startHealthServer } from '../lib/health.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
-import { ClusterCache, skippedObjectReporter } from './cache.ts';
+import { ClusterCache, skippedObjectReporter } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
 import { ZONE_LABEL, evictNodePods } from './eviction/index.ts';
 import { Evictor } from './evictor.ts';

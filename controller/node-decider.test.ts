@@ -6,7 +6,7 @@ import { buildLease } from '../api/lease.ts';
 import { EXTENSION_ANNOTATION_PREFIX, ExtensionState } from '../api/names.ts';
 import { ControllerReason, ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
-import { toCachedLease } from './cache.ts';
+import { toCachedLease } from './cache/index.ts';
 import { loadControllerConfig } from './config.ts';
 import { NodeDecider } from './node-decider.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';

@@ -4,7 +4,7 @@
 
 import { LEASE_NAMESPACE, resolveRegistrations, restrictConditionType } from '../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { toCachedLease, type CachedNode, type ClusterCache } from './cache.ts';
+import { toCachedLease, type CachedNode, type ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
 import { decideNode, type NodeDecision, type NodeMemory, type RequiredExtension } from './decide/index.ts';
 import type { NodeApi } from './writes/index.ts';

@@ -15,7 +15,7 @@ import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { createLogger } from '../lib/log.ts';
-import { toCachedLease } from './cache.ts';
+import { toCachedLease } from './cache/index.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { MAX_UNDECLARED_EXTENSION_SERIES, OTHER_EXTENSION_LABEL } from '../lib/metric-labels.ts';
 import { ControllerMetrics } from './metrics.ts';

@@ -17,7 +17,7 @@ import { ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
-import { toCachedLease, toCachedNode, type NodeObject } from './cache.ts';
+import { toCachedLease, toCachedNode, type NodeObject } from './cache/index.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';

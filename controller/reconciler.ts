@@ -5,7 +5,7 @@
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
-import type { ClusterCache } from './cache.ts';
+import type { ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
 import type { NodeDecision, NodeState } from './decide/index.ts';
 import { DecisionLedger } from './ledger.ts';

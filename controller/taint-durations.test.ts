@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { NodeAnnotation } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
-import type { CachedNode } from './cache.ts';
+import type { CachedNode } from './cache/index.ts';
 import type { NodeEvent } from './decide/index.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { TaintDurations } from './taint-durations.ts';

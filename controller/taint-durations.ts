@@ -4,7 +4,7 @@
 
 import { NodeAnnotation } from '../api/names.ts';
 import { EventReason } from '../api/reasons.ts';
-import type { CachedNode } from './cache.ts';
+import type { CachedNode } from './cache/index.ts';
 import type { NodeEvent } from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 

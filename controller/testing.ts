@@ -15,7 +15,7 @@ import {
   type NodeLeases,
   type NodeObject,
   WrittenNodes,
-} from './cache.ts';
+} from './cache/index.ts';
 import type { LeaderLease, LeaderLeaseStore, StoreCallOptions } from './leader.ts';
 import type { ReconcilerCache } from './reconciler.ts';
 import type { NodeApi } from './writes/index.ts';

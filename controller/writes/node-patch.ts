@@ -7,7 +7,7 @@
 
 import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
-import type { CachedNode } from '../cache.ts';
+import type { CachedNode } from '../cache/index.ts';
 import { sameCondition } from '../decide/condition.ts';
 import { hasTaint, OWN_TAINT_EFFECT } from '../decide/decide.ts';
 import type { DesiredCondition, NodeDecision, NodeEvent, NodeTaint } from '../decide/index.ts';

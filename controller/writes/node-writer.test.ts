@@ -8,7 +8,7 @@ import { EventReason } from '../../api/reasons.ts';
 import { createLogger } from '../../lib/log.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
-import type { CachedNode, NodeObject } from '../cache.ts';
+import type { CachedNode, NodeObject } from '../cache/index.ts';
 import type { NodeDecision } from '../decide/index.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { FakeNodeApi } from '../testing.ts';

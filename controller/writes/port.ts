@@ -5,7 +5,7 @@
 import type { LeaseObject } from '../../api/lease.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
-import type { NodeObject } from '../cache.ts';
+import type { NodeObject } from '../cache/index.ts';
 
 /** Thrown by a write attempted after this replica stopped leading: the write did not go out. */
 export class NotLeaderError extends Error {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
-import { toCachedNode, type CachedNode } from '../cache.ts';
+import { toCachedNode, type CachedNode } from '../cache/index.ts';
 import { decideNode, type NodeDecision, type NodeEvent } from '../decide/index.ts';
 import * as t from '../decide/testing.ts';
 import { FakeClock } from '../../lib/testing.ts';

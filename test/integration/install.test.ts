@@ -33,7 +33,7 @@ import {
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
-import { toCachedLease } from '../../controller/cache.ts';
+import { toCachedLease } from '../../controller/cache/index.ts';
 import { mintAgentTokenOnNode, mintServiceAccountToken } from '../controlplane/tokens.ts';
 import { adminKubeConfig, createSystemExtension, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';

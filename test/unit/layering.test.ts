@@ -23,7 +23,7 @@ describe('the layering is enforced by npm run lint', () => {
     ['controller/x.ts', "import { runCli } from '../cli/cli.ts';", /The controller imports only/],
     [
       'cli/x.ts',
-      "import { ClusterCache } from '../controller/cache.ts';",
+      "import { ClusterCache } from '../controller/cache/index.ts';",
       /front doors|imports controller\/decide/,
     ],
     [

@@ -13,7 +13,7 @@ import {
   NodeAnnotation,
 } from '../../api/names.ts';
 import { ProbeReason } from '../../api/reasons.ts';
-import { toCachedLease, toCachedNode, type NodeObject } from '../../controller/cache.ts';
+import { toCachedLease, toCachedNode, type NodeObject } from '../../controller/cache/index.ts';
 import { loadControllerConfig } from '../../controller/config.ts';
 import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Reconciler } from '../../controller/reconciler.ts';

@@ -3,21 +3,21 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../api/lease.ts';
+import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../../api/lease.ts';
 import {
   EXTENSION_ANNOTATION_PREFIX,
   ExtensionState,
   GROUP_VERSION,
   LEASE_NAMESPACE,
   SYSTEM_EXTENSION,
-} from '../api/names.ts';
-import { resolveRegistrations } from '../api/registration.ts';
-import { ProbeReason } from '../api/reasons.ts';
-import { FakeClock } from '../lib/testing.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
-import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { FakeApiServer } from '../lib/kube/testing.ts';
-import { createLogger } from '../lib/log.ts';
+} from '../../api/names.ts';
+import { resolveRegistrations } from '../../api/registration.ts';
+import { ProbeReason } from '../../api/reasons.ts';
+import { FakeClock } from '../../lib/testing.ts';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { FakeApiServer } from '../../lib/kube/testing.ts';
+import { createLogger } from '../../lib/log.ts';
 import {
   ClusterCache,
   LeaseIndex,
@@ -30,8 +30,8 @@ import {
   newerResourceVersion,
   WrittenNodes,
   type CachedLease,
-} from './cache.ts';
-import { ControllerMetrics } from './metrics.ts';
+} from './index.ts';
+import { ControllerMetrics } from '../metrics.ts';
 
 const NODE = { name: 'node-x', uid: 'uid-x' };
 

@@ -1,0 +1,174 @@
+// The controller's view of the cluster: Nodes, nodecare Leases and SystemExtensions, each decoded on ingest
+// (../ingest.ts) to what the decision reads, with the lease index and the controller's own writes on top;
+// poison objects are counted every time and logged once.
+
+import {
+  GROUP_VERSION,
+  LEASE_NAMESPACE,
+  LeaseLabel,
+  SYSTEM_EXTENSION,
+  parseSystemExtension,
+  type LeaseObject,
+  type ParsedSystemExtension,
+  type SystemExtensionObject,
+} from '../../api/index.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
+import {
+  toCachedLease,
+  toCachedNode,
+  type CachedLease,
+  type CachedNode,
+  type NodeObject,
+} from '../ingest.ts';
+import type { ControllerMetrics } from '../metrics.ts';
+import { LeaseIndex, type LeaseIndexEvents, type NodeLeases } from './lease-index.ts';
+import { Source } from './source.ts';
+import { WrittenNodes } from './written-nodes.ts';
+
+/** Two stripped nodes that differ only in resourceVersion give the same decision: no reconcile needed. */
+function sameForDecision(a: CachedNode, b: CachedNode): boolean {
+  return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });
+}
+export interface CacheEvents extends LeaseIndexEvents {
+  nodeChanged(name: string): void;
+  /** SystemExtensions changed: any node may be affected. */
+  allNodesChanged(): void;
+  error(source: string, err: unknown): void;
+  /** An object whose ingest threw (a poison object) was skipped; called each time it is seen. */
+  skipped(source: string, key: string, err: unknown): void;
+}
+
+/** How many poison objects the reporter remembers as already logged (then it starts over). */
+const MAX_REMEMBERED_SKIPPED = 1024;
+
+/**
+ * CacheEvents.skipped for the controller: every skip is counted; each object (source and key) is logged
+ * once, not again on every relist or update, with memory for a bounded number of them.
+ */
+export function skippedObjectReporter(
+  log: Logger,
+  metrics: Pick<ControllerMetrics, 'watchObjectsSkipped'>,
+): CacheEvents['skipped'] {
+  const logged = new Set<string>();
+  return (source, key, err) => {
+    metrics.watchObjectsSkipped.inc({ source });
+    const id = `${source}/${key}`;
+    if (logged.has(id)) return;
+    if (logged.size >= MAX_REMEMBERED_SKIPPED) logged.clear();
+    logged.add(id);
+    log.error({ err, source, object: key }, 'Skipped an object that could not be handled');
+  };
+}
+
+export class ClusterCache {
+  readonly nodes: Source<NodeObject, CachedNode>;
+  readonly leases: Source<LeaseObject, CachedLease>;
+  readonly systemExtensions: Source<SystemExtensionObject, ParsedSystemExtension>;
+  private readonly index: LeaseIndex;
+  private readonly written = new WrittenNodes();
+
+  /**
+   * `nodeSelector` (the controller's --node-selector, kubectl's `-l` syntax): only these nodes are seen,
+   * so only they are managed; '' sees every node.
+   */
+  constructor(client: KubeClient, clock: Clock, events: CacheEvents, nodeSelector = '') {
+    this.index = new LeaseIndex(clock, events);
+    const changed = (name: string | undefined): void => {
+      if (name !== undefined) events.nodeChanged(name);
+    };
+    this.nodes = new Source({
+      client,
+      clock,
+      path: '/api/v1/nodes',
+      ...(nodeSelector ? { labelSelector: nodeSelector } : {}),
+      transform: toCachedNode,
+      handlers: {
+        added: (node) => events.nodeChanged(node.name),
+        updated: (node, old) => {
+          if (!sameForDecision(node, old)) events.nodeChanged(node.name);
+        },
+        deleted: (node) => events.nodeChanged(node.name),
+        error: (err) => events.error('nodes', err),
+        skipped: (err, key) => events.skipped('nodes', key, err),
+      },
+    });
+    this.leases = new Source({
+      client,
+      clock,
+      path: leasesPath(LEASE_NAMESPACE),
+      labelSelector: LeaseLabel.role,
+      transform: toCachedLease,
+      handlers: {
+        added: (lease) => changed(this.index.added(lease)),
+        updated: (lease, old) => changed(this.index.updated(lease, old)),
+        deleted: (lease) => changed(this.index.deleted(lease)),
+        error: (err) => events.error('leases', err),
+        skipped: (err, key) => events.skipped('leases', key, err),
+      },
+    });
+    this.systemExtensions = new Source({
+      client,
+      clock,
+      path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
+      transform: parseSystemExtension,
+      handlers: {
+        added: () => events.allNodesChanged(),
+        updated: () => events.allNodesChanged(),
+        deleted: () => events.allNodesChanged(),
+        error: (err) => events.error('systemextensions', err),
+        skipped: (err, key) => events.skipped('systemextensions', key, err),
+      },
+    });
+  }
+
+  start(): void {
+    this.nodes.start();
+    this.leases.start();
+    this.systemExtensions.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.nodes.stop(), this.leases.stop(), this.systemExtensions.stop()]);
+  }
+
+  /** Every source listed completely and none has failed since (it relists after a failure). */
+  get synced(): boolean {
+    return this.nodes.synced && this.leases.synced && this.systemExtensions.synced;
+  }
+
+  /** The node as last seen: the watch's copy, or this controller's own newer write (WrittenNodes). */
+  node(name: string): CachedNode | undefined {
+    return this.written.read(name, this.nodes.store.get(name));
+  }
+
+  nodeNames(): IterableIterator<string> {
+    return this.nodes.store.keys();
+  }
+
+  /** Records the node a write of this controller returned, until the watch delivers it (WrittenNodes). */
+  noteWritten(node: CachedNode): void {
+    this.written.note(node, this.nodes.store.get(node.name));
+  }
+
+  systemExtensionList(): Iterable<ParsedSystemExtension> {
+    return this.systemExtensions.store.values();
+  }
+
+  /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
+  refreshObservations(): void {
+    this.index.refreshObservations();
+  }
+
+  /** Records a lease read live (before acting on staleness); returns true when it was renewed meanwhile. */
+  observeLive(lease: CachedLease): boolean {
+    return this.index.observeLive(lease);
+  }
+
+  /** The node's extension leases by extension name, and its agent heartbeat. */
+  leasesOf(nodeName: string): NodeLeases {
+    return this.index.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });
+  }
+}

@@ -1,0 +1,170 @@
+// The believed leases by node, with the controller's clock reading of when each renewTime last changed (lease
+// staleness is judged from it: reset to "now" for every lease on start-up and on becoming leader, docs/design.md
+// section 5). Fed by the lease watch and by live re-reads; leases that are not the agent's own are ignored.
+
+import { LeaseRole, type ObservedLease } from '../../api/index.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { SeenLease } from '../decide/index.ts';
+import { LeaseProblem, MAX_LEASES_PER_NODE, type CachedLease } from '../ingest.ts';
+
+/** True when a lease update changed nothing but renewTime (and the resourceVersion that comes with it). */
+function onlyRenewed(lease: ObservedLease, old: ObservedLease): boolean {
+  return (
+    JSON.stringify({ ...lease, renewTime: '', resourceVersion: '' }) ===
+    JSON.stringify({ ...old, renewTime: '', resourceVersion: '' })
+  );
+}
+
+export interface NodeLeases {
+  extensions: Map<string, SeenLease>;
+  agent: SeenLease | undefined;
+}
+
+export interface LeaseIndexEvents {
+  /** A lease is ignored for `problem` (once per lease and problem, not on every renewal). */
+  ignored?(lease: { name: string; node: string }, problem: LeaseProblem): void;
+  /** The number of leases ignored for `problem` changed. */
+  ignoredCount?(problem: LeaseProblem, count: number): void;
+}
+
+/**
+ * The believed leases by node, with the controller's clock reading of when each renewTime last changed.
+ * Fed by the lease watch (added/updated/deleted, which return the node to reconcile, if any) and by live
+ * re-reads (observeLive).
+ */
+export class LeaseIndex {
+  private readonly clock: Clock;
+  private readonly events: LeaseIndexEvents;
+  private readonly leases = new Map<string, CachedLease>();
+  /** Lease name → controller clock when its renewTime was last seen to change. */
+  private readonly observedAt = new Map<string, number>();
+  /** Node name → its lease names. */
+  private readonly byNode = new Map<string, Set<string>>();
+  private readonly ignoredLeases = new Map<string, LeaseProblem>();
+  /** Problem → how many leases are ignored for it (kept with ignoredLeases, never recounted). */
+  private readonly ignoredCounts = new Map<LeaseProblem, number>();
+
+  constructor(clock: Clock, events: LeaseIndexEvents) {
+    this.clock = clock;
+    this.events = events;
+  }
+
+  added(lease: CachedLease): string | undefined {
+    if (!this.believe(lease)) return undefined;
+    this.observedAt.set(lease.name, this.clock.now());
+    this.file(lease);
+    return lease.node;
+  }
+
+  updated(lease: CachedLease, old: CachedLease): string | undefined {
+    const known = this.leases.get(old.name);
+    if (!this.believe(lease)) {
+      if (!known) return undefined;
+      this.remove(known);
+      return known.node;
+    }
+    if (!known) return this.added(lease);
+    const now = this.clock.now();
+    const lastSeen = this.observedAt.get(lease.name) ?? now;
+    const wasExpired = now - lastSeen >= known.leaseDurationSeconds * 1000;
+    if (lease.node !== known.node) this.remove(known);
+    if (lease.renewTime !== known.renewTime) this.observedAt.set(lease.name, now);
+    this.file(lease);
+    // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
+    // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
+    // renewal that revives an expired lease (an agent back from the dead) is a change.
+    return wasExpired || !onlyRenewed(lease, known) ? lease.node : undefined;
+  }
+
+  deleted(lease: CachedLease): string | undefined {
+    this.setIgnored(lease.name, undefined, lease.node);
+    const known = this.leases.get(lease.name);
+    if (!known) return undefined;
+    this.remove(known);
+    this.observedAt.delete(lease.name);
+    return known.node;
+  }
+
+  /** Records a lease read live (before acting on staleness); true when it was renewed meanwhile. */
+  observeLive(lease: CachedLease): boolean {
+    if (!this.believe(lease)) return false;
+    if (this.leases.get(lease.name)?.renewTime === lease.renewTime) return false;
+    this.observedAt.set(lease.name, this.clock.now());
+    this.file(lease);
+    return true;
+  }
+
+  /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
+  refreshObservations(): void {
+    const now = this.clock.now();
+    for (const name of this.observedAt.keys()) this.observedAt.set(name, now);
+  }
+
+  /**
+   * The node's believed extension leases by extension name, and its agent heartbeat. A lease owned by
+   * another incarnation of the node (owner UID) is ignored.
+   */
+  leasesOf(node: { name: string; uid: string }): NodeLeases {
+    const extensions = new Map<string, SeenLease>();
+    let agent: SeenLease | undefined;
+    for (const name of this.byNode.get(node.name) ?? []) {
+      const lease = this.leases.get(name);
+      if (!lease) continue;
+      const foreign = node.uid !== '' && lease.ownerUid !== undefined && lease.ownerUid !== node.uid;
+      this.setIgnored(name, foreign ? LeaseProblem.OwnerMismatch : undefined, node.name);
+      if (foreign) continue;
+      const seen = { lease, observedAtMs: this.observedAt.get(name) ?? this.clock.now() };
+      if (lease.role === LeaseRole.agent) agent = seen;
+      else if (lease.extension) extensions.set(lease.extension, seen);
+    }
+    return { extensions, agent };
+  }
+
+  /** Whether the lease is one to believe and file; if not, it is recorded as ignored, with its problem. */
+  private believe(lease: CachedLease): boolean {
+    const problem = lease.problem ?? (this.hasRoom(lease) ? undefined : LeaseProblem.TooManyLeases);
+    this.setIgnored(lease.name, problem, lease.node);
+    return problem === undefined;
+  }
+
+  /** Whether the lease is filed for its node already or the node has room for one more. */
+  private hasRoom(lease: CachedLease): boolean {
+    const names = this.byNode.get(lease.node);
+    return !names || names.has(lease.name) || names.size < MAX_LEASES_PER_NODE;
+  }
+
+  /** O(1): the counts per problem move with each change, never recounted from all ignored leases. */
+  private setIgnored(name: string, problem: LeaseProblem | undefined, node: string): void {
+    const was = this.ignoredLeases.get(name);
+    if (was === problem) return;
+    if (problem) this.ignoredLeases.set(name, problem);
+    else this.ignoredLeases.delete(name);
+    if (problem) this.events.ignored?.({ name, node }, problem);
+    if (was) this.countIgnored(was, -1);
+    if (problem) this.countIgnored(problem, +1);
+  }
+
+  private countIgnored(problem: LeaseProblem, delta: number): void {
+    const count = (this.ignoredCounts.get(problem) ?? 0) + delta;
+    if (count === 0) this.ignoredCounts.delete(problem);
+    else this.ignoredCounts.set(problem, count);
+    this.events.ignoredCount?.(problem, count);
+  }
+
+  private file(lease: CachedLease): void {
+    this.leases.set(lease.name, lease);
+    let names = this.byNode.get(lease.node);
+    if (!names) {
+      names = new Set();
+      this.byNode.set(lease.node, names);
+    }
+    names.add(lease.name);
+  }
+
+  private remove(lease: CachedLease): void {
+    this.leases.delete(lease.name);
+    const names = this.byNode.get(lease.node);
+    names?.delete(lease.name);
+    if (names?.size === 0) this.byNode.delete(lease.node);
+  }
+}
