@@ -1,0 +1,117 @@
+// The controller's object graph, wired once: the cache feeds the work queue, the queue runs the reconciler,
+// the reconciler feeds the roll-up and the evictor, and every write is fenced and cut off by the leadership
+// term. `work` is what a term starts and stops. No logic of its own: each part is a room with its tests.
+
+import type { Clock } from '../lib/clock.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { Logger } from '../lib/log.ts';
+import { ClusterCache, skippedObjectReporter } from './cache/index.ts';
+import type { ControllerConfig } from './config.ts';
+import { ZONE_LABEL, evictNodePods } from './eviction/index.ts';
+import { Evictor } from './evictor.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { Reconciler } from './reconciler.ts';
+import { KubeRollupApi } from './rollup/store.ts';
+import { RollupWriter } from './rollup/writer.ts';
+import type { LeadershipTerms, TermWork } from './term.ts';
+import { reconcileQueue } from './reconcile-queue.ts';
+import type { WorkQueue } from './workqueue.ts';
+import { clusterEventRecorder, eventRecorder, KubeNodeApi } from './writes/index.ts';
+
+export interface ControllerParts {
+  cache: ClusterCache;
+  queue: WorkQueue;
+  work: TermWork;
+}
+
+export function assembleController(
+  config: ControllerConfig,
+  deps: { clock: Clock; client: KubeClient; log: Logger; metrics: ControllerMetrics; terms: LeadershipTerms },
+): ControllerParts {
+  const { clock, client, log, metrics, terms } = deps;
+  const { fence } = terms;
+  const port = { timeoutMs: config.requestTimeoutMs, signal: () => terms.signal };
+  const api = new KubeNodeApi(client, port);
+  const enqueueAll = (): void => {
+    for (const name of cache.nodeNames()) queue.add(name);
+  };
+  const cache: ClusterCache = new ClusterCache(
+    client,
+    clock,
+    {
+      nodeChanged: (name) => queue.add(name),
+      allNodesChanged: () => {
+        enqueueAll();
+        // A SystemExtension changed: its counts may have to be written even with no node, and its status may
+        // not be what this leader last wrote (an old leader's late write): read again.
+        rollup.systemExtensionsChanged();
+      },
+      error: (source, err) => {
+        metrics.watchErrors.inc({ source });
+        log.warn({ err, source }, 'Watch failed; retrying with backoff');
+      },
+      skipped: skippedObjectReporter(log, metrics),
+      ignored: (lease, problem) =>
+        log.warn({ lease: lease.name, node: lease.node, problem }, "Ignored a lease that is not the agent's"),
+      ignoredCount: (problem, count) => metrics.leasesIgnored.set({ reason: problem }, count),
+    },
+    config.nodeSelector,
+  );
+  const events = eventRecorder(api, config.identity, clock, fence);
+  const reconciler = new Reconciler({
+    ...{ cache, api, fence, clock, log, metrics, events, config },
+    onBreakerChange: enqueueAll,
+    onRollupChange: () => rollup.markDirty(),
+  });
+  const rollup = new RollupWriter({
+    api: new KubeRollupApi(client, port),
+    source: {
+      pairs: () => reconciler.rollupPairs(),
+      systemExtensionNames: function* () {
+        for (const sx of cache.systemExtensionList()) yield sx.name;
+      },
+    },
+    ...{ clock, metrics, fence },
+    log: log.child({ component: 'rollup' }),
+    events: clusterEventRecorder(api, config.identity, clock, fence),
+    thresholdsMs: config.rollupThresholdsMs,
+    gardenerCluster: config.gardenerCluster,
+    gardenerResyncMs: config.gardenerResyncMs,
+  });
+  const evictor = new Evictor({
+    evict: (nodeName, dryRun) =>
+      evictNodePods({
+        ...{ client, nodeName, dryRun, timeoutMs: config.requestTimeoutMs },
+        runtimeTaintKey: config.runtimeTaintKey,
+        log: log.child({ component: 'eviction' }),
+        signal: terms.signal,
+        beforeWrite: fence,
+      }),
+    ...{ clock, log, metrics, events, config },
+    node: (name) => {
+      const node = cache.node(name);
+      return node && { name: node.name, uid: node.uid, zone: node.labels[ZONE_LABEL] ?? '' };
+    },
+    states: () => reconciler.nodeStates(),
+    breakerTripped: () => reconciler.trippedExtensions.size > 0,
+  });
+  const queue = reconcileQueue((name) => reconciler.reconcile(name), { clock, log, metrics, config });
+  const work: TermWork = {
+    synced: () => cache.synced,
+    nodeCount: () => cache.nodes.store.size,
+    start: () => {
+      cache.refreshObservations();
+      // Decides every node and judges the breaker over all of them before the queue's first write.
+      reconciler.reset();
+      queue.start();
+      enqueueAll();
+      evictor.start();
+      // After reset(): the first evaluation sees every node decided, never a partial cluster.
+      rollup.start();
+      const { dryRun } = config;
+      log.info({ nodes: cache.nodes.store.size, dryRun, eviction: evictor.enabled }, 'Reconciling as leader');
+    },
+    stop: async () => void (await Promise.all([queue.stop(), evictor.stop(), rollup.stop()])),
+  };
+  return { cache, queue, work };
+}

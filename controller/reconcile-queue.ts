@@ -1,0 +1,44 @@
+// The work queue the controller runs its reconciles on: `--workers` at once, each reconcile counted by outcome
+// and the queue depth sampled as it runs; a reconcile cut off because this replica stopped leading is not a
+// failure to warn about.
+
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/log.ts';
+import type { ControllerConfig } from './config.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { WorkQueue, type ReconcileFn } from './workqueue.ts';
+import { NotLeaderError } from './writes/index.ts';
+
+export function reconcileQueue(
+  reconcile: ReconcileFn,
+  deps: {
+    clock: Clock;
+    log: Logger;
+    metrics: Pick<ControllerMetrics, 'queueDepth' | 'reconciles'>;
+    config: Pick<ControllerConfig, 'workers'>;
+  },
+): WorkQueue {
+  const { clock, log, metrics, config } = deps;
+  const queue: WorkQueue = new WorkQueue(
+    async (name) => {
+      metrics.queueDepth.set(queue.depth);
+      try {
+        const result = await reconcile(name);
+        metrics.reconciles.inc({ result: 'ok' });
+        return result;
+      } catch (err) {
+        metrics.reconciles.inc({ result: 'error' });
+        throw err;
+      }
+    },
+    {
+      clock,
+      concurrency: config.workers,
+      onError: (key, err, retryInMs) => {
+        if (err instanceof NotLeaderError) log.debug({ node: key }, 'Reconcile stopped: no longer leading');
+        else log.warn({ err, node: key, retryInMs }, 'Reconcile failed; retrying');
+      },
+    },
+  );
+  return queue;
+}

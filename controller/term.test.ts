@@ -1,0 +1,112 @@
+// Leadership terms with a fake clock and a recorded work: a term starts only while leading on synced caches,
+// the fence opens and closes with it, a lost lease cuts the work off at once, and stop() drains until the
+// deadline less the time kept for releasing the lease.
+
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../lib/log.ts';
+import { FakeClock } from '../lib/testing.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { LeadershipTerms, RELEASE_RESERVE_MS, SYNC_CHECK_MS, type TermWork } from './term.ts';
+import { NotLeaderError } from './writes/index.ts';
+
+function setup() {
+  const clock = new FakeClock();
+  const terms = new LeadershipTerms(
+    clock,
+    createLogger({ level: 'silent', name: 'test' }),
+    new ControllerMetrics(new Registry()),
+  );
+  const seen: string[] = [];
+  let synced = false;
+  /** The work in flight: stop() resolves when `finish` is called. */
+  let finish: () => void = () => undefined;
+  const work: TermWork = {
+    synced: () => synced,
+    nodeCount: () => 0,
+    start: () => void seen.push('start'),
+    stop: () => {
+      seen.push('stop');
+      return new Promise((resolve) => (finish = resolve));
+    },
+  };
+  const fenceOpen = (): boolean => {
+    try {
+      terms.fence();
+      return true;
+    } catch (err) {
+      expect(err).toBeInstanceOf(NotLeaderError);
+      return false;
+    }
+  };
+  return {
+    clock,
+    terms,
+    work,
+    seen,
+    fenceOpen,
+    sync: (on: boolean) => (synced = on),
+    finish: () => finish(),
+  };
+}
+
+describe('LeadershipTerms', () => {
+  it('starts the work once, when this replica leads and the caches are in sync, in either order', async () => {
+    const { clock, terms, work, seen, fenceOpen, sync } = setup();
+    terms.run(work);
+    terms.elected.onStartedLeading();
+    expect(seen).toEqual([]);
+    expect(fenceOpen()).toBe(false);
+    sync(true);
+    await clock.advance(SYNC_CHECK_MS);
+    expect(seen).toEqual(['start']);
+    expect(fenceOpen()).toBe(true);
+    expect(terms.leading).toBe(true);
+    await clock.advance(10 * SYNC_CHECK_MS);
+    expect(seen).toEqual(['start']);
+  });
+
+  it('a lost lease closes the fence and aborts the requests in flight at once, then awaits the work', async () => {
+    const { terms, work, seen, fenceOpen, sync, finish } = setup();
+    sync(true);
+    terms.run(work);
+    terms.elected.onStartedLeading();
+    const signal = terms.signal!;
+    const lost = terms.elected.onStoppedLeading();
+    expect(signal.aborted).toBe(true);
+    expect(fenceOpen()).toBe(false);
+    expect(seen).toEqual(['start', 'stop']);
+    let ended = false;
+    void lost.then(() => (ended = true));
+    await Promise.resolve();
+    expect(ended).toBe(false);
+    finish();
+    await lost;
+    expect(terms.leading).toBe(false);
+  });
+
+  it('stop() lets the work drain until the deadline less the release reserve, then cuts it off and releases', async () => {
+    const { clock, terms, work, seen, sync, finish } = setup();
+    sync(true);
+    terms.run(work);
+    terms.elected.onStartedLeading();
+    const signal = terms.signal!;
+    const deadline = clock.now() + 10_000;
+    const released: number[] = [];
+    const stopping = terms.stop(deadline, async (by) => {
+      released.push(by);
+      await terms.elected.onStoppedLeading();
+    });
+    await clock.advance(10_000 - RELEASE_RESERVE_MS - 1);
+    expect(signal.aborted).toBe(false);
+    await clock.advance(1);
+    expect(signal.aborted).toBe(true);
+    finish();
+    await stopping;
+    expect(released).toEqual([deadline]);
+    expect(seen).toEqual(['start', 'stop']);
+    // Stopped for good: leading again starts nothing.
+    terms.elected.onStartedLeading();
+    expect(seen).toEqual(['start', 'stop']);
+  });
+});

@@ -1,0 +1,139 @@
+// The leadership term: a replica does the work only while it leads on caches in sync (again, after an outage).
+// One term starts the work on synced caches; losing the lease cuts it off at once; stop() lets it drain until a
+// deadline and leaves time to release the lease. Every write asks `fence` first: only the current term writes.
+
+import type { Clock, Timer } from '../lib/clock.ts';
+import type { Logger } from '../lib/log.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { NotLeaderError, type Fence } from './writes/index.ts';
+
+/** Of a stop budget, at most this much is kept for releasing the leader lease (the rest drains work). */
+export const RELEASE_RESERVE_MS = 2_000;
+/** How often the sync watch looks at the caches. */
+export const SYNC_CHECK_MS = 50;
+
+/** What a term runs. */
+export interface TermWork {
+  /** All caches listed and none failed since. */
+  synced(): boolean;
+  /** For the logs: how many nodes the caches hold. */
+  nodeCount(): number;
+  /** Starts the term's work (on synced caches, once this replica leads). */
+  start(): void;
+  /** Stops starting work and resolves once the work in flight has ended. */
+  stop(): Promise<void>;
+}
+
+export class LeadershipTerms {
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly metrics: Pick<ControllerMetrics, 'isLeader'>;
+  private work: TermWork | undefined;
+  private leadingNow = false;
+  private stopped = false;
+  private stopDeadlineMs = 0;
+  /** The current term; aborted when it must not write any more. */
+  private term: AbortController | undefined;
+  private wasSynced = false;
+  private syncTimer: Timer | undefined;
+
+  constructor(clock: Clock, log: Logger, metrics: Pick<ControllerMetrics, 'isLeader'>) {
+    this.clock = clock;
+    this.log = log;
+    this.metrics = metrics;
+  }
+
+  /** Checked just before every write: throws NotLeaderError unless a term is current. */
+  readonly fence: Fence = () => {
+    if (!this.term || this.term.signal.aborted) throw new NotLeaderError();
+  };
+
+  /** Aborts when the current term ends (requests in flight are cut off). */
+  get signal(): AbortSignal | undefined {
+    return this.term?.signal;
+  }
+
+  get leading(): boolean {
+    return this.leadingNow;
+  }
+
+  /** Starts watching the caches' sync for `work`: a term starts as soon as this replica leads on synced caches. */
+  run(work: TermWork): void {
+    this.work = work;
+    const check = (): void => {
+      const synced = work.synced();
+      if (synced !== this.wasSynced) {
+        this.wasSynced = synced;
+        if (synced) this.log.info({ nodes: work.nodeCount() }, 'Caches synced');
+        else this.log.warn('Caches out of sync; relisting');
+      }
+      this.maybeStart();
+      if (!this.stopped) this.syncTimer = this.clock.setTimer(SYNC_CHECK_MS, check);
+    };
+    check();
+  }
+
+  /** The elector's callbacks. */
+  readonly elected = {
+    onStartedLeading: (): void => {
+      this.leadingNow = true;
+      this.metrics.isLeader.set(1);
+      this.log.info('Became leader');
+      this.maybeStart();
+    },
+    onStoppedLeading: async (): Promise<void> => {
+      if (!this.leadingNow) return;
+      this.leadingNow = false;
+      this.metrics.isLeader.set(0);
+      if (this.stopped) {
+        const left = this.stopDeadlineMs - this.clock.now();
+        await this.end(this.stopDeadlineMs - Math.min(RELEASE_RESERVE_MS, left / 2));
+      } else {
+        this.log.warn('Lost leadership; stopped writing');
+        await this.end(undefined);
+      }
+    },
+  };
+
+  /**
+   * Stops for good by `deadlineMs`: `release` (the elector's stop: drains through onStoppedLeading, then
+   * releases the lease), then whatever work is left is ended.
+   */
+  async stop(deadlineMs: number, release: (deadlineMs: number) => Promise<void>): Promise<void> {
+    this.stopped = true;
+    this.stopDeadlineMs = deadlineMs;
+    this.syncTimer?.cancel();
+    await release(deadlineMs);
+    await this.end(this.clock.now());
+    this.leadingNow = false;
+  }
+
+  private maybeStart(): void {
+    if (!this.leadingNow || this.term || this.stopped || !this.work?.synced()) return;
+    this.term = new AbortController();
+    this.work.start();
+  }
+
+  /**
+   * Ends the term's work: no new work starts; what is in flight is awaited. After a lost election nothing more
+   * may be written, so it is cut off at once (`drainByMs` undefined); on stop() this replica still holds the
+   * lease and lets it finish until `drainByMs`.
+   */
+  private async end(drainByMs: number | undefined): Promise<void> {
+    const current = this.term;
+    if (!current || !this.work) return;
+    if (drainByMs === undefined) current.abort();
+    const drained = this.work.stop();
+    if (drainByMs !== undefined) {
+      const timeout = new AbortController();
+      await Promise.race([
+        drained,
+        this.clock.sleep(Math.max(0, drainByMs - this.clock.now()), timeout.signal).catch(() => undefined),
+      ]);
+      timeout.abort();
+      current.abort();
+    }
+    await drained;
+    this.term = undefined;
+  }
+}
