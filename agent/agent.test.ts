@@ -22,7 +22,7 @@ import { FakeApiServer } from '../lib/kube/testing.ts';
 import { createLogger } from '../lib/log.ts';
 import { runAgent, type RunningAgent } from './agent.ts';
 import type { AgentConfig } from './config.ts';
-import { FakeLeaseStore } from './leases/testing.ts';
+import { FakeLeaseStore } from '../lib/kube/testing.ts';
 
 const NODES = '/api/v1/nodes';
 const SYSTEM_EXTENSIONS = `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`;

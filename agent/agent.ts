@@ -6,19 +6,20 @@ import { uptime } from 'node:os';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../lib/clock.ts';
 import { startHealthServer } from '../lib/health.ts';
+import { LEASE_NAMESPACE } from '../api/index.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
+import { KubeLeaseStore, namespacedLeases, type LeaseStore } from '../lib/kube/leases.ts';
 import type { Logger } from '../lib/log.ts';
 import { packageVersion } from '../lib/version.ts';
 import type { AgentConfig } from './config.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { KubeLeaseStore, type LeaseStore } from './leases/store.ts';
 import { LeaseWriter } from './leases/writer.ts';
 import { agentAlive } from './liveness.ts';
 import { AgentMetrics } from './metrics.ts';
 import { runProbe } from './probes/index.ts';
 import type { ProbeEnvironment } from './probes/types.ts';
 import { Supervisor } from './supervisor.ts';
-import { AgentWatches } from './watches.ts';
+import { AgentWatches, watchReports } from './watches.ts';
 
 export interface AgentDeps {
   clock: Clock;
@@ -44,18 +45,16 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const random = deps.random ?? Math.random;
   const log = deps.log.child({ node: config.nodeName });
   const metrics = new AgentMetrics(registry);
-  const store = deps.leaseStore ?? new KubeLeaseStore(client, config.requestTimeoutMs);
-  const writer = new LeaseWriter({ store, clock, log, metrics, random });
+  const leases = namespacedLeases(
+    deps.leaseStore ?? new KubeLeaseStore(client),
+    LEASE_NAMESPACE,
+    config.requestTimeoutMs,
+  );
+  const writer = new LeaseWriter({ store: leases, clock, log, metrics, random });
   const startedMs = clock.now();
   const watches = new AgentWatches({
-    ...{ client, clock, nodeName: config.nodeName },
+    ...{ client, clock, nodeName: config.nodeName, ...watchReports(log, metrics) },
     onChange: () => supervisor.queueReconcile(),
-    onError: (source, err) => {
-      metrics.watchErrors.inc({ source });
-      log.warn({ err, source }, 'Watch failed; retrying with backoff');
-    },
-    onSkipped: (source, key, err) =>
-      log.error({ err, source, object: key }, 'Skipped an object that could not be handled'),
   });
   const [target, durationSeconds] = [() => supervisor.target(), config.heartbeatDurationSeconds];
   const heartbeat = new Heartbeat({ clock, writer, random, durationSeconds, target });

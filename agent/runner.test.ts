@@ -8,10 +8,12 @@ import {
   type LeaseObject,
   type Registration,
 } from '../api/index.ts';
+import { LEASE_NAMESPACE } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { AGENT_OPTIONS } from './config.ts';
-import { FakeLeaseStore } from './leases/testing.ts';
+import { namespacedLeases, type LeaseCallOptions } from '../lib/kube/leases.ts';
+import { FakeLeaseStore } from '../lib/kube/testing.ts';
 import { LeaseWriter } from './leases/writer.ts';
 import { AgentMetrics } from './metrics.ts';
 import type { ProbeContext, ProbeResult } from './probes/types.ts';
@@ -58,16 +60,16 @@ class RecordingStore extends FakeLeaseStore {
     });
   }
 
-  override async create(lease: LeaseObject): Promise<LeaseObject> {
+  override async create(lease: LeaseObject, options: LeaseCallOptions): Promise<LeaseObject> {
     const atMs = this.clock.now();
-    const created = await super.create(lease);
+    const created = await super.create(lease, options);
     this.record('create', atMs, created);
     return created;
   }
 
-  override async replace(lease: LeaseObject): Promise<LeaseObject> {
+  override async replace(lease: LeaseObject, options: LeaseCallOptions): Promise<LeaseObject> {
     const atMs = this.clock.now();
-    const replaced = await super.replace(lease);
+    const replaced = await super.replace(lease, options);
     this.record('replace', atMs, replaced);
     return replaced;
   }
@@ -109,7 +111,8 @@ function harness(probe: FakeProbe, options: { random?: () => number } = {}): Har
   const log = pino({ level: 'silent' });
   const random = options.random ?? (() => 0.5);
   const metrics = new AgentMetrics(new Registry());
-  const writer = new LeaseWriter({ store, clock, log, metrics, random });
+  const leases = namespacedLeases(store, LEASE_NAMESPACE, 1_000);
+  const writer = new LeaseWriter({ store: leases, clock, log, metrics, random });
   const h: Harness = {
     clock,
     store,

@@ -14,6 +14,8 @@ import { matchesSelector } from '../api/selector.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
+import type { Logger } from '../lib/log.ts';
+import type { AgentMetrics } from './metrics.ts';
 import type { NodeFacts, PodFacts } from './probes/types.ts';
 
 export interface NodeSnapshot extends NodeFacts {
@@ -98,6 +100,21 @@ export interface WatchDeps {
   onError(source: string, err: unknown): void;
   /** An object the agent could not handle (a poison object); it was skipped. */
   onSkipped(source: string, key: string, err: unknown): void;
+}
+
+/** The agent's reports of watch trouble: each failure counted and warned about, a poison object logged. */
+export function watchReports(
+  log: Logger,
+  metrics: Pick<AgentMetrics, 'watchErrors'>,
+): Pick<WatchDeps, 'onError' | 'onSkipped'> {
+  return {
+    onError: (source, err) => {
+      metrics.watchErrors.inc({ source });
+      log.warn({ err, source }, 'Watch failed; retrying with backoff');
+    },
+    onSkipped: (source, key, err) =>
+      log.error({ err, source, object: key }, 'Skipped an object that could not be handled'),
+  };
 }
 
 export class AgentWatches {

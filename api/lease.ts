@@ -93,6 +93,8 @@ export interface LeaseObject {
     leaseDurationSeconds?: number;
     renewTime?: string | Date;
     acquireTime?: string | Date;
+    /** Leader election only: how many times the holder changed. */
+    leaseTransitions?: number;
   };
 }
 

@@ -1,12 +1,12 @@
 // The benchmark's fleet simulator: many simulated agents in one process (bench/simulator.ts forks several), each
 // writing its heartbeat Lease and one Lease per extension through the agent's real lease code
-// (agent/leases/writer.ts LeaseWriter over KubeLeaseStore, api/lease.ts buildLease) at the agent's default
+// (agent/leases/writer.ts LeaseWriter over lib/kube/leases.ts, api/lease.ts buildLease) at the agent's default
 // cadence: heartbeat every quarter of --heartbeat-duration-seconds (±4 %), unchanged extension leases every
 // --extension-renew-seconds, state changes at once. The parent tells it which extension changes state.
 
 import { pino } from 'pino';
-import type { NodeRef, ProbeStateRecord } from '../api/index.ts';
-import { KubeLeaseStore } from '../agent/leases/store.ts';
+import { LEASE_NAMESPACE, type NodeRef, type ProbeStateRecord } from '../api/index.ts';
+import { KubeLeaseStore, namespacedLeases } from '../lib/kube/leases.ts';
 import { LeaseWriter } from '../agent/leases/writer.ts';
 import { systemClock, type Timer } from '../lib/clock.ts';
 import { KubeClient } from '../lib/kube/client.ts';
@@ -144,7 +144,7 @@ class Fleet {
     // Failed writes are counted (stats) and retried by the writer; only errors are logged.
     const log = pino({ level: 'error', base: {} }, pino.destination({ fd: 2, sync: false }));
     this.writer = new LeaseWriter({
-      store: new KubeLeaseStore(client, init.requestTimeoutMs),
+      store: namespacedLeases(new KubeLeaseStore(client), LEASE_NAMESPACE, init.requestTimeoutMs),
       clock: systemClock,
       log,
       metrics: {

@@ -18,6 +18,7 @@ import { systemClock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Reflector } from '../lib/kube/reflector.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 
 export interface SeenNode {
   name: string;
@@ -157,7 +158,7 @@ export class Observer {
     this.nodes = new Watched(client, '/api/v1/nodes', toSeenNode);
     this.leases = new Watched(
       client,
-      `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`,
+      leasesPath(LEASE_NAMESPACE),
       (raw: RawLease) => ({
         name: raw.metadata?.name ?? '',
         state: raw.metadata?.annotations?.[LeaseAnnotation.state] ?? '',

@@ -30,6 +30,7 @@ import {
   type SimulatorInit,
 } from './simulator.ts';
 import { fmtMiB, fmtMs, percentile, renderTable, writeResults, type Results, type Row } from './report.ts';
+import { leasesPath } from '../lib/kube/paths.ts';
 
 const USAGE = `Usage: npm run bench -- [options]
 
@@ -299,7 +300,7 @@ function distributionRow(
 /** The controller's leader election Lease holder. */
 async function leaderOf(client: KubeClient): Promise<string> {
   const lease = await client.get<{ spec?: { holderIdentity?: string } }>(
-    `/apis/coordination.k8s.io/v1/namespaces/${COMPONENT_NAMESPACE}/leases/nodecare-controller`,
+    leasesPath(COMPONENT_NAMESPACE, 'nodecare-controller'),
   );
   return lease.spec?.holderIdentity ?? '';
 }

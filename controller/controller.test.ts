@@ -1,5 +1,5 @@
 // The whole controller (runController) over a hand-written API client whose node writes hang until they are
-// aborted, with the real LeaderElector on a FakeLeaderLeaseStore: a term's in-flight work is cut off and
+// aborted, with the real LeaderElector on a FakeLeaseStore: a term's in-flight work is cut off and
 // awaited before the lease is released, nothing is written once leadership is lost, and stop() releases
 // the lease within its budget even while a request hangs (issue 7 items 8 and 17).
 
@@ -16,7 +16,7 @@ import { createLogger } from '../lib/log.ts';
 import { loadControllerConfig } from './config.ts';
 import { runController, type RunningController } from './controller.ts';
 import { LeaderElector } from './leader.ts';
-import { FakeLeaderLeaseStore } from './testing.ts';
+import { FakeLeaseStore } from '../lib/kube/testing.ts';
 
 const NODE = 'node-a';
 const UID = 'uid-a';
@@ -111,7 +111,7 @@ async function start(clock: Clock = systemClock) {
   const loaded = loadControllerConfig(['--health-port=0', '--health-address=127.0.0.1', '--identity=me'], {});
   if (!('config' in loaded)) throw new Error('expected a config');
   const client = new HangingClient();
-  const store = new FakeLeaderLeaseStore();
+  const store = new FakeLeaseStore();
   const elector = new LeaderElector({
     store,
     clock,
@@ -154,7 +154,7 @@ describe('runController leadership terms', () => {
   it('leadership lost (renewals fail) mid-write: the write is cut off and nothing more is written', async () => {
     const { client, store, controller } = await start();
     await until(() => client.writes.length > 0, 'the first write to go out and hang');
-    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 1_000);
+    store.failNext('replace', FakeLeaseStore.unavailable(), 1_000);
     await until(() => !controller.isLeader(), 'leadership to be lost');
     await until(() => client.writes.every((w) => w.aborted), 'the in-flight write to be cut off');
     const written = client.writes.length;
@@ -168,7 +168,7 @@ describe('runController leadership terms', () => {
     // The outage: watches end, lists fail, renewals fail until leadership is lost.
     client.down = true;
     client.endWatches();
-    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 1_000);
+    store.failNext('replace', FakeLeaseStore.unavailable(), 1_000);
     await until(() => !controller.isLeader(), 'leadership to be lost');
     // The election answers again before the lists do: this replica leads on caches that are not in sync.
     store.clearFaults();

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { FakeLeaderLeaseStore } from './testing.ts';
+import { FakeLeaseStore } from '../lib/kube/testing.ts';
 import {
   LEADER_ELECTION_DEFAULTS,
   LeaderElector,
@@ -19,7 +19,7 @@ interface Recorded {
   signals: AbortSignal[];
 }
 
-function elector(store: FakeLeaderLeaseStore, clock: FakeClock, identity: string, random = () => 0) {
+function elector(store: FakeLeaseStore, clock: FakeClock, identity: string, random = () => 0) {
   return new LeaderElector({
     store,
     clock,
@@ -48,7 +48,7 @@ function startRecording(e: LeaderElector, onStopped?: () => Promise<void>): Reco
 }
 
 function setup() {
-  const store = new FakeLeaderLeaseStore();
+  const store = new FakeLeaseStore();
   const clock = new FakeClock();
   return { store, clock };
 }
@@ -196,7 +196,7 @@ describe('LeaderElector', () => {
     const a = elector(store, clock, 'a');
     const recorded = startRecording(a);
     await clock.advance(0);
-    store.failNext('replace', FakeLeaderLeaseStore.unavailable(), 100);
+    store.failNext('replace', FakeLeaseStore.unavailable(), 100);
     store.failNext('get', new KubeError(KubeErrorCode.Timeout, 0, 'timed out'), 100);
     // The round starts one retryPeriod after the last renewal (t=2 s) and ends renewDeadline later (t=12 s).
     await clock.advance(retryPeriodMs + renewDeadlineMs - 1);
@@ -232,7 +232,7 @@ describe('LeaderElector', () => {
   it.each([
     {
       name: 'conflict on takeover → re-read, acquired on the next try',
-      fault: { op: 'replace', error: FakeLeaderLeaseStore.conflict() },
+      fault: { op: 'replace', error: FakeLeaseStore.conflict() },
       existing: true,
       ops: ['get', 'replace', 'get', 'replace'],
     },

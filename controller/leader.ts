@@ -21,9 +21,8 @@ import type { LeaseObject } from '../api/lease.ts';
 import { microTime } from '../api/lease.ts';
 import { COMPONENT_NAMESPACE } from '../api/names.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import { leasesPath } from '../lib/kube/paths.ts';
+import type { LeaseCallOptions, LeaseStore } from '../lib/kube/leases.ts';
 import type { Logger } from '../lib/log.ts';
 
 /**
@@ -73,48 +72,8 @@ export function validateLeaderElectionTiming(timing: LeaderElectionTiming): stri
 }
 
 /** A Lease as leader election reads and writes it (LeaseObject plus leaseTransitions). */
-export interface LeaderLease extends LeaseObject {
-  spec?: LeaseObject['spec'] & { leaseTransitions?: number };
-}
-
-export interface StoreCallOptions {
-  /** Deadline of this one request. */
-  timeoutMs: number;
-  signal?: AbortSignal;
-}
-
-/** The narrow port leader election needs (docs/conventions.md 5). */
-export interface LeaderLeaseStore {
-  get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease>;
-  /** Fails with AlreadyExists when someone created it first. */
-  create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease>;
-  /** Fails with Conflict when lease.metadata.resourceVersion is stale, NotFound when it is gone. */
-  replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease>;
-}
-
-export class KubeLeaderLeaseStore implements LeaderLeaseStore {
-  private readonly client: Pick<KubeClient, 'request'>;
-
-  constructor(client: Pick<KubeClient, 'request'>) {
-    this.client = client;
-  }
-
-  get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease> {
-    return this.client.request<LeaderLease>('GET', leasesPath(namespace, name), options);
-  }
-
-  create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
-    return this.client.request<LeaderLease>('POST', leasesPath(lease.metadata.namespace ?? ''), {
-      ...options,
-      body: lease,
-    });
-  }
-
-  replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
-    const path = leasesPath(lease.metadata.namespace ?? '', lease.metadata.name ?? '');
-    return this.client.request<LeaderLease>('PUT', path, { ...options, body: lease });
-  }
-}
+/** The leader's Lease: a coordination.k8s.io/v1 Lease with leaseTransitions (through the one Lease port). */
+export type LeaderLease = LeaseObject;
 
 export interface LeaderCallbacks {
   /** This replica now leads; `signal` aborts when it stops leading. Only the leader writes. */
@@ -126,7 +85,7 @@ export interface LeaderCallbacks {
 }
 
 export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
-  store: LeaderLeaseStore;
+  store: LeaseStore;
   clock: Clock;
   log: Logger;
   /** Unique per replica (the pod name). */
@@ -154,7 +113,7 @@ export class LeaderElector {
   readonly identity: string;
   readonly name: string;
   readonly namespace: string;
-  private readonly store: LeaderLeaseStore;
+  private readonly store: LeaseStore;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly random: () => number;
@@ -314,7 +273,7 @@ export class LeaderElector {
     }
   }
 
-  private callOptions(deadlineMs: number): StoreCallOptions {
+  private callOptions(deadlineMs: number): LeaseCallOptions {
     return { timeoutMs: Math.max(1, deadlineMs - this.clock.now()), signal: this.stopping.signal };
   }
 
@@ -435,7 +394,7 @@ export class LeaderElector {
    */
   private async release(): Promise<void> {
     const deadline = Math.min(this.clock.now() + this.timing.renewDeadlineMs, this.releaseByMs);
-    const options = (): StoreCallOptions => ({ timeoutMs: deadline - this.clock.now() });
+    const options = (): LeaseCallOptions => ({ timeoutMs: deadline - this.clock.now() });
     let lease = this.observed;
     for (let attempt = 0; attempt < 2 && lease; attempt++) {
       if (lease.spec?.holderIdentity !== this.identity) return;

@@ -10,7 +10,8 @@ import { createLogger } from '../lib/log.ts';
 import { runProgram } from '../lib/program.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { alwaysLeader, runController, type Elector } from './controller.ts';
-import { KubeLeaderLeaseStore, LeaderElector } from './leader.ts';
+import { KubeLeaseStore } from '../lib/kube/leases.ts';
+import { LeaderElector } from './leader.ts';
 
 /** Kept of the shutdown budget for closing the client's connections after the controller stopped. */
 const CLIENT_CLOSE_MS = 250;
@@ -35,7 +36,7 @@ runProgram<ControllerConfig>({
     const { namespace, name, leaseDurationMs, renewDeadlineMs, retryPeriodMs } = config.leaderElection;
     const elector: Elector = config.leaderElect
       ? new LeaderElector({
-          store: new KubeLeaderLeaseStore(client),
+          store: new KubeLeaseStore(client),
           clock: systemClock,
           log: log.child({ component: 'leader-election' }),
           identity: config.identity,

@@ -16,7 +16,6 @@ import {
   type NodeObject,
   WrittenNodes,
 } from './cache/index.ts';
-import type { LeaderLease, LeaderLeaseStore, StoreCallOptions } from './leader.ts';
 import type { ReconcilerCache } from './reconciler.ts';
 import type { NodeApi } from './writes/index.ts';
 
@@ -204,83 +203,5 @@ export class FakeCache implements ReconcilerCache {
 
   leasesOf(nodeName: string): NodeLeases {
     return this.leases.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });
-  }
-}
-
-type StoreOp = 'get' | 'create' | 'replace';
-
-/** In-memory LeaderLeaseStore with resourceVersion semantics and `failNext(op, error)` fault injection. */
-export class FakeLeaderLeaseStore implements LeaderLeaseStore {
-  readonly leases = new Map<string, LeaderLease>();
-  readonly calls: Array<{ op: StoreOp; name: string; timeoutMs: number }> = [];
-  private readonly faults: Array<{ op: StoreOp; error: KubeError }> = [];
-  private version = 1;
-
-  /** The next `times` calls of `op` fail with `error`. */
-  failNext(op: StoreOp, error: KubeError, times = 1): void {
-    for (let i = 0; i < times; i++) this.faults.push({ op, error });
-  }
-
-  /** Drops injected faults that have not fired. */
-  clearFaults(): void {
-    this.faults.length = 0;
-  }
-
-  static conflict(): KubeError {
-    return new KubeError(KubeErrorCode.Conflict, 409, 'conflict');
-  }
-
-  static unavailable(): KubeError {
-    return new KubeError(KubeErrorCode.ServerError, 503, 'injected 503');
-  }
-
-  /** Writes a lease as another party would (no fault injection, no call recorded). */
-  put(lease: LeaderLease): LeaderLease {
-    return this.stamp(lease);
-  }
-
-  lease(namespace: string, name: string): LeaderLease | undefined {
-    const lease = this.leases.get(`${namespace}/${name}`);
-    return lease && structuredClone(lease);
-  }
-
-  private enter(op: StoreOp, name: string, options: StoreCallOptions): void {
-    this.calls.push({ op, name, timeoutMs: options.timeoutMs });
-    const index = this.faults.findIndex((f) => f.op === op);
-    if (index >= 0) {
-      const [fault] = this.faults.splice(index, 1);
-      throw fault?.error;
-    }
-  }
-
-  private stamp(lease: LeaderLease): LeaderLease {
-    const copy = structuredClone(lease);
-    copy.metadata.resourceVersion = String(++this.version);
-    this.leases.set(`${copy.metadata.namespace}/${copy.metadata.name}`, copy);
-    return structuredClone(copy);
-  }
-
-  async get(namespace: string, name: string, options: StoreCallOptions): Promise<LeaderLease> {
-    this.enter('get', name, options);
-    const lease = this.leases.get(`${namespace}/${name}`);
-    if (!lease) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
-    return structuredClone(lease);
-  }
-
-  async create(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
-    const key = `${lease.metadata.namespace}/${lease.metadata.name}`;
-    this.enter('create', lease.metadata.name ?? '', options);
-    if (this.leases.has(key)) throw new KubeError(KubeErrorCode.AlreadyExists, 409, `lease ${key} exists`);
-    return this.stamp(lease);
-  }
-
-  async replace(lease: LeaderLease, options: StoreCallOptions): Promise<LeaderLease> {
-    const key = `${lease.metadata.namespace}/${lease.metadata.name}`;
-    this.enter('replace', lease.metadata.name ?? '', options);
-    const current = this.leases.get(key);
-    if (!current) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${key} not found`);
-    if (lease.metadata.resourceVersion !== current.metadata.resourceVersion)
-      throw FakeLeaderLeaseStore.conflict();
-    return this.stamp(lease);
   }
 }

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { buildLease, extensionLeaseName, LeaseAnnotation, type DesiredLease } from '../../api/index.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { KubeErrorCode } from '../../lib/kube/errors.ts';
-import { FakeLeaseStore } from './testing.ts';
+import { LEASE_NAMESPACE } from '../../api/index.ts';
+import { namespacedLeases } from '../../lib/kube/leases.ts';
+import { FakeLeaseStore } from '../../lib/kube/testing.ts';
 import { LeaseWriter } from './writer.ts';
 
 const node = { name: 'node-a', uid: 'uid-a' };
@@ -29,7 +31,12 @@ function desired(state: 'Healthy' | 'Unhealthy', renewMs: number): DesiredLease 
 function setup() {
   const store = new FakeLeaseStore();
   const clock = new FakeClock();
-  const writer = new LeaseWriter({ store, clock, log: pino({ level: 'silent' }), random: () => 0.5 });
+  const writer = new LeaseWriter({
+    store: namespacedLeases(store, LEASE_NAMESPACE, 1_000),
+    clock,
+    log: pino({ level: 'silent' }),
+    random: () => 0.5,
+  });
   return { store, clock, writer };
 }
 
@@ -65,7 +72,7 @@ describe('LeaseWriter', () => {
 
   it('lease created by an earlier agent process → AlreadyExists, read, then updated', async () => {
     const { store, writer } = setup();
-    await store.create(buildLease(desired('Unhealthy', 500)));
+    await store.create(buildLease(desired('Unhealthy', 500)), { timeoutMs: 1_000 });
     store.calls.length = 0;
     await writer.write(desired('Healthy', 1_000));
     expect(store.calls.map((c) => c.op)).toEqual(['create', 'get', 'replace']);

@@ -9,7 +9,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { Backoff, LEASE_BACKOFF } from '../../lib/kube/backoff.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
-import type { LeaseStore } from './store.ts';
+import type { NamespacedLeases } from '../../lib/kube/leases.ts';
 
 export interface LeaseWriterMetrics {
   /** Counts write attempts by operation and result (ok, conflict, error). */
@@ -17,7 +17,7 @@ export interface LeaseWriterMetrics {
 }
 
 export interface LeaseWriterDeps {
-  store: LeaseStore;
+  store: NamespacedLeases;
   clock: Clock;
   log: Logger;
   metrics?: LeaseWriterMetrics;

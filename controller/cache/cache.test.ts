@@ -32,6 +32,7 @@ import {
   type CachedLease,
 } from './index.ts';
 import { ControllerMetrics } from '../metrics.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 
 const NODE = { name: 'node-x', uid: 'uid-x' };
 
@@ -561,7 +562,7 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
     // status.conditions that is not a list makes the node's ingest throw.
     const poison = { metadata: { name: 'poison' }, status: { conditions: {} } };
     api.serve(NODES, [{ metadata: { name: 'good' } }, poison]);
-    api.serve(`/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`);
+    api.serve(leasesPath(LEASE_NAMESPACE));
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
     const lines: Array<Record<string, unknown>> = [];
     const log = createLogger(

@@ -6,7 +6,10 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { LeaseObject } from '../../api/lease.ts';
 import { KubeClient, type KubeClientOptions, type WatchEventType } from './client.ts';
+import { KubeError, KubeErrorCode } from './errors.ts';
+import type { LeaseCallOptions, LeaseStore } from './leases.ts';
 
 interface Obj {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -136,5 +139,98 @@ export class FakeApiServer {
     res.flushHeaders();
     collection.watches.add(res);
     res.once('close', () => collection.watches.delete(res));
+  }
+}
+
+export type LeaseOp = 'get' | 'create' | 'replace' | 'delete';
+
+/**
+ * The one fake of the Lease port (lib/kube/leases.ts), for the agent's and the controller's tests: Leases in
+ * memory with resourceVersion semantics (a stale replace gets 409, a second create AlreadyExists, a missing
+ * Lease 404, as from the API server), every call recorded, and faults injected with `failNext`. Leases are
+ * kept by name: a test uses each name in one namespace only.
+ */
+export class FakeLeaseStore implements LeaseStore {
+  /** By name. */
+  readonly leases = new Map<string, LeaseObject>();
+  readonly calls: Array<{ op: LeaseOp; name: string; timeoutMs: number }> = [];
+  private readonly faults: Array<{ op: LeaseOp; error: KubeError }> = [];
+  private version = 1;
+
+  static conflict(): KubeError {
+    return new KubeError(KubeErrorCode.Conflict, 409, 'conflict');
+  }
+
+  static unavailable(): KubeError {
+    return new KubeError(KubeErrorCode.ServerError, 503, 'injected 503');
+  }
+
+  static error(code: KubeErrorCode, status: number): KubeError {
+    return new KubeError(code, status, `injected ${status}`);
+  }
+
+  /** The next `times` calls of `op` fail with `error`. */
+  failNext(op: LeaseOp, error: KubeError, times = 1): void {
+    for (let i = 0; i < times; i++) this.faults.push({ op, error });
+  }
+
+  /** Drops injected faults that have not fired. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
+  /** Writes a Lease as another party would (no fault injection, no call recorded). */
+  put(lease: LeaseObject): LeaseObject {
+    return this.stamp(lease);
+  }
+
+  /** The stored Lease, when it is in `namespace`. */
+  lease(namespace: string, name: string): LeaseObject | undefined {
+    const lease = this.leases.get(name);
+    return lease && lease.metadata.namespace === namespace ? structuredClone(lease) : undefined;
+  }
+
+  async get(namespace: string, name: string, options: LeaseCallOptions): Promise<LeaseObject> {
+    this.enter('get', name, options);
+    const lease = this.lease(namespace, name);
+    if (!lease) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
+    return lease;
+  }
+
+  async create(lease: LeaseObject, options: LeaseCallOptions): Promise<LeaseObject> {
+    const name = lease.metadata.name ?? '';
+    this.enter('create', name, options);
+    if (this.leases.has(name)) throw new KubeError(KubeErrorCode.AlreadyExists, 409, `lease ${name} exists`);
+    return this.stamp({ ...lease, metadata: { ...lease.metadata, resourceVersion: undefined } });
+  }
+
+  async replace(lease: LeaseObject, options: LeaseCallOptions): Promise<LeaseObject> {
+    const name = lease.metadata.name ?? '';
+    this.enter('replace', name, options);
+    const current = this.lease(lease.metadata.namespace ?? '', name);
+    if (!current) throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
+    const rv = lease.metadata.resourceVersion;
+    if (rv !== undefined && rv !== current.metadata.resourceVersion) throw FakeLeaseStore.conflict();
+    return this.stamp(lease);
+  }
+
+  async delete(namespace: string, name: string, options: LeaseCallOptions): Promise<void> {
+    this.enter('delete', name, options);
+    if (!this.lease(namespace, name))
+      throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
+    this.leases.delete(name);
+  }
+
+  private enter(op: LeaseOp, name: string, options: LeaseCallOptions): void {
+    this.calls.push({ op, name, timeoutMs: options.timeoutMs });
+    const index = this.faults.findIndex((f) => f.op === op);
+    if (index >= 0) throw this.faults.splice(index, 1)[0]?.error;
+  }
+
+  private stamp(lease: LeaseObject): LeaseObject {
+    const copy = structuredClone(lease);
+    copy.metadata.resourceVersion = String(++this.version);
+    this.leases.set(copy.metadata.name ?? '', copy);
+    return structuredClone(copy);
   }
 }

@@ -225,10 +225,11 @@ describe('nodecare-controller', () => {
     expect(held.metadata?.labels?.[NODE_STATUS_LABEL]).toMatch(/progressing|unhealthy/);
 
     await b.start();
+    // Two writes (docs/adr/0008): the taint patch, then the condition on the node it returned.
     const ready = await waitForNode(
       nodeName,
-      'bootstrap taint removed',
-      (n) => !taintKeys(n).includes(BOOTSTRAP),
+      'bootstrap taint removed and the condition written after it',
+      (n) => !taintKeys(n).includes(BOOTSTRAP) && condition(n)?.status === 'True',
     );
     expect(taintKeys(ready)).not.toContain(RUNTIME);
     expect(condition(ready)).toMatchObject({ status: 'True', reason: 'AllExtensionsHealthy' });
@@ -258,7 +259,12 @@ describe('nodecare-controller', () => {
     expect((await readNode(nodeName)).metadata?.resourceVersion).toBe(before);
 
     await web.stop();
-    const degraded = await waitForNode(nodeName, 'runtime taint', (n) => taintKeys(n).includes(RUNTIME));
+    // Taints first, then the condition (docs/adr/0008): wait for both writes.
+    const degraded = await waitForNode(
+      nodeName,
+      'runtime taint and the condition after it',
+      (n) => taintKeys(n).includes(RUNTIME) && condition(n)?.status === 'False',
+    );
     expect(taintKeys(degraded)).not.toContain(BOOTSTRAP);
     expect(condition(degraded)).toMatchObject({ status: 'False', reason: 'ExtensionsUnhealthy' });
     expect(condition(degraded)?.message).toMatch(/web Unhealthy \(ConnectionRefused\)/);
@@ -267,10 +273,9 @@ describe('nodecare-controller', () => {
     await web.start();
     const recovered = await waitForNode(
       nodeName,
-      'runtime taint removed',
-      (n) => !taintKeys(n).includes(RUNTIME),
+      'runtime taint removed and the condition after it',
+      (n) => !taintKeys(n).includes(RUNTIME) && condition(n)?.status === 'True',
     );
-    expect(condition(recovered)?.status).toBe('True');
     expect(recovered.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('healthy');
     await expectEvents([nodeName], ['RuntimeTaintAdded', 'RuntimeTaintRemoved', 'ExtensionUnhealthy']);
 
@@ -333,8 +338,8 @@ describe('nodecare-controller', () => {
     const killedAt = Date.now();
     const tainted = await waitForNode(
       dyingNode,
-      'runtime taint after the heartbeat lease expired',
-      (n) => taintKeys(n).includes(RUNTIME),
+      'runtime taint after the heartbeat lease expired, and the condition after it',
+      (n) => taintKeys(n).includes(RUNTIME) && condition(n)?.status === 'Unknown',
       40_000,
     );
     // The heartbeat lease lasts 8 s; the taint must not come before it could have expired.
@@ -493,10 +498,11 @@ describe('nodecare-controller', () => {
       if (others.length > 3 && !taintKeys(node).includes(BOOTSTRAP)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    // Two writes (docs/adr/0008): the taint patch, then the condition on the node it returned.
     const ready = await waitForNode(
       nodeName,
-      'bootstrap taint removed',
-      (n) => !taintKeys(n).includes(BOOTSTRAP),
+      'bootstrap taint removed and the condition written after it',
+      (n) => !taintKeys(n).includes(BOOTSTRAP) && condition(n)?.status === 'True',
     );
     const keys = taintKeys(ready);
     expect(keys).toContain('example.com/theirs');
@@ -551,10 +557,11 @@ describe('nodecare-controller', () => {
     const held = await waitForNode(nodeName, 'bootstrap taint', (n) => taintKeys(n).includes(BOOTSTRAP));
     expect(timeAdded(held)).toBe(original);
     await agentFor(nodeName);
+    // Two writes (docs/adr/0008): the taint patch, then the condition on the node it returned.
     const ready = await waitForNode(
       nodeName,
-      'bootstrap taint removed',
-      (n) => !taintKeys(n).includes(BOOTSTRAP),
+      'bootstrap taint removed and the condition written after it',
+      (n) => !taintKeys(n).includes(BOOTSTRAP) && condition(n)?.status === 'True',
     );
     expect(taintKeys(ready)).toEqual([unreachable.key]);
     expect(timeAdded(ready)).toBe(original);

@@ -25,7 +25,8 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE_NAMESPACE, agentLeaseName, buildLease, type LeaseObject } from '../../api/index.ts';
-import { KubeLeaseStore } from '../../agent/leases/store.ts';
+import { KubeLeaseStore, namespacedLeases } from '../../lib/kube/leases.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeErrorCode, isKubeError } from '../../lib/kube/errors.ts';
@@ -132,7 +133,7 @@ function slowBody(signal: AbortSignal): Readable {
 }
 
 function leasePath(name?: string): string {
-  return `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases${name ? `/${name}` : ''}`;
+  return leasesPath(LEASE_NAMESPACE, name);
 }
 
 function heartbeat(id: Identity, resourceVersion?: string): LeaseObject {
@@ -152,7 +153,9 @@ function heartbeat(id: Identity, resourceVersion?: string): LeaseObject {
 async function readHeartbeat(id: Identity): Promise<LeaseObject> {
   const client = new KubeClient(await loadConnection(id.kubeconfig), { userAgent: 'nodecare-apf-test' });
   try {
-    return await new KubeLeaseStore(client, REQUEST_TIMEOUT_MS).get(agentLeaseName(id.node.name));
+    return await namespacedLeases(new KubeLeaseStore(client), LEASE_NAMESPACE, REQUEST_TIMEOUT_MS).get(
+      agentLeaseName(id.node.name),
+    );
   } finally {
     await client.close();
   }
@@ -165,7 +168,7 @@ async function readHeartbeat(id: Identity): Promise<LeaseObject> {
  */
 async function renewUntil(id: Identity, until: number, from: LeaseObject): Promise<Renewal[]> {
   const client = new KubeClient(await loadConnection(id.kubeconfig), { userAgent: 'nodecare-apf-test' });
-  const store = new KubeLeaseStore(client, REQUEST_TIMEOUT_MS);
+  const store = namespacedLeases(new KubeLeaseStore(client), LEASE_NAMESPACE, REQUEST_TIMEOUT_MS);
   const renewals: Renewal[] = [];
   let last = from;
   let conflicts = 0;

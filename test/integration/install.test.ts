@@ -38,6 +38,7 @@ import { mintAgentTokenOnNode, mintServiceAccountToken } from '../controlplane/t
 import { adminKubeConfig, createSystemExtension, eventually, uniqueName, FAST_PROBING } from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { kubectl } from './setup.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MANIFESTS = join(ROOT, 'manifests');
@@ -152,7 +153,7 @@ async function expectPolicyDenied(request: Promise<unknown>, text?: string): Pro
 }
 
 function leasePath(name?: string, namespace = LEASE_NAMESPACE): string {
-  return `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases${name ? `/${name}` : ''}`;
+  return leasesPath(namespace, name);
 }
 
 function leaseFor(node: { name: string; uid: string }, extension: string | undefined): LeaseObject {

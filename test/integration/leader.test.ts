@@ -7,7 +7,8 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
-import { KubeLeaderLeaseStore, LEADER_ELECTION_DEFAULTS, LeaderElector } from '../../controller/leader.ts';
+import { LEADER_ELECTION_DEFAULTS, LeaderElector } from '../../controller/leader.ts';
+import { KubeLeaseStore } from '../../lib/kube/leases.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
@@ -41,7 +42,7 @@ afterEach(async () => {
 async function candidate(lease: string, identity: string): Promise<Candidate> {
   const client = new KubeClient(await loadConnection(inject('kubeconfig')));
   const elector = new LeaderElector({
-    store: new KubeLeaderLeaseStore(client),
+    store: new KubeLeaseStore(client),
     clock: systemClock,
     log: pino({ level: 'silent' }),
     identity,

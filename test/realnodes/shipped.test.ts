@@ -46,6 +46,7 @@ import {
   type Node,
   type Pod,
 } from './cluster.ts';
+import { leasesPath } from '../../lib/kube/paths.ts';
 
 const notRun = inject('realNodesNotRun');
 const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -169,7 +170,7 @@ describe.skipIf(notRun !== '')(
       const path = join(installDir, 'agent.kubeconfig');
       writeFileSync(path, JSON.stringify(doc), { mode: 0o600 });
       const client = new KubeClient(await loadConnection(path), { userAgent: 'nodecare-realnodes-test' });
-      const leases = `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`;
+      const leases = leasesPath(LEASE_NAMESPACE);
       const leaseFor = async (name: string) => {
         const n = await getJson<{ metadata: { uid: string } }>(['get', 'node', name]);
         return buildLease({

@@ -49,7 +49,7 @@ describe('the layering is enforced by npm run lint', () => {
       "import { AGENT_OPTIONS } from '../../agent/config.ts';",
       /The controller imports only/,
     ],
-    ['agent/x.ts', "import { FakeLeaseStore } from './leases/testing.ts';", /stay out of the product/],
+    ['agent/x.ts', "import { FakeLeaseStore } from '../lib/kube/testing.ts';", /stay out of the product/],
     ['controller/x.ts', "import { FakeCache } from './testing.ts';", /stay out of the product/],
     ['lib/kube/x.ts', "import { FakeClock } from '../testing.ts';", /stay out of the product/],
   ])('%s: %s is refused', async (path, source, message) => {
