@@ -1,6 +1,6 @@
 // controller/eviction/: safe eviction (docs/design.md section 5). It owns the pure plan of which nodes may be
-// evicted now (zones, rate, breaker) and one eviction pass over a node through the Eviction API; the evictor
-// (controller/evictor.ts) runs them per leadership term.
+// evicted now (zones, rate, breaker, plan.ts), one eviction pass over a node through the Eviction API
+// (evict.ts), and the runner that does passes per leadership term, its state reset each term (runner.ts).
 
 export {
   BlockReason,
@@ -26,3 +26,4 @@ export {
   type EvictNodePodsOptions,
   type PodEvictionResult,
 } from './evict.ts';
+export { Evictor, type EvictorDeps } from './runner.ts';

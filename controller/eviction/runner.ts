@@ -3,20 +3,15 @@
 // evicts the chosen nodes' pods through the Eviction API (PDBs respected), records PodEvicted events, and
 // sleeps until the plan's next deadline.
 
-import { EventReason } from '../api/reasons.ts';
-import type { Clock, Timer } from '../lib/clock.ts';
-import type { Logger } from '../lib/log.ts';
-import type { ControllerConfig } from './config.ts';
-import { NodeState } from './decide/index.ts';
-import {
-  EVICTION_DEFAULTS,
-  evictionComplete,
-  planEvictions,
-  type EvictionNode,
-  type PodEvictionResult,
-} from './eviction/index.ts';
-import type { ControllerMetrics } from './metrics.ts';
-import type { EventRecorder } from './writes/index.ts';
+import { EventReason } from '../../api/reasons.ts';
+import type { Clock, Timer } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { ControllerConfig } from '../config.ts';
+import { NodeState } from '../decide/index.ts';
+import { evictionComplete, type PodEvictionResult } from './evict.ts';
+import { EVICTION_DEFAULTS, planEvictions, type EvictionNode } from './plan.ts';
+import type { ControllerMetrics } from '../metrics.ts';
+import type { EventRecorder } from '../writes/index.ts';
 
 const MAX_IDLE_MS = 5_000;
 

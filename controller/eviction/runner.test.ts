@@ -3,13 +3,13 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../lib/testing.ts';
-import { createLogger } from '../lib/log.ts';
-import { loadControllerConfig, type ControllerConfig } from './config.ts';
-import { NodeState } from './decide/index.ts';
-import type { PodEvictionResult } from './eviction/index.ts';
-import { Evictor } from './evictor.ts';
-import { ControllerMetrics } from './metrics.ts';
+import { FakeClock } from '../../lib/testing.ts';
+import { createLogger } from '../../lib/log.ts';
+import { loadControllerConfig, type ControllerConfig } from '../config.ts';
+import { NodeState } from '../decide/index.ts';
+import type { PodEvictionResult } from './index.ts';
+import { Evictor } from './runner.ts';
+import { ControllerMetrics } from '../metrics.ts';
 
 function config(): ControllerConfig {
   const loaded = loadControllerConfig(['--evict-after-seconds=1', '--eviction-rate=100'], {});
