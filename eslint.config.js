@@ -82,6 +82,7 @@ export const LAYERING = [
     [
       'controller/decide/**/*.ts',
       'controller/rollup/evaluate.ts',
+      'controller/rollup/pairs.ts',
       'controller/rollup/condition.ts',
       'controller/rollup/gardener.ts',
     ],

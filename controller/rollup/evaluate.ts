@@ -8,8 +8,6 @@
 
 import { BUILTIN_CONDITION_TYPES } from '../../api/extension.ts';
 import { ExtensionState } from '../../api/names.ts';
-import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
-import { capInput } from '../../api/text.ts';
 import {
   failedCondition,
   initCondition,
@@ -38,167 +36,31 @@ export const DEFAULT_THRESHOLDS_MS: Readonly<Record<string, number>> = {
 export const SUCCESS_MESSAGE = 'All health checks successful';
 export const HIBERNATED_MESSAGE = 'Shoot is hibernated';
 
-/** How many failing items a message names before it says how many more there are. */
-export const MAX_MESSAGE_ITEMS = 10;
+import {
+  MAX_CONDITIONS,
+  MAX_EXTENSION_ROWS,
+  classifyPair,
+  isConfigurationProblem,
+  itemsMessage,
+  unevaluableMessage,
+  type RollupPair,
+} from './pairs.ts';
 
-/**
- * Bounds that keep every status the roll-up computes within the ClusterHealth CRD's schema (a status the API
- * server refuses with 422 would block the whole roll-up): whatever nodes write, one item of a message is at
- * most MAX_ITEM_LENGTH characters (a node name of 253, an extension name of 63, the state and a capped
- * reason fit), a message at most MAX_CONDITION_MESSAGE (the CRD allows 32,768), at most MAX_CONDITIONS
- * conditions (the CRD's maxItems) and MAX_EXTENSION_ROWS per-extension rows (the CRD's maxItems).
- */
-export const MAX_ITEM_LENGTH = 512;
-export const MAX_CONDITION_MESSAGE = 8_192;
-export const MAX_CONDITIONS = 64;
-export const MAX_EXTENSION_ROWS = 10_000;
-
-/** What the kubelet says about a NotReady node (capped and inert: controller/cache.ts kubeletNotReady). */
-export interface NodeNotReadyFact {
-  /** The kubelet Ready condition's reason, e.g. `NodeStatusUnknown`. */
-  reason: string;
-  /** Its lastTransitionTime ('' when absent). */
-  since: string;
-}
-
-/** The node's agent is not reporting (the decision's agentNotReporting). */
-export interface AgentNotReportingFact {
-  /** Its heartbeat's last renewTime as written ('' when it never reported on this boot). */
-  since: string;
-}
-
-/** One (node, extension) pair as the controller decided it. */
-export interface RollupPair {
-  node: string;
-  extension: string;
-  conditionType: string;
-  state: ExtensionState;
-  reason: string;
-  /** Set when the node is NotReady (the kubelet's Ready is not True): the pair fails, naming the node. */
-  nodeNotReady?: NodeNotReadyFact;
-  /** Set on the pairs Unknown / AgentNotReporting: the message names the node once for all of them. */
-  agentNotReporting?: AgentNotReportingFact;
-}
-
-export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
-
-/**
- * How a pair counts. A pair of a NotReady node (the kubelet's Ready is not True; the decision made it Unknown /
- * NodeNotReady) is failing: Gardener's own EveryNodeReady check fails a node whose Ready is not True through
- * its threshold machine (`NodeUnhealthy`), it does not report a check error, and what is known is a fact about
- * the node, not an outdated report (docs/rollup.md). An expired lease or an agent that stopped reporting cannot
- * be evaluated (Gardener's outdated report → Unknown). An agent's own Unknown ("could not determine") counts as
- * failing: our one deviation from Gardener, which counts an Unknown check without error as a success — a check
- * that cannot tell whether the GPU plugin works must not report the cluster healthy.
- */
-export function classifyPair(pair: Pick<RollupPair, 'state' | 'reason' | 'nodeNotReady'>): PairVerdict {
-  if (pair.nodeNotReady !== undefined || pair.reason === ControllerReason.NodeNotReady) return 'failing';
-  switch (pair.state) {
-    case ExtensionState.Healthy:
-      return 'healthy';
-    case ExtensionState.Progressing:
-      return 'progressing';
-    case ExtensionState.Unhealthy:
-      return 'failing';
-    case ExtensionState.Unknown:
-      return pair.reason === ControllerReason.AgentNotReporting ||
-        pair.reason === ControllerReason.LeaseExpired ||
-        pair.reason === ControllerReason.LeaseMissing
-        ? 'unevaluable'
-        : 'failing';
-    default: {
-      const unreachable: never = pair.state;
-      return unreachable;
-    }
-  }
-}
-
-function isConfigurationProblem(pair: RollupPair): boolean {
-  return (
-    pair.reason === ControllerReason.InvalidRegistration || pair.reason === ProbeReason.InvalidRegistration
-  );
-}
-
-/**
- * `node-a: gpu-plugin Unhealthy (ProbeTimeout)`; for a NotReady node, whatever the extension,
- * `node-a: kubelet not ready (NodeStatusUnknown) since 2026-11-24T14:00:00Z` (said once per node). Capped and
- * made inert (the reason is a node's word).
- */
-function describePair(pair: RollupPair): string {
-  const k = pair.nodeNotReady;
-  const item =
-    k !== undefined
-      ? `${pair.node}: kubelet not ready${k.reason ? ` (${k.reason})` : ''}${k.since ? ` since ${k.since}` : ''}`
-      : `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
-  return capInput(item, MAX_ITEM_LENGTH);
-}
-
-function byNodeThenExtension(a: RollupPair, b: RollupPair): number {
-  if (a.node !== b.node) return a.node < b.node ? -1 : 1;
-  return a.extension < b.extension ? -1 : a.extension > b.extension ? 1 : 0;
-}
-
-/**
- * Gardener's message format: one item is `<x>.`, several are `1) <a>. 2) <b>.`; past `max` items the rest are
- * counted (`… and 3 more.`). Sorted, so equal inputs give an equal message and nothing is written twice.
- */
-export function itemsMessage(pairs: readonly RollupPair[], max: number = MAX_MESSAGE_ITEMS): string {
-  // Sorted by node, so the pairs of a NotReady node (one item for all of them) are adjacent.
-  const items = [...pairs].sort(byNodeThenExtension).map(describePair);
-  const unique = items.filter((item, i) => i === 0 || item !== items[i - 1]);
-  const shown = unique.slice(0, max);
-  const rest = unique.length - shown.length;
-  const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
-  return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
-}
-
-const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** What made a pair unevaluable, in words (the reason stays beside it for a search). */
-function whyUnevaluable(pair: RollupPair): string {
-  switch (pair.reason) {
-    case ControllerReason.AgentNotReporting: {
-      const since = pair.agentNotReporting?.since;
-      return since ? `agent not reporting since ${since}` : 'agent has not reported on this boot';
-    }
-    case ControllerReason.LeaseExpired:
-      return 'its lease was not renewed in time (LeaseExpired)';
-    case ControllerReason.LeaseMissing:
-      return 'no lease written (LeaseMissing)';
-    default:
-      return `${pair.state} (${pair.reason})`;
-  }
-}
-
-/**
- * The message of ConditionCheckError (the reason stays Gardener's): what happened, not "failed to execute N
- * health checks". The pairs of one node that share a cause are one item: `3 extensions on node node-a: agent
- * not reporting since 2026-11-24T14:00:00Z`; one pair alone is `gpu-plugin on node node-a: …`. Sorted, capped
- * and made inert as itemsMessage.
- */
-export function unevaluableMessage(pairs: readonly RollupPair[], max: number = MAX_MESSAGE_ITEMS): string {
-  const groups = new Map<string, RollupPair[]>();
-  for (const pair of [...pairs].sort(byNodeThenExtension)) {
-    const key = JSON.stringify([pair.node, whyUnevaluable(pair)]);
-    groups.set(key, [...(groups.get(key) ?? []), pair]);
-  }
-  const items = [...groups.values()].map((group) => {
-    const first = group[0]!;
-    const what = group.length === 1 ? first.extension : plural(group.length, 'extension');
-    return capInput(`${what} on node ${first.node}: ${whyUnevaluable(first)}`, MAX_ITEM_LENGTH);
-  });
-  const shown = items.slice(0, max);
-  const rest = items.length - shown.length;
-  const listed = shown.length === 1 ? `${shown[0]}.` : shown.map((item, i) => `${i + 1}) ${item}.`).join(' ');
-  return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
-}
-
-/** A condition message within MAX_CONDITION_MESSAGE characters, whatever `max` items it lists. */
-export function capMessage(message: string): string {
-  if (message.length <= MAX_CONDITION_MESSAGE) return message;
-  const tail = ` … (${message.length - MAX_CONDITION_MESSAGE} more characters)`;
-  return `${message.slice(0, MAX_CONDITION_MESSAGE - tail.length)}${tail}`;
-}
+export {
+  MAX_CONDITION_MESSAGE,
+  MAX_CONDITIONS,
+  MAX_EXTENSION_ROWS,
+  MAX_ITEM_LENGTH,
+  MAX_MESSAGE_ITEMS,
+  capMessage,
+  classifyPair,
+  itemsMessage,
+  unevaluableMessage,
+  type AgentNotReportingFact,
+  type NodeNotReadyFact,
+  type PairVerdict,
+  type RollupPair,
+} from './pairs.ts';
 
 export interface ExtensionCounts {
   name: string;

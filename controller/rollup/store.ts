@@ -5,6 +5,7 @@
 // merge patch of each object's status, which only nodecare writes. `FakeRollupApi` (testing.ts) is the
 // unit-test double.
 
+import type { SourcedPair } from './pairs.ts';
 import { API_GROUP, API_VERSION, CLUSTER_HEALTH, GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
@@ -177,4 +178,13 @@ export class KubeRollupApi implements RollupApi {
   getGardenerCluster(name: string): Promise<unknown> {
     return this.getOrUndefined(`${GARDENER_CLUSTERS_PATH}/${encodeURIComponent(name)}`);
   }
+}
+
+/** Writes on an object that keeps changing under them are retried this often, then the writer backs off. */
+export const MAX_CONFLICT_RETRIES = 5;
+
+/** What the roll-up reads: the reconciler's latest verdicts and the SystemExtensions in the cache. */
+export interface RollupSource {
+  pairs(): Iterable<SourcedPair>;
+  systemExtensionNames(): Iterable<string>;
 }

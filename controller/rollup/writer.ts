@@ -17,7 +17,7 @@
 //   and not retried: the writer goes on to write what it can (the SystemExtension counts) and tries again only
 //   when the roll-up's inputs change.
 
-import { NODE_STATUS_LABEL, type RegistrationSource } from '../../api/index.ts';
+import { NODE_STATUS_LABEL } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
@@ -27,34 +27,23 @@ import type { ClusterEventRecorder } from '../writes/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence } from '../writes/index.ts';
 import { apiTime } from './condition.ts';
-import { COUNT_FIELD, evaluateRollup, type ExtensionCounts, type RollupPair } from './evaluate.ts';
+import { SystemExtensionCountsWriter } from './extension-counts.ts';
+import type { SourcedPair } from './pairs.ts';
+import { evaluateRollup, type ExtensionCounts } from './evaluate.ts';
 import { NO_SHOOT, shootFromCluster, type ShootFacts } from './gardener.ts';
 import {
+  MAX_CONFLICT_RETRIES,
   OWNED_TYPES_ANNOTATION,
+  type RollupSource,
   type ClusterHealthObject,
   type RollupApi,
-  type SystemExtensionCounts,
-  type SystemExtensionStatusView,
 } from './store.ts';
 
 /** At most one evaluation this often (a burst of node changes is one write). */
 export const ROLLUP_MIN_INTERVAL_MS = 1_000;
 /** How often the Gardener Cluster object is read again, by default (--gardener-resync-seconds). */
 export const GARDENER_RESYNC_MS = 30_000;
-const MAX_CONFLICT_RETRIES = 5;
 const MAX_BACKOFF_MS = 30_000;
-
-/** A pair as the reconciler decided it, with where the node's registration of the extension came from. */
-export interface SourcedPair extends RollupPair {
-  /** undefined when the decision was made without one (the node's registrations are always sourced). */
-  source?: RegistrationSource;
-}
-
-/** What the roll-up reads: the reconciler's latest verdicts and the SystemExtensions in the cache. */
-export interface RollupSource {
-  pairs(): Iterable<SourcedPair>;
-  systemExtensionNames(): Iterable<string>;
-}
 
 export interface RollupWriterDeps {
   api: RollupApi;
@@ -72,22 +61,6 @@ export interface RollupWriterDeps {
   /** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
   gardenerResyncMs?: number;
   minIntervalMs?: number;
-}
-
-function zeroCounts(): SystemExtensionCounts {
-  return { nodes: 0, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };
-}
-
-function sameSxCounts(a: SystemExtensionCounts | undefined, b: SystemExtensionCounts): boolean {
-  return (
-    a !== undefined &&
-    a.nodes === b.nodes &&
-    a.healthy === b.healthy &&
-    a.progressing === b.progressing &&
-    a.unhealthy === b.unhealthy &&
-    a.unknown === b.unknown &&
-    a.failing === b.failing
-  );
 }
 
 function sameExtensionCounts(a: readonly ExtensionCounts[], b: readonly ExtensionCounts[]): boolean {
@@ -131,7 +104,7 @@ export class RollupWriter {
   /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
   private current: ClusterHealthObject | null | undefined;
   /** Each SystemExtension's counts and resourceVersion as last read or written; undefined: list them first. */
-  private sxCounts: Map<string, SystemExtensionStatusView> | undefined;
+  private readonly extensionCounts: SystemExtensionCountsWriter;
   private shoot: ShootFacts = NO_SHOOT;
   private shootReadMs = -Infinity;
   private dirty = false;
@@ -149,13 +122,17 @@ export class RollupWriter {
     this.deps = deps;
     this.minIntervalMs = deps.minIntervalMs ?? ROLLUP_MIN_INTERVAL_MS;
     this.resyncMs = deps.gardenerResyncMs ?? GARDENER_RESYNC_MS;
+    this.extensionCounts = new SystemExtensionCountsWriter({
+      ...deps,
+      invalid: (name, err) => this.reportInvalid('systemextension', name, err),
+    });
   }
 
   /** Starts a leadership term: everything is read afresh (another replica may have written meanwhile). */
   start(): void {
     this.active = true;
     this.current = undefined;
-    this.sxCounts = undefined;
+    this.extensionCounts.forget();
     this.shootReadMs = -Infinity;
     this.failures = 0;
     this.lastRunMs = -Infinity;
@@ -208,7 +185,7 @@ export class RollupWriter {
       await this.refreshShoot();
       const pairs = [...this.deps.source.pairs()];
       await this.writeClusterHealth(pairs);
-      await this.writeSystemExtensions(pairs);
+      await this.extensionCounts.write(pairs);
       this.failures = 0;
     } catch (err) {
       if (err instanceof NotLeaderError || !this.active) return;
@@ -216,7 +193,7 @@ export class RollupWriter {
       const retryInMs = Math.min(MAX_BACKOFF_MS, this.minIntervalMs * 2 ** this.failures);
       log.warn({ err, retryInMs }, 'Failed to write the roll-up; retrying');
       this.current = undefined;
-      this.sxCounts = undefined;
+      this.extensionCounts.forget();
       this.dirty = true;
       this.timer?.cancel();
       this.timer = undefined;
@@ -330,73 +307,13 @@ export class RollupWriter {
     }
   }
 
-  private async writeSystemExtensions(pairs: readonly SourcedPair[]): Promise<void> {
-    const { api, fence, metrics, source } = this.deps;
-    const desired = new Map<string, SystemExtensionCounts>();
-    for (const name of source.systemExtensionNames()) desired.set(name, zeroCounts());
-    for (const pair of pairs) {
-      if (pair.source !== 'systemExtension') continue;
-      const counts = desired.get(pair.extension);
-      if (!counts) continue;
-      counts.nodes += 1;
-      counts[COUNT_FIELD[pair.state]] += 1;
-    }
-    for (const counts of desired.values()) counts.failing = counts.unhealthy + counts.unknown;
-    for (let attempt = 0; ; attempt++) {
-      if (this.sxCounts === undefined) {
-        const listed = await api.listSystemExtensions();
-        this.sxCounts = new Map(listed.map((sx) => [sx.name, sx]));
-      }
-      const known = this.sxCounts;
-      for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
-      try {
-        for (const [name, counts] of desired) {
-          const current = known.get(name);
-          if (current === undefined || sameSxCounts(current.counts, counts)) continue;
-          fence();
-          try {
-            // The precondition: an old leader's late write (or anyone's) in between gets 409, not the last word.
-            const resourceVersion = await api.patchSystemExtensionStatus(
-              name,
-              current.resourceVersion,
-              counts,
-            );
-            metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
-            known.set(name, { name, resourceVersion, counts });
-          } catch (err) {
-            if (isKubeError(err, KubeErrorCode.Invalid)) {
-              this.reportInvalid('systemextension', name, err);
-              known.set(name, { ...current, counts }); // not retried until the counts change
-              continue;
-            }
-            if (isKubeError(err, KubeErrorCode.NotFound)) {
-              known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
-              continue;
-            }
-            throw err;
-          }
-        }
-        return;
-      } catch (err) {
-        if (err instanceof NotLeaderError) throw err;
-        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) {
-          metrics.rollupWrites.inc({ kind: 'systemextension', result: 'error' });
-          throw err;
-        }
-        // Written meanwhile (by an old leader, or anyone): list again and write on what is there.
-        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'conflict' });
-        this.sxCounts = undefined;
-      }
-    }
-  }
-
   /**
    * A SystemExtension changed (its watch event): its status may no longer be what this writer last read or
    * wrote (a late write of an old leader): list them again before the next write and compare with that.
    */
   systemExtensionsChanged(): void {
     if (!this.active) return;
-    this.sxCounts = undefined;
+    this.extensionCounts.forget();
     this.markDirty();
   }
 
@@ -435,3 +352,6 @@ export class RollupWriter {
     );
   }
 }
+
+export type { SourcedPair } from './pairs.ts';
+export type { RollupSource } from './store.ts';

@@ -1,0 +1,117 @@
+// Each SystemExtension's counts (nodes, healthy, progressing, unhealthy, unknown, failing) in its status, from
+// the roll-up's pairs: patched only when they changed, each patch against the resourceVersion it was computed
+// on, so an old leader's late write is refused (409: list again) or noticed (its watch event: forget).
+
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { ControllerMetrics } from '../metrics.ts';
+import { NotLeaderError, type Fence } from '../writes/index.ts';
+import { COUNT_FIELD } from './evaluate.ts';
+import type { SourcedPair } from './pairs.ts';
+import {
+  MAX_CONFLICT_RETRIES,
+  type RollupApi,
+  type RollupSource,
+  type SystemExtensionCounts,
+  type SystemExtensionStatusView,
+} from './store.ts';
+
+function zeroCounts(): SystemExtensionCounts {
+  return { nodes: 0, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0, failing: 0 };
+}
+
+function sameSxCounts(a: SystemExtensionCounts | undefined, b: SystemExtensionCounts): boolean {
+  return (
+    a !== undefined &&
+    a.nodes === b.nodes &&
+    a.healthy === b.healthy &&
+    a.progressing === b.progressing &&
+    a.unhealthy === b.unhealthy &&
+    a.unknown === b.unknown &&
+    a.failing === b.failing
+  );
+}
+
+export interface CountsWriterDeps {
+  api: Pick<RollupApi, 'listSystemExtensions' | 'patchSystemExtensionStatus'>;
+  source: Pick<RollupSource, 'systemExtensionNames'>;
+  metrics: Pick<ControllerMetrics, 'rollupWrites'>;
+  fence: Fence;
+  /** A patch the API server refused as invalid (422): reported, not retried until the counts change. */
+  invalid(name: string, err: unknown): void;
+}
+
+export class SystemExtensionCountsWriter {
+  private readonly deps: CountsWriterDeps;
+  /** The statuses as last listed or written; undefined: list them before the next write. */
+  private sxCounts: Map<string, SystemExtensionStatusView> | undefined;
+
+  constructor(deps: CountsWriterDeps) {
+    this.deps = deps;
+  }
+
+  /** Lists the SystemExtensions again before the next write (a new term, a failure, a watch event). */
+  forget(): void {
+    this.sxCounts = undefined;
+  }
+
+  /** Writes every SystemExtension's counts from `pairs` that differ from its status. */
+  async write(pairs: readonly SourcedPair[]): Promise<void> {
+    const { api, fence, metrics, source } = this.deps;
+    const desired = new Map<string, SystemExtensionCounts>();
+    for (const name of source.systemExtensionNames()) desired.set(name, zeroCounts());
+    for (const pair of pairs) {
+      if (pair.source !== 'systemExtension') continue;
+      const counts = desired.get(pair.extension);
+      if (!counts) continue;
+      counts.nodes += 1;
+      counts[COUNT_FIELD[pair.state]] += 1;
+    }
+    for (const counts of desired.values()) counts.failing = counts.unhealthy + counts.unknown;
+    for (let attempt = 0; ; attempt++) {
+      if (this.sxCounts === undefined) {
+        const listed = await api.listSystemExtensions();
+        this.sxCounts = new Map(listed.map((sx) => [sx.name, sx]));
+      }
+      const known = this.sxCounts;
+      for (const name of known.keys()) if (!desired.has(name)) known.delete(name);
+      try {
+        for (const [name, counts] of desired) {
+          const current = known.get(name);
+          if (current === undefined || sameSxCounts(current.counts, counts)) continue;
+          fence();
+          try {
+            // The precondition: an old leader's late write (or anyone's) in between gets 409, not the last word.
+            const resourceVersion = await api.patchSystemExtensionStatus(
+              name,
+              current.resourceVersion,
+              counts,
+            );
+            metrics.rollupWrites.inc({ kind: 'systemextension', result: 'ok' });
+            known.set(name, { name, resourceVersion, counts });
+          } catch (err) {
+            if (isKubeError(err, KubeErrorCode.Invalid)) {
+              this.deps.invalid(name, err);
+              known.set(name, { ...current, counts }); // not retried until the counts change
+              continue;
+            }
+            if (isKubeError(err, KubeErrorCode.NotFound)) {
+              known.delete(name); // deleted meanwhile: its watch event takes it out of the cache
+              continue;
+            }
+            throw err;
+          }
+        }
+        return;
+      } catch (err) {
+        if (err instanceof NotLeaderError) throw err;
+        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) {
+          metrics.rollupWrites.inc({ kind: 'systemextension', result: 'error' });
+          throw err;
+        }
+        // Written meanwhile (by an old leader, or anyone): list again and write on what is there.
+        metrics.rollupWrites.inc({ kind: 'systemextension', result: 'conflict' });
+        this.sxCounts = undefined;
+      }
+    }
+  }
+}
