@@ -11,7 +11,7 @@ import {
   type ProbeKind,
   type ProbeSpec,
   type SpecParse,
-} from './extension.ts';
+} from './index.ts';
 
 const KINDS = PROBE_KINDS.join(', ');
 const SPEC_FIELDS =

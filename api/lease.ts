@@ -1,7 +1,7 @@
 // The Lease contract between agent and controller (docs/design.md section 4): deterministic names, the desired
 // object built by one pure function, and the decoder the controller uses. Plain JSON shapes; no client.
 
-import { RESERVED_EXTENSION_NAME } from './extension.ts';
+import { RESERVED_EXTENSION_NAME } from './naming.ts';
 import { capInput, escapeControls } from './text.ts';
 import {
   LEASE_NAMESPACE,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseExtensionSpec, type ProbeSpec } from './extension.ts';
+import { parseExtensionSpec, type ProbeSpec } from './index.ts';
 import {
   annotationSafetyProblems,
   parseSystemExtension,

@@ -4,20 +4,18 @@
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
+import { SYSTEM_EXTENSION_FIELDS, parseAnnotationValue, unparsedAnnotation } from './annotation.ts';
 import {
   BUILTIN_CONDITION_TYPES,
   EXTENSION_DEFAULTS,
-  SYSTEM_EXTENSION_FIELDS,
-  parseAnnotationValue,
   parseExtensionSpec,
-  parseHostPort,
-  unparsedAnnotation,
-  validateExtensionName,
   type ExtensionPolicy,
   type ExtensionSpec,
-  type ProbeSpec,
   type SpecParse,
 } from './extension.ts';
+import { validateExtensionName } from './naming.ts';
+import { probeKind } from './probe-kinds.ts';
+import type { ProbeSpec } from './probe-spec.ts';
 import { matchesSelector, validateSelector, type LabelSelector } from './selector.ts';
 import { capInput, quoteInput } from './text.ts';
 
@@ -40,7 +38,7 @@ export interface NodeView {
   annotations: Readonly<Record<string, string>>;
   /**
    * Extension annotations left out of `annotations` because their value is too long to parse, by key, with
-   * that problem (api/extension.ts annotationTooLong): what a cache keeps instead of up to 256 KiB of value.
+   * that problem (api/annotation.ts annotationTooLong): what a cache keeps instead of up to 256 KiB of value.
    */
   unparsedAnnotations?: Readonly<Record<string, string>>;
 }
@@ -267,15 +265,12 @@ export function restrictConditionType(registration: Registration, allowed: reado
 /** Marks the probe's path with the directories the agent must find it in when it probes. */
 function confined(registration: Registration & { valid: true }, safety: AnnotationSafety): Registration {
   const { probe } = registration.spec;
-  const reachesPath =
-    probe.kind === 'csi' ||
-    probe.kind === 'devicePlugin' ||
-    probe.kind === 'file' ||
-    (probe.kind === 'grpc' && probe.address.startsWith('unix://'));
+  const reachesPath = (probeKind(probe).targets?.(probe) ?? []).some((t) => 'path' in t);
   if (!reachesPath) return registration;
   return {
     ...registration,
-    spec: { ...registration.spec, probe: { ...probe, confineTo: safety.allowedPathPrefixes } },
+    // Only kinds that reach a path are confined, and each of their specs has `confineTo`.
+    spec: { ...registration.spec, probe: { ...probe, confineTo: safety.allowedPathPrefixes } as ProbeSpec },
   };
 }
 
@@ -319,36 +314,13 @@ function pathProblem(field: string, path: string, safety: AnnotationSafety): str
 
 /**
  * The docs/design.md section 3 rules on where an annotation-registered probe may point (the agent's configuration
- * decides); empty when the probe is acceptable. What it may ask for is annotationFieldProblems' job.
+ * decides): every host and path the probe kinds' table says it reaches (probe-kinds.ts); empty when the probe is
+ * acceptable. What it may ask for is annotationFieldProblems' job.
  */
 export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSafety): string[] {
-  switch (probe.kind) {
-    case 'http':
-      return hostProblem('probe.http.url', new URL(probe.url).hostname, safety);
-    case 'tcp':
-      return hostProblem('probe.tcp.host', probe.host, safety);
-    case 'grpc': {
-      if (probe.address.startsWith('unix://'))
-        return pathProblem('probe.grpc.address', probe.address.slice(7), safety);
-      const target = parseHostPort(probe.address);
-      return target ? hostProblem('probe.grpc.address', target.host, safety) : [];
-    }
-    case 'csi':
-      return pathProblem('probe.csi.socket', probe.socket, safety);
-    case 'devicePlugin':
-      return pathProblem('probe.devicePlugin.socket', probe.socket, safety);
-    case 'file':
-      return pathProblem('probe.file.path', probe.path, safety);
-    case 'exec':
-    case 'nodeResource':
-    case 'nodeCondition':
-    case 'podReady':
-    case 'process':
-    case 'host':
-      return [];
-    default: {
-      const unreachable: never = probe;
-      return [`probe: unknown kind ${capInput(JSON.stringify(unreachable))}`];
-    }
-  }
+  return (probeKind(probe).targets?.(probe) ?? []).flatMap((target) =>
+    'path' in target
+      ? pathProblem(target.field, target.path, safety)
+      : hostProblem(target.field, target.host, safety),
+  );
 }

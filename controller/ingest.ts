@@ -17,7 +17,7 @@ import {
   type LeaseObject,
   type ObservedLease,
 } from '../api/index.ts';
-import { validateExtensionName } from '../api/extension.ts';
+import { validateExtensionName } from '../api/naming.ts';
 import { capInput } from '../api/text.ts';
 import type { KubeletNotReady, NodeTaint, ObservedNode } from './decide/index.ts';
 

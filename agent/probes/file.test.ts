@@ -3,7 +3,7 @@ import { mkdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FileProbe } from '../../api/extension.ts';
+import type { FileProbe } from '../../api/probe-spec.ts';
 import { fileProbe, MAX_CONTENT_BYTES } from './file.ts';
 import { tempDir, testContext } from './testing.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { status, type sendUnaryData, type Server, type ServerUnaryCall } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GrpcProbe } from '../../api/extension.ts';
+import type { GrpcProbe } from '../../api/probe-spec.ts';
 import { grpcProbe } from './grpc.ts';
 import { PROTO_FILES, service } from './proto.ts';
 import {

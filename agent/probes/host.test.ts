@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HostProbe } from '../../api/extension.ts';
+import type { HostProbe } from '../../api/probe-spec.ts';
 import { hostProbe } from './host.ts';
 import { testContext } from './testing.ts';
 

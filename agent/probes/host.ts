@@ -6,7 +6,7 @@
 
 import { readFile } from 'node:fs/promises';
 import si from 'systeminformation';
-import type { HostProbe } from '../../api/extension.ts';
+import type { HostProbe } from '../../api/probe-spec.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { errorCode, healthy, unhealthy } from './result.ts';
 import type { Probe } from './types.ts';

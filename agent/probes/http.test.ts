@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HttpProbe } from '../../api/extension.ts';
+import type { HttpProbe } from '../../api/probe-spec.ts';
 import { httpProbe, MAX_BODY_BYTES } from './http.ts';
 import { selfSignedCert } from '../../lib/testing.ts';
 import { tempDir, testContext } from './testing.ts';

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ProbeReason } from '../../api/reasons.ts';
-import type { StatusRange } from '../../api/extension.ts';
+import type { StatusRange } from '../../api/probe-spec.ts';
 import { readHead } from './read-head.ts';
 import { describeError, errorCode, fileError, healthy, timedOut, unhealthy } from './result.ts';
 import type { Probe, ProbeResult } from './types.ts';

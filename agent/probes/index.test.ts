@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROBE_KINDS, type ProbeSpec } from '../../api/extension.ts';
+import { PROBE_KINDS, type ProbeSpec } from '../../api/index.ts';
 import { PROBES, runProbe } from './index.ts';
 import { execDir, testContext } from './testing.ts';
 import type { ProbeResult } from './types.ts';

@@ -3,7 +3,7 @@
 // makes are enforced for all of them: no exception escapes, and the result arrives by the deadline.
 
 import { setFlagsFromString } from 'node:v8';
-import type { ProbeKind, ProbeSpec } from '../../api/extension.ts';
+import type { ProbeKind, ProbeSpec } from '../../api/probe-spec.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { describeError, timedOut, unknown } from './result.ts';
 import type { Probe, ProbeContext, ProbeResult } from './types.ts';

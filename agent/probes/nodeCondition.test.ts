@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeConditionProbe } from '../../api/extension.ts';
+import type { NodeConditionProbe } from '../../api/probe-spec.ts';
 import { nodeConditionProbe } from './nodeCondition.ts';
 import { testContext } from './testing.ts';
 import type { NodeFacts } from './types.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PodReadyProbe } from '../../api/extension.ts';
+import type { PodReadyProbe } from '../../api/probe-spec.ts';
 import type { LabelSelector } from '../../api/selector.ts';
 import { podReadyProbe } from './podReady.ts';
 import { testContext } from './testing.ts';

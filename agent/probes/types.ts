@@ -1,7 +1,7 @@
 // One result shape for every probe kind (docs/conventions.md 8). A probe never throws: transport failures are
 // Unhealthy, "could not determine" is Unknown, and every probe honours the abort signal as its deadline.
 
-import type { ProbeKind, ProbeOf } from '../../api/extension.ts';
+import type { ProbeKind, ProbeOf } from '../../api/probe-spec.ts';
 import type { ProbeReason } from '../../api/reasons.ts';
 import type { LabelSelector } from '../../api/selector.ts';
 

@@ -3,7 +3,7 @@
 // target, critical, DryRun) and what the controller will do next and when, computed with the controller's
 // decision core (cli/model.ts). Exit 0 when pods can land and nodecare finds it healthy, 1 when not, 2 error.
 
-import { EXTENSION_ANNOTATION_PREFIX, type ProbeSpec, type Registration } from '../../api/index.ts';
+import { EXTENSION_ANNOTATION_PREFIX, describeProbe, type Registration } from '../../api/index.ts';
 import type { ExtensionState } from '../../api/names.ts';
 import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
@@ -58,46 +58,6 @@ export const STATE_SYMBOL: Record<ExtensionState, string> = {
   Progressing: '…',
   Unknown: '?',
 };
-
-export function describeProbe(probe: ProbeSpec): string {
-  switch (probe.kind) {
-    case 'http':
-      return `http GET ${probe.url}${probe.bodyRegex ? ' (body must match a regex)' : ''}`;
-    case 'tcp':
-      return `tcp connect ${probe.host}:${probe.port}`;
-    case 'grpc':
-      return `grpc health ${probe.address}${probe.service ? ` service ${probe.service}` : ''}`;
-    case 'csi':
-      return `csi Identity/Probe on ${probe.socket}`;
-    case 'devicePlugin':
-      return `device plugin ListAndWatch on ${probe.socket} (≥ ${probe.minHealthy} healthy devices)`;
-    case 'nodeResource':
-      return `node allocatable ${probe.resource} ≥ ${probe.min}`;
-    case 'nodeCondition':
-      return `node condition ${probe.type}=${probe.status}`;
-    case 'podReady':
-      return `≥ ${probe.min} Ready pod(s) in ${probe.namespace} matching ${JSON.stringify(probe.selector)}`;
-    case 'exec':
-      return `exec ${probe.command.join(' ')}`;
-    case 'file':
-      return `file ${probe.path}${probe.maxAgeSeconds !== undefined ? ` (modified within ${probe.maxAgeSeconds}s)` : ''}`;
-    case 'process':
-      return `≥ ${probe.min} process(es) named ${probe.name}`;
-    case 'host': {
-      const parts = [
-        probe.diskFreePercent &&
-          `free disk on ${probe.diskFreePercent.mount} ≥ ${probe.diskFreePercent.min}%`,
-        probe.memoryAvailableMiB && `available memory ≥ ${probe.memoryAvailableMiB.min} MiB`,
-        probe.gpu && `≥ ${probe.gpu.min} GPU(s)${probe.gpu.vendor ? ` by ${probe.gpu.vendor}` : ''}`,
-      ].filter(Boolean);
-      return `host facts: ${parts.join(', ') || 'none'}`;
-    }
-    default: {
-      const unreachable: never = probe;
-      return JSON.stringify(unreachable);
-    }
-  }
-}
 
 export function describeSource(name: string, registration: Registration | undefined): string {
   switch (registration?.source) {

@@ -4,7 +4,7 @@
 // recovered later has a newer `since`). Encoding and decoding live here together; the decoder trusts nothing
 // (anyone allowed to create Events could write one).
 
-import { validateExtensionName } from '../../api/extension.ts';
+import { validateExtensionName } from '../../api/naming.ts';
 
 export const BOOTSTRAP_RECORD_ANNOTATION = 'nodecare.io/bootstrap';
 

@@ -13,7 +13,7 @@ import {
   SYSTEM_EXTENSION_FIELDS,
   parseExtensionSpec,
   type ProbeKind,
-} from '../../api/extension.ts';
+} from '../../api/index.ts';
 import {
   API_GROUP,
   API_VERSION,

@@ -1,0 +1,88 @@
+// The probe kinds' table drives every place a kind is listed: the docs' table of kinds says what the table says,
+// each kind has its probe module, and no product file lists kinds on its own (a switch over the kinds, a list
+// of kind names), so adding a kind is one entry in api/probe-kinds.ts and one module in agent/probes/.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { PROBES as PROBE_MODULES } from '../agent/probes/index.ts';
+import { PROBE_KINDS, PROBES, describeProbe, parseExtensionSpec } from './index.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** The docs/design.md table of kinds: kind → "healthy when". */
+function documentedKinds(): Map<string, string> {
+  const design = readFileSync(join(ROOT, 'docs', 'design.md'), 'utf8');
+  // The table whose header is `| kind | healthy when |`, up to the first line that is not a row.
+  const start = design.search(/^\| kind\s+\| healthy when/m);
+  expect(start, 'the table of kinds in docs/design.md').toBeGreaterThan(0);
+  const table = design.slice(start).split('\n\n')[0]!;
+  const rows = [...table.matchAll(/^\| `([A-Za-z]+)`\s*\| (.*?)\s*\|$/gm)];
+  return new Map(rows.map(([, kind, text]) => [kind!, text!]));
+}
+
+function productFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return productFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && entry.name !== 'testing.ts'
+      ? [path]
+      : [];
+  });
+}
+
+describe('the probe kinds table (api/probe-kinds.ts)', () => {
+  it('docs/design.md lists exactly its kinds, each with its healthyWhen line', () => {
+    const documented = documentedKinds();
+    expect([...documented.keys()]).toEqual([...PROBE_KINDS]);
+    for (const kind of PROBE_KINDS) expect(documented.get(kind), kind).toBe(PROBES[kind].healthyWhen);
+  });
+
+  it('every kind has its probe module in agent/probes/', () => {
+    expect(Object.keys(PROBE_MODULES).sort()).toEqual([...PROBE_KINDS].sort());
+  });
+
+  it('every kind parses a minimal spec through its entry and describes it in one line', () => {
+    const minimal = {
+      http: { url: 'http://127.0.0.1:1/' },
+      tcp: { port: 1 },
+      grpc: { address: '127.0.0.1:1' },
+      csi: { socket: '/run/csi.sock' },
+      devicePlugin: { socket: '/run/dp.sock' },
+      nodeResource: { resource: 'nvidia.com/gpu' },
+      nodeCondition: { type: 'Ready' },
+      podReady: { namespace: 'kube-system', selector: { matchLabels: { app: 'x' } } },
+      exec: { command: ['/bin/true'] },
+      file: { path: '/run/x' },
+      process: { name: 'x' },
+      host: { memoryAvailableMiB: { min: 1 } },
+    } satisfies Record<(typeof PROBE_KINDS)[number], object>;
+    for (const kind of PROBE_KINDS) {
+      const { result } = parseExtensionSpec({ probe: { [kind]: minimal[kind] } });
+      expect(result.ok, kind).toBe(true);
+      if (!result.ok) continue;
+      expect(result.value.probe.kind).toBe(kind);
+      expect(describeProbe(result.value.probe)).toMatch(/\S/);
+      expect(describeProbe(result.value.probe)).not.toContain('\n');
+    }
+  });
+
+  it('no product file lists the kinds on its own (a case or a comparison per kind name)', () => {
+    const offenders: string[] = [];
+    for (const dir of ['api', 'agent', 'controller', 'cli', 'lib']) {
+      for (const file of productFiles(join(ROOT, dir))) {
+        if (file.endsWith(join('api', 'probe-kinds.ts'))) continue;
+        const text = readFileSync(file, 'utf8');
+        // A switch over a kind with a case per kind, or comparisons with several kinds. One kind named alone
+        // (`probe.kind === 'exec'` for its own rule) is a rule, not a list; a switch over URL schemes is not one
+        // over kinds.
+        const switchesOnKind = /switch \((?:[\w.]*\.)?kind\)/.test(text);
+        const cased = PROBE_KINDS.filter((kind) => switchesOnKind && text.includes(`case '${kind}'`));
+        const compared = PROBE_KINDS.filter((kind) => text.includes(`kind === '${kind}'`));
+        for (const listed of [cased, compared])
+          if (listed.length > 1) offenders.push(`${relative(ROOT, file)}: ${listed.join(', ')}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});
