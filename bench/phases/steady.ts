@@ -1,0 +1,149 @@
+// P4, P5 and P6 in one quiet window: a real agent (dist/agent/main.js) on one more node, then the API writes per
+// node, the controller's CPU per lease renewal and its memory, and the agent's memory and CPU.
+import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { createNode, fmtMiB1, load1, over, ready, say, sleep, type CreatedNode } from '../common.ts';
+import { RSS_SAMPLE_MS } from '../options.ts';
+import { procCpuMs, procMemory, startBinary, type Program } from '../procs.ts';
+import { fmtMiB } from '../report.ts';
+import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
+
+export async function measureQuietWindow(
+  run: BenchRun,
+  cluster: BenchCluster,
+  leader: BenchLeader,
+): Promise<{ agent: Program; agentNode: CreatedNode }> {
+  const { opts, rows, logDir, programs } = run;
+  const { plane, client, observer, fleet, init } = cluster;
+  const { nodes: N, extensions: E } = opts;
+  // ---- P4 and P6 together: a real agent on one more node, then a quiet window.
+  say('starting the measured agent (dist/agent/main.js, default settings)');
+  const agentNode = await createNode(client, 'bench-agent-node');
+  const agentArgs = [
+    `--kubeconfig=${plane.kubeconfigPath}`,
+    `--node-name=${agentNode.name}`,
+    '--health-port=0',
+    ...(opts.agentHeartbeatSeconds !== AGENT_OPTIONS['heartbeat-duration-seconds'].default
+      ? [`--heartbeat-duration-seconds=${opts.agentHeartbeatSeconds}`]
+      : []),
+  ];
+  const agent = startBinary('agent', 'agent', agentArgs, logDir, { POD_NAME: 'bench-agent' });
+  programs.push(agent);
+  const agentReady = await observer.nodes.waitFor(agentNode.name, ready, 180_000);
+  if (agentReady === undefined)
+    throw new Error(`the measured agent's node did not turn Ready (see ${agent.logPath})`);
+  const warmupMs = Math.min(30_000, (opts.steadySeconds * 1000) / 4);
+  await sleep(warmupMs);
+
+  say(`P4/P6: quiet window of ${opts.steadySeconds} s`);
+  const agentPid = agent.child.pid ?? 0;
+  const controllerPid = leader.program.child.pid ?? 0;
+  const w0 = observer.writeCount();
+  const cpu0 = await procCpuMs(agentPid);
+  const fleetCpu0 = await Promise.all(fleet.pids.map(procCpuMs));
+  const controllerCpu0 = await procCpuMs(controllerPid);
+  const windowStart = performance.now();
+  const agentRss: number[] = [];
+  const controllerRss: number[] = [];
+  while (performance.now() - windowStart < opts.steadySeconds * 1000) {
+    agentRss.push((await procMemory(agentPid)).rssBytes);
+    controllerRss.push((await procMemory(controllerPid)).rssBytes);
+    const left = opts.steadySeconds * 1000 - (performance.now() - windowStart);
+    if (left > 0) await sleep(Math.min(RSS_SAMPLE_MS, left));
+  }
+  const windowS = (performance.now() - windowStart) / 1000;
+  const cpu1 = await procCpuMs(agentPid);
+  const fleetCpu1 = await Promise.all(fleet.pids.map(procCpuMs));
+  const controllerMillicores = ((await procCpuMs(controllerPid)) - controllerCpu0) / windowS;
+  const w1 = observer.writeCount();
+  agentRss.push((await procMemory(agentPid)).rssBytes);
+  const controllerMem = await procMemory(controllerPid);
+  controllerRss.push(controllerMem.rssBytes);
+  const writes =
+    w1.leases -
+    w0.leases +
+    (w1.nodes - w0.nodes) +
+    (w1.events - w0.events) +
+    (w1.clusterHealth - w0.clusterHealth);
+  const perNode = writes / (N + 1) / windowS;
+  // Whether the simulator kept up: the lease writes its cadence asks for in the window, and its CPU.
+  const fleetLeaseWritesExpected =
+    N * windowS * (4 / init.heartbeatDurationSeconds + E / init.extensionRenewSeconds);
+  const fleetCores = fleetCpu1.map((c, i) => (c - (fleetCpu0[i] ?? 0)) / 1000 / windowS);
+  say(
+    `quiet window: ${w1.leases - w0.leases} lease writes (the fleet's cadence asks for about ${Math.round(fleetLeaseWritesExpected)}); fleet processes' CPU ${fleetCores.map((c) => c.toFixed(2)).join(', ')} cores`,
+  );
+  rows.push({
+    id: 'P4',
+    measure: 'steady API writes per node (heartbeat included)',
+    goal: '≤ 0.2 writes/s',
+    measured: `${perNode.toFixed(3)} writes/s (${w1.leases - w0.leases} lease, ${w1.nodes - w0.nodes} node, ${w1.events - w0.events} event, ${w1.clusterHealth - w0.clusterHealth} ClusterHealth writes in ${windowS.toFixed(0)} s)${over(perNode, 0.2, (n) => n.toFixed(3))}`,
+    pass: perNode <= 0.2,
+    load: load1(),
+    values: {
+      writesPerNodePerSecond: perNode,
+      leaseWrites: w1.leases - w0.leases,
+      nodeWrites: w1.nodes - w0.nodes,
+      eventWrites: w1.events - w0.events,
+      clusterHealthWrites: w1.clusterHealth - w0.clusterHealth,
+      windowSeconds: windowS,
+      fleetLeaseWritesExpected: Math.round(fleetLeaseWritesExpected),
+      fleetCpuCores: fleetCores.reduce((a, b) => a + b, 0),
+    },
+  });
+  // The controller's CPU per lease renewal it watched in the quiet window: all its CPU there (its own
+  // leader-election renewals included) over the renewals, so an upper bound (issue 24 item 3).
+  const renewals = w1.leases - w0.leases;
+  const cpuMsPerRenewal = renewals > 0 ? (controllerMillicores * windowS) / renewals : 0;
+  rows.push({
+    id: 'renewal-cpu',
+    measure: 'controller CPU per lease renewal (quiet window, all its CPU)',
+    goal: '≤ 0.1 ms',
+    measured: `${cpuMsPerRenewal.toFixed(3)} ms (${controllerMillicores.toFixed(1)} mCPU for ${(renewals / windowS).toFixed(1)} renewals/s)`,
+    pass: cpuMsPerRenewal <= 0.1,
+    load: load1(),
+    values: { cpuMsPerRenewal, controllerMillicores, renewalsPerSecond: renewals / windowS },
+  });
+  const maxOf = (xs: number[]): number => Math.max(...xs);
+  const controllerSteady = controllerRss[controllerRss.length - 1] ?? 0;
+  rows.push({
+    id: 'P5',
+    measure: 'controller RSS, steady (end of the quiet window)',
+    goal: '≤ 256 MiB',
+    measured: `${fmtMiB(controllerSteady)} (max in window ${fmtMiB(maxOf(controllerRss))}; CPU ${controllerMillicores.toFixed(0)} mCPU)${over(controllerSteady, 256 * 2 ** 20, fmtMiB1)}`,
+    pass: controllerSteady <= 256 * 2 ** 20,
+    load: load1(),
+    // The controller's CPU over the window, for the cost of its heap settings (docs/adr/0007).
+    values: { rssBytes: controllerSteady, windowMaxRssBytes: maxOf(controllerRss), controllerMillicores },
+  });
+  rows.push({
+    id: 'P5',
+    measure: 'controller RSS, peak during the initial list and convergence',
+    goal: '≤ 256 MiB',
+    measured: `${fmtMiB(leader.peakRssAfterStartBytes)}${over(leader.peakRssAfterStartBytes, 256 * 2 ** 20, fmtMiB1)}`,
+    pass: leader.peakRssAfterStartBytes <= 256 * 2 ** 20,
+    load: load1(),
+    values: { peakRssBytes: leader.peakRssAfterStartBytes, peakRssWholeRunBytes: controllerMem.peakRssBytes },
+  });
+  const agentMax = maxOf(agentRss);
+  const agentMean = agentRss.reduce((a, b) => a + b, 0) / agentRss.length;
+  rows.push({
+    id: 'P6',
+    measure: `agent RSS, ${E} extensions, default periods`,
+    goal: '≤ 64 MiB',
+    measured: `max ${fmtMiB(agentMax)}, mean ${fmtMiB(agentMean)}${over(agentMax, 64 * 2 ** 20, fmtMiB1)}`,
+    pass: agentMax <= 64 * 2 ** 20,
+    load: load1(),
+    values: { maxRssBytes: agentMax, meanRssBytes: agentMean, samples: agentRss.length },
+  });
+  const millicores = (cpu1 - cpu0) / windowS;
+  rows.push({
+    id: 'P6',
+    measure: `agent CPU, averaged over ${windowS.toFixed(0)} s`,
+    goal: '≤ 5 mCPU',
+    measured: `${millicores.toFixed(2)} mCPU${over(millicores, 5, (n) => `${n.toFixed(2)} mCPU`)}`,
+    pass: millicores <= 5,
+    load: load1(),
+    values: { millicores, cpuMs: cpu1 - cpu0, windowSeconds: windowS },
+  });
+  return { agent, agentNode };
+}
