@@ -44,6 +44,11 @@ const restrict = (files, patterns, extra = {}) => ({
   rules: { 'no-restricted-imports': ['error', { ...extra, patterns: [...patterns, NO_TESTING] }] },
 });
 const CONTROLLER = reach(['agent', 'cli', ...OUTSIDE], 'The controller imports only api/ and lib/.');
+/** A room with an index.ts is entered through it: what else is in the room is its own business. */
+const ROOM_DOORS = {
+  regex: '(^|/)(cache|decide|eviction|probes|rollup|writes)/(?!index\\.ts$)[^/]+$',
+  message: 'Enter a room through its index.ts (docs/architecture.md, "Rooms").',
+};
 
 export const LAYERING = [
   restrict(
@@ -61,9 +66,9 @@ export const LAYERING = [
   ),
   restrict(
     ['agent/**/*.ts'],
-    [reach(['controller', 'cli', ...OUTSIDE], 'The agent imports only api/ and lib/.')],
+    [reach(['controller', 'cli', ...OUTSIDE], 'The agent imports only api/ and lib/.'), ROOM_DOORS],
   ),
-  restrict(['controller/**/*.ts'], [CONTROLLER]),
+  restrict(['controller/**/*.ts'], [CONTROLLER, ROOM_DOORS]),
   restrict(
     ['cli/**/*.ts'],
     [
@@ -86,7 +91,7 @@ export const LAYERING = [
       'controller/rollup/condition.ts',
       'controller/rollup/gardener.ts',
     ],
-    [CONTROLLER, reach(['lib/kube'], 'Decisions are pure: no Kubernetes client.')],
+    [CONTROLLER, ROOM_DOORS, reach(['lib/kube'], 'Decisions are pure: no Kubernetes client.')],
     IO_MODULES,
   ),
 ];

@@ -17,7 +17,7 @@ import { LeaseWriter } from './leases/writer.ts';
 import { agentAlive } from './liveness.ts';
 import { AgentMetrics } from './metrics.ts';
 import { runProbe } from './probes/index.ts';
-import type { ProbeEnvironment } from './probes/types.ts';
+import type { ProbeEnvironment } from './probes/index.ts';
 import { Supervisor } from './supervisor.ts';
 import { AgentWatches, watchReports } from './watches.ts';
 

@@ -17,8 +17,8 @@ import type { Clock, Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { LeaseWriter } from './leases/writer.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { describeError, unknown } from './probes/result.ts';
-import type { ProbeContext, ProbeEnvironment, ProbeResult } from './probes/types.ts';
+import { describeError, unknown } from './probes/index.ts';
+import type { ProbeContext, ProbeEnvironment, ProbeResult } from './probes/index.ts';
 import { initialMachine, invalidRegistration, transition, type ExtensionMachine } from './state.ts';
 
 /** Where the runner's Lease goes: the node (for the owner reference), its boot and the holder identity. */

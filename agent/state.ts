@@ -24,7 +24,7 @@ import type { ExtensionSpec } from '../api/extension.ts';
 import type { ProbeStateRecord } from '../api/lease.ts';
 import { ExtensionState } from '../api/names.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import type { ProbeOutcome, ProbeResult } from './probes/types.ts';
+import type { ProbeOutcome, ProbeResult } from './probes/index.ts';
 
 export type Thresholds = Pick<ExtensionSpec, 'failureThreshold' | 'successThreshold' | 'startupGraceSeconds'>;
 

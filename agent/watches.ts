@@ -16,7 +16,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { NodeFacts, PodFacts } from './probes/types.ts';
+import type { NodeFacts, PodFacts } from './probes/index.ts';
 
 export interface NodeSnapshot extends NodeFacts {
   name: string;

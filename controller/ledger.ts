@@ -7,7 +7,7 @@ import { ControllerReason, EventReason } from '../api/reasons.ts';
 import type { Logger } from '../lib/log.ts';
 import { BREAKER_DEFAULTS, BreakerState, type NodeDecision, type NodeState } from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import type { AgentNotReportingFact, NodeNotReadyFact, SourcedPair } from './rollup/pairs.ts';
+import type { AgentNotReportingFact, NodeNotReadyFact, SourcedPair } from './rollup/index.ts';
 import type { ClusterEventRecorder } from './writes/index.ts';
 
 interface ContributedExtension {

@@ -11,7 +11,7 @@ import type { NodeDecision, NodeState } from './decide/index.ts';
 import { DecisionLedger } from './ledger.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { NodeDecider } from './node-decider.ts';
-import type { SourcedPair } from './rollup/writer.ts';
+import type { SourcedPair } from './rollup/index.ts';
 import { TaintDurations } from './taint-durations.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import { clusterEventRecorder, isTaintEvent, NodeWriter, type EventRecorder } from './writes/index.ts';

@@ -58,3 +58,14 @@ export async function runProbe(spec: ProbeSpec, ctx: ProbeContext): Promise<Prob
     signal.removeEventListener('abort', onAbort);
   }
 }
+
+// The probes' types and results, for the agent around them (the probe modules themselves load lazily above).
+export { describeError, unknown } from './result.ts';
+export type {
+  NodeFacts,
+  PodFacts,
+  ProbeContext,
+  ProbeEnvironment,
+  ProbeOutcome,
+  ProbeResult,
+} from './types.ts';

@@ -2,7 +2,8 @@
 // effective state, the condition, the taints wanted and the breaker; `kubectl nodecare` decides with it too.
 // No I/O (eslint.config.js, LAYERING): the reconciler reads the caches, calls decideNode and writes the answer.
 
-export { decideNode, hasTaint } from './decide.ts';
+export { decideNode, hasTaint, OWN_TAINT_EFFECT } from './decide.ts';
+export { sameCondition } from './condition.ts';
 export {
   BOOTSTRAP_RECORD_ANNOTATION,
   decodeBootstrapRecord,

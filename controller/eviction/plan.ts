@@ -27,7 +27,7 @@
 //   (blocked by a PodDisruptionBudget, or failed) is repeated later; every pass takes the zone's token, and
 //   nodes never tried go before nodes tried least recently, so one blocked node cannot starve a zone.
 
-import { NodeState } from '../decide/node-state.ts';
+import { NodeState } from '../decide/index.ts';
 
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 

@@ -8,9 +8,15 @@
 import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import type { CachedNode } from '../cache/index.ts';
-import { sameCondition } from '../decide/condition.ts';
-import { hasTaint, OWN_TAINT_EFFECT } from '../decide/decide.ts';
-import type { DesiredCondition, NodeDecision, NodeEvent, NodeTaint } from '../decide/index.ts';
+import {
+  hasTaint,
+  OWN_TAINT_EFFECT,
+  sameCondition,
+  type DesiredCondition,
+  type NodeDecision,
+  type NodeEvent,
+  type NodeTaint,
+} from '../decide/index.ts';
 
 export interface TaintKeys {
   bootstrap: string;

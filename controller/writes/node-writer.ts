@@ -5,8 +5,7 @@
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { toCachedNode, type CachedNode, type NodeObject } from '../cache/index.ts';
-import { sameCondition } from '../decide/condition.ts';
-import type { NodeDecision, NodeEvent } from '../decide/index.ts';
+import { sameCondition, type NodeDecision, type NodeEvent } from '../decide/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { conditionPatch, nodeChange, nodePatch, writtenTaintEvents, type TaintKeys } from './node-patch.ts';
 import type { Fence, NodeApi } from './port.ts';

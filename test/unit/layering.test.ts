@@ -52,6 +52,11 @@ describe('the layering is enforced by npm run lint', () => {
     ['agent/x.ts', "import { FakeLeaseStore } from '../lib/kube/testing.ts';", /stay out of the product/],
     ['controller/x.ts', "import { FakeCache } from './testing.ts';", /stay out of the product/],
     ['lib/kube/x.ts', "import { FakeClock } from '../testing.ts';", /stay out of the product/],
+    // A room with an index.ts is entered through it.
+    ['controller/x.ts', "import { nodePatch } from './writes/node-patch.ts';", /through its index\.ts/],
+    ['controller/writes/x.ts', "import { hasTaint } from '../decide/decide.ts';", /through its index\.ts/],
+    ['controller/decide/x.ts', "import { Evictor } from '../eviction/runner.ts';", /through its index\.ts/],
+    ['agent/x.ts', "import { httpProbe } from './probes/http.ts';", /through its index\.ts/],
   ])('%s: %s is refused', async (path, source, message) => {
     const messages = await refused(path, `${source}\nexport const used = 1;\n`);
     expect(messages, messages.join('\n')).toHaveLength(1);
@@ -60,6 +65,9 @@ describe('the layering is enforced by npm run lint', () => {
 
   it.each([
     ['controller/x.ts', "import { decodeLease } from '../api/index.ts';"],
+    ['controller/x.ts', "import { NodeWriter } from './writes/index.ts';"],
+    ['controller/writes/x.ts', "import { nodePatch } from './node-patch.ts';"],
+    ['agent/x.ts', "import { runProbe } from './probes/index.ts';"],
     ['controller/decide/x.ts', "import type { Clock } from '../../lib/clock.ts';"],
     ['cli/x.ts', "import { decideNode } from '../controller/decide/index.ts';"],
     ['cli/x.ts', "import { toCachedNode } from '../controller/ingest.ts';"],
