@@ -9,11 +9,11 @@
 // every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
 
 import { parseArgs } from 'node:util';
-import { DemoCluster, GPU_POOL, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts';
+import { DemoCluster, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts';
 import { ClusterObserver, PhaseError } from './observer.ts';
 import { LineOutput, TtyOutput, type Output } from './output.ts';
 import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
-import { autoscalerLines, renderStatus } from './view.ts';
+import { followStates, printLastState, setUpAutoscalerAndExtensions, startStage } from './stage.ts';
 
 const USAGE = `Usage: node demo/main.ts [--once] [--real-nodes]
 
@@ -121,89 +121,30 @@ process.on('exit', () => {
 });
 
 async function main(): Promise<void> {
-  out.say(
-    'Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager); ' +
-      'the first run builds it from source, which takes several minutes.',
-  );
-  const plane = await cluster.start((line) => out.say(line.replace(/^\[controlplane\] /, 'control plane: ')));
-  const k = cluster.kubectlPath;
-  // --once stops the cluster at the end: no commands to try against it.
-  const hints = once
-    ? []
-    : [
-        `kubectl against it, e.g. from another terminal: K=${k}`,
-        '  $K nodecare status   $K nodecare explain <node>   $K nodecare extensions',
-        `  $K get nodeclaims   $K get nodepool ${GPU_POOL} -o yaml   $K get pod ${WORKLOAD.name}`,
-        '  $K get nodes -L nodecare.io/status   $K get clusterhealth   $K get leases -n nodecare-leases',
-        `  ($K runs the bundled ${plane.binDir}/kube-testenv kubectl with KUBECONFIG=${plane.kubeconfigPath}` +
-          " and this checkout's kubectl-nodecare plugin on its PATH)",
-      ];
-  out.setHeader([
-    `nodecare demo — Kubernetes ${plane.version} at ${plane.server}${once ? '' : ' — Ctrl-C stops everything'}`,
-    ...hints,
-  ]);
-
+  const { plane, hints } = await startStage(cluster, out, once);
   const obs = new ClusterObserver(plane.kubeconfigPath, {
     namespace: WORKLOAD.namespace,
     labelSelector: WORKLOAD_SELECTOR,
   });
   observer = obs;
-  const states = new Map<string, string>();
-  obs.onSnapshot((snapshot) => {
-    out.snapshot(snapshot);
-    if (!tty) return; // plain output prints every changed row already
-    for (const s of snapshot.statuses) {
-      const before = states.get(s.name);
-      states.set(s.name, s.stateText);
-      if (before && before !== s.stateText) out.say(`${s.name}: ${before} → ${s.stateText}`);
-    }
-  });
+  followStates(obs, out, tty);
   obs.start();
-
-  out.say('Starting nodecare-controller (one replica, no leader election)…');
-  await cluster.startController();
-  out.say(
-    'nodecare-controller is running: it owns the taints, the ExtensionsReady condition and the status label.',
-  );
-
-  out.say(
-    'Starting KWOK and Karpenter with its KWOK cloud provider; the first run builds them from the Go module ' +
-      'proxy (a few minutes on 2 cores; progress below), later runs reuse them.',
-  );
-  await cluster
-    .startAutoscaler(
-      (message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`),
-      (line) => out.say(line),
-    )
-    .catch((err: unknown) => {
-      throw new Error(
-        'Karpenter with its KWOK provider could not be built or started, and the demo does not run without ' +
-          `it: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    });
-  out.say(
-    `Karpenter is running: NodePool ${GPU_POOL} may launch a CPU or a GPU instance type and lists nodecare's ` +
-      'bootstrap taint in its startupTaints (docs/autoscalers.md).',
-  );
-  await cluster.registerExtensions();
-  out.say(
-    'SystemExtensions registered: kube-proxy and log-agent on every node, gpu-plugin (a device plugin with ' +
-      `minHealthy 1) on the nodes of NodePool ${GPU_POOL}.`,
+  await setUpAutoscalerAndExtensions(
+    cluster,
+    out,
+    (message) => void shutdown(1, `demo failed: the autoscaler stopped: ${message}`),
   );
   out.live();
-
   const timing = { ...DEFAULT_TIMING, holdMs: once ? 3_000 : 8_000 };
+  const phase = (id: PhaseId, detail: string): void => {
+    reached.set(id, { atMs: Date.now(), detail });
+    out.say(`✔ PHASE ${id}: ${PHASES[id]} — ${detail}`);
+  };
   try {
     await runScenario(
       cluster,
       obs,
-      {
-        say: (line) => out.say(line),
-        phase: (id, detail) => {
-          reached.set(id, { atMs: Date.now(), detail });
-          out.say(`✔ PHASE ${id}: ${PHASES[id]} — ${detail}`);
-        },
-      },
+      { say: (line) => out.say(line), phase },
       timing,
       autoscaler,
       abort.signal,
@@ -211,33 +152,19 @@ async function main(): Promise<void> {
   } catch (err) {
     if (abort.signal.aborted) return; // shutting down
     const failed = err instanceof PhaseError ? err.phase : 'scenario';
-    const message = err instanceof Error ? err.message : String(err);
-    out.say(`✘ PHASE ${failed} NOT REACHED: ${message}`);
-    if (!tty) {
-      const latest = obs.latest;
-      if (latest) {
-        const table = renderStatus(latest.nodes, latest.leases, new Date(), {
-          nodeClaims: latest.nodeClaims,
-        });
-        for (const line of [...table, ...autoscalerLines(latest.nodeClaims, latest.pods)]) out.say(line);
-      }
-      out.say('Last log lines:');
-      for (const line of await cluster.recentLogs()) out.say(line);
-    }
+    out.say(`✘ PHASE ${failed} NOT REACHED: ${err instanceof Error ? err.message : String(err)}`);
+    if (!tty) await printLastState(obs, cluster, out);
     for (const line of summary()) out.say(line);
     if (once) await shutdown(1);
     out.say('The cluster keeps running for a look with kubectl:');
-    for (const line of hints) out.say(line);
-    out.say('Ctrl-C stops everything.');
+    for (const line of [...hints, 'Ctrl-C stops everything.']) out.say(line);
     return;
   }
-
   for (const line of summary()) out.say(line);
   if (once) await shutdown(0, `Every phase reached in ${Math.floor((Date.now() - startMs) / 1000)} s.`);
   // Printed again at the end: in a pipe or a log the header has long scrolled away.
   out.say('The story is over; the cluster keeps running. Ask it, from another terminal:');
-  for (const line of hints) out.say(line);
-  out.say('Ctrl-C stops everything.');
+  for (const line of [...hints, 'Ctrl-C stops everything.']) out.say(line);
 }
 
 main().catch((err: unknown) => {
