@@ -7,7 +7,7 @@ import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
-import { EVICTION_DEFAULTS, validateEvictionPolicy } from './eviction/index.ts';
+import { EVICTION_DEFAULTS, validateEvictionPolicy, type EvictionSettings } from './eviction/index.ts';
 import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
 
 const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -200,12 +200,7 @@ export interface ControllerConfig {
   bootstrapTimeoutSeconds: number;
   missingLeaseGraceSeconds: number;
   maxUnhealthyFraction: number;
-  eviction: {
-    evictAfterSeconds: number;
-    ratePerSecond: number;
-    unhealthyZoneThreshold: number;
-    dryRun: boolean;
-  };
+  eviction: EvictionSettings;
   /** Per condition type, the threshold of the roll-up's threshold machine (types not listed: the defaults). */
   rollupThresholdsMs: Readonly<Record<string, number>>;
   /** Condition types a node annotation may feed besides the four Gardener types (--annotation-condition-type). */

@@ -5,7 +5,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { DemoCluster, GpuNodeEndpoints } from './cluster.ts';
 import { ClusterObserver, type Snapshot } from './observer.ts';
-import type { AutoscalerRecord, PhaseId, ScenarioOutput, ScenarioTiming } from './scenario.ts';
+import type { AutoscalerRecord, PhaseId, ScenarioOutput, ScenarioTiming } from './story.ts';
 import { NodeState, type NodeStatus } from './view.ts';
 
 export function record(autoscaler: AutoscalerRecord, snapshot: Snapshot): void {

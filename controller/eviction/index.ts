@@ -26,4 +26,4 @@ export {
   type EvictNodePodsOptions,
   type PodEvictionResult,
 } from './evict.ts';
-export { Evictor, type EvictorDeps } from './runner.ts';
+export { Evictor, type EvictionSettings, type EvictorDeps } from './runner.ts';

@@ -6,7 +6,6 @@
 import { EventReason } from '../../api/reasons.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
 import type { Logger } from '../../lib/log.ts';
-import type { ControllerConfig } from '../config.ts';
 import { NodeState } from '../decide/index.ts';
 import { evictionComplete, type PodEvictionResult } from './evict.ts';
 import { EVICTION_DEFAULTS, planEvictions, type EvictionNode } from './plan.ts';
@@ -14,6 +13,14 @@ import type { ControllerMetrics } from '../metrics.ts';
 import type { EventRecorder } from '../writes/index.ts';
 
 const MAX_IDLE_MS = 5_000;
+
+/** The settings of safe eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold, --eviction-dry-run). */
+export interface EvictionSettings {
+  evictAfterSeconds: number;
+  ratePerSecond: number;
+  unhealthyZoneThreshold: number;
+  dryRun: boolean;
+}
 
 export interface EvictorDeps {
   /**
@@ -25,7 +32,8 @@ export interface EvictorDeps {
   log: Logger;
   metrics: ControllerMetrics;
   events: EventRecorder;
-  config: ControllerConfig;
+  /** The controller's eviction settings (ControllerConfig's own shape) and its --dry-run. */
+  config: { dryRun: boolean; eviction: EvictionSettings };
   /** The node's zone ('' when unknown) and the node to record events on (undefined when it is gone). */
   node(name: string): { name: string; uid: string; zone: string } | undefined;
   /** Each node's latest decided state. */
