@@ -61,6 +61,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const env: ProbeEnvironment = {
     node: () => supervisor.node,
     pods: (namespace, selector) => watches.podsMatching(namespace, selector),
+    resourceSlices: () => watches.resourceSlices(),
   };
   const renewIntervalMs = config.extensionRenewSeconds * 1000;
   const supervisor: Supervisor = new Supervisor({

@@ -125,7 +125,7 @@ function harness(probe: FakeProbe, options: { random?: () => number } = {}): Har
         log,
         writer,
         metrics,
-        env: { node: () => undefined, pods: async () => [] },
+        env: { node: () => undefined, pods: async () => [], resourceSlices: async () => [] },
         runProbe: (_spec, ctx) => {
           h.probes++;
           return probe(ctx);

@@ -37,7 +37,7 @@ export interface SupervisorDeps {
   metrics: AgentMetrics;
   writer: Pick<LeaseWriter, 'remove'>;
   heartbeat: Pick<Heartbeat, 'now' | 'started'>;
-  watches: Pick<AgentWatches, 'currentNode' | 'node' | 'systemExtensions' | 'setPodWatch'>;
+  watches: Pick<AgentWatches, 'currentNode' | 'node' | 'systemExtensions' | 'setWatches'>;
   config: Pick<AgentConfig, 'identity' | 'allowedPaths' | 'fileExtensions'>;
   /** When the host booted: registrations present at start get their grace from then. */
   bootTimeMs: number;
@@ -132,7 +132,8 @@ export class Supervisor {
     this.apply(current, wanted, { previous, rebooted, recreated });
     // A registration ignored in favour of another of the same name is reported on that extension's Lease.
     for (const [name, runner] of this.runners) runner.setNote(notes.get(name));
-    watches.setPodWatch([...wanted.values()].some((r) => r.valid && r.spec.probe.kind === 'podReady'));
+    const kinds = new Set([...wanted.values()].flatMap((r) => (r.valid ? [r.spec.probe.kind] : [])));
+    watches.setWatches({ pods: kinds.has('podReady'), resourceSlices: kinds.has('resourceSlices') });
     this.deps.metrics.extensions.set(wanted.size);
     this.deps.metrics.invalidRegistrations.set([...wanted.values()].filter((r) => !r.valid).length);
     this.initialRegistrationsSeen = true;

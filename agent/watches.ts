@@ -1,5 +1,6 @@
 // What the agent watches, stripped on ingest to what it uses: its own Node (field selector), the
-// SystemExtensions (parsed once per change), and — only while a podReady probe exists — the pods on its node.
+// SystemExtensions (parsed once per change), and — only while a probe needs them — the pods on its node
+// (podReady) and the ResourceSlices published for it (resourceSlices).
 
 import {
   EXTENSION_ANNOTATION_PREFIX,
@@ -16,7 +17,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { NodeFacts, PodFacts } from './probes/index.ts';
+import type { NodeFacts, PodFacts, SliceFacts } from './probes/index.ts';
 
 export interface NodeSnapshot extends NodeFacts {
   name: string;
@@ -92,6 +93,47 @@ export function toPodEntry(raw: RawPod): PodEntry {
   };
 }
 
+/** The most devices one slice may list (the API's own limit) and attributes kept per device. */
+const MAX_SLICE_DEVICES = 128;
+const MAX_DEVICE_ATTRIBUTES = 32;
+
+interface RawSlice {
+  metadata?: { name?: string };
+  spec?: {
+    driver?: string;
+    pool?: { name?: string; generation?: number; resourceSliceCount?: number };
+    devices?: Array<{
+      name?: string;
+      attributes?: Record<string, { string?: string; int?: number; bool?: boolean; version?: string }>;
+    }>;
+  };
+}
+
+/** A ResourceSlice as the probe reads it: bounded, every attribute value as text. */
+export function toSliceFacts(raw: RawSlice): SliceFacts {
+  const spec = raw.spec ?? {};
+  return {
+    driver: spec.driver ?? '',
+    pool: spec.pool?.name ?? '',
+    generation: spec.pool?.generation ?? 0,
+    sliceCount: spec.pool?.resourceSliceCount ?? 1,
+    devices: (spec.devices ?? []).slice(0, MAX_SLICE_DEVICES).map((d) => ({
+      name: d.name ?? '',
+      attributes: Object.fromEntries(
+        Object.entries(d.attributes ?? {})
+          .slice(0, MAX_DEVICE_ATTRIBUTES)
+          .map(([key, a]) => [key, String(a.string ?? a.int ?? a.bool ?? a.version ?? '')]),
+      ),
+    })),
+  };
+}
+
+/** What the agent's probes need watched besides its Node and the SystemExtensions. */
+export interface OnDemandWatches {
+  pods: boolean;
+  resourceSlices: boolean;
+}
+
 export interface WatchDeps {
   client: KubeClient;
   clock: Clock;
@@ -124,6 +166,7 @@ export class AgentWatches {
     ParsedSystemExtension
   >;
   private pods: Reflector<RawPod, PodEntry> | undefined;
+  private slices: Reflector<RawSlice, SliceFacts> | undefined;
   private readonly deps: WatchDeps;
 
   constructor(deps: WatchDeps) {
@@ -166,8 +209,37 @@ export class AgentWatches {
     return this.node.store.values().next().value;
   }
 
-  /** Starts or stops the pod watch so it runs only while some podReady probe needs it. */
-  setPodWatch(wanted: boolean): void {
+  /** Starts or stops the pod and ResourceSlice watches so each runs only while some probe needs it. */
+  setWatches(wanted: OnDemandWatches): void {
+    this.setPodWatch(wanted.pods);
+    if (wanted.resourceSlices && !this.slices) {
+      this.slices = new Reflector({
+        client: this.deps.client,
+        clock: this.deps.clock,
+        path: '/apis/resource.k8s.io/v1/resourceslices',
+        fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
+        transform: toSliceFacts,
+        handlers: {
+          error: (err) => this.deps.onError('resourceslices', err),
+          skipped: (err, key) => this.deps.onSkipped('resourceslices', key, err),
+        },
+      });
+      this.slices.start();
+    } else if (!wanted.resourceSlices && this.slices) {
+      void this.slices.stop();
+      this.slices = undefined;
+    }
+  }
+
+  /** The ResourceSlices published for this node (empty while no probe asked for them). */
+  async resourceSlices(): Promise<SliceFacts[]> {
+    const slices = this.slices;
+    if (!slices) return [];
+    if (!slices.synced) throw new Error('ResourceSlice cache not synced yet');
+    return [...slices.store.values()];
+  }
+
+  private setPodWatch(wanted: boolean): void {
     if (wanted && !this.pods) {
       this.pods = new Reflector({
         client: this.deps.client,
@@ -197,6 +269,11 @@ export class AgentWatches {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.node.stop(), this.systemExtensions.stop(), this.pods?.stop()]);
+    await Promise.all([
+      this.node.stop(),
+      this.systemExtensions.stop(),
+      this.pods?.stop(),
+      this.slices?.stop(),
+    ]);
   }
 }

@@ -68,6 +68,7 @@ describe('parseExtensionSpec', () => {
     grpc: [{ address: '127.0.0.1:50051' }, { service: '' }],
     csi: [{ socket: '/var/lib/kubelet/plugins/csi.example.com/csi.sock' }, {}],
     devicePlugin: [{ socket: '/var/lib/kubelet/device-plugins/gpu.sock' }, { minHealthy: 1 }],
+    resourceSlices: [{ driver: 'gpu.example.com' }, { minDevices: 1 }],
     nodeResource: [{ resource: 'nvidia.com/gpu' }, { min: 1 }],
     nodeCondition: [{ type: 'GpuHealthy' }, { status: 'True' }],
     podReady: [{ namespace: 'logging', selector: { matchLabels: { app: 'fluent-bit' } } }, { min: 1 }],

@@ -49,6 +49,7 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
       grpc: { address: '127.0.0.1:1' },
       csi: { socket: '/run/csi.sock' },
       devicePlugin: { socket: '/run/dp.sock' },
+      resourceSlices: { driver: 'gpu.example.com' },
       nodeResource: { resource: 'nvidia.com/gpu' },
       nodeCondition: { type: 'Ready' },
       podReady: { namespace: 'kube-system', selector: { matchLabels: { app: 'x' } } },

@@ -3,7 +3,7 @@
 // not ask of it and where it points (hosts, paths) for the annotation rules. A new kind is one entry here and one
 // probe module in agent/probes/.
 
-import type { FieldReader} from './field-reader.ts';
+import type { FieldReader } from './field-reader.ts';
 import { parseHostPort, parseStatusRanges } from './field-reader.ts';
 import { validateSelector, type LabelSelector } from './selector.ts';
 import { quoteInput } from './text.ts';
@@ -24,6 +24,9 @@ export interface ProbeKindEntry<K extends ProbeKind> {
   /** The hosts and paths the probe reaches; an annotation's probe is held to the node's own (registration.ts). */
   targets?(probe: ProbeOf<K>): ProbeTarget[];
 }
+
+/** A DNS subdomain (RFC 1123), as Kubernetes names DRA drivers. */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const oracle = (field: string, what: string): string =>
   `${field}: not allowed from a node annotation (a match / no-match answer on the Lease would reveal ${what}); use a SystemExtension or the agent config file`;
@@ -119,6 +122,38 @@ export const PROBES = {
     describe: (probe) =>
       `device plugin ListAndWatch on ${probe.socket} (≥ ${probe.minHealthy} healthy devices)`,
     targets: (p) => [{ field: 'probe.devicePlugin.socket', path: p.socket }],
+  },
+  resourceSlices: {
+    healthyWhen:
+      'the DRA driver `driver` has published, in complete ResourceSlices for this node, at least `minDevices` (1) devices, optionally of one `pool` and with an `attribute` of a given value',
+    parse: (r) => {
+      r.rejectUnknown(['driver', 'pool', 'minDevices', 'attribute']);
+      const driver = r.string('driver', { required: true });
+      const validDriver = driver !== undefined && driver.length <= 63 && DNS_SUBDOMAIN.test(driver);
+      if (driver !== undefined && !validDriver)
+        r.problem(
+          'driver',
+          `expected a DRA driver name (a DNS subdomain of at most 63 characters), got ${quoteInput(driver)}`,
+        );
+      const pool = r.string('pool');
+      if (pool !== undefined && pool.length > 253) r.problem('pool', 'expected at most 253 characters');
+      const minDevices = r.int('minDevices', 1, 100_000) ?? 1;
+      const match = r.object('attribute');
+      let attribute: { name: string; value: string } | undefined;
+      if (match) {
+        match.rejectUnknown(['name', 'value']);
+        const name = match.string('name', { required: true });
+        const value = match.string('value', { required: true, nonEmpty: false });
+        if (name !== undefined && name.length > 317) match.problem('name', 'expected at most 317 characters');
+        if (value !== undefined && value.length > 64)
+          match.problem('value', 'expected at most 64 characters');
+        if (name !== undefined && value !== undefined) attribute = { name, value };
+      }
+      if (!validDriver) return undefined;
+      return { kind: 'resourceSlices', driver, pool, minDevices, attribute };
+    },
+    describe: (probe) =>
+      `≥ ${probe.minDevices} device(s) in ResourceSlices of ${probe.driver}${probe.pool ? ` pool ${probe.pool}` : ''}${probe.attribute ? ` with ${probe.attribute.name}=${probe.attribute.value}` : ''}`,
   },
   nodeResource: {
     healthyWhen: '`status.allocatable[resource]` of the node is at least `min` (1)',

@@ -44,6 +44,19 @@ export interface DevicePluginProbe extends PathConfinement {
   socket: string;
   minHealthy: number;
 }
+
+/** A DRA driver's devices on this node, as its published ResourceSlices (resource.k8s.io/v1) list them. */
+export interface ResourceSlicesProbe {
+  kind: 'resourceSlices';
+  /** The driver (ResourceSlice spec.driver), a DNS subdomain such as gpu.example.com. */
+  driver: string;
+  /** Only this pool (spec.pool.name); every pool of the driver on this node when absent. */
+  pool?: string;
+  /** Healthy with at least this many devices. */
+  minDevices: number;
+  /** Only devices whose attribute `name` has this value (compared as text). */
+  attribute?: { name: string; value: string };
+}
 export interface NodeResourceProbe {
   kind: 'nodeResource';
   resource: string;
@@ -89,6 +102,7 @@ export type ProbeSpec =
   | GrpcProbe
   | CsiProbe
   | DevicePluginProbe
+  | ResourceSlicesProbe
   | NodeResourceProbe
   | NodeConditionProbe
   | PodReadyProbe

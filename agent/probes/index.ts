@@ -25,6 +25,7 @@ export const PROBES = {
   grpc: () => import('./grpc.ts').then((m) => m.grpcProbe),
   csi: () => import('./csi.ts').then((m) => m.csiProbe),
   devicePlugin: () => import('./devicePlugin.ts').then((m) => m.devicePluginProbe),
+  resourceSlices: () => import('./resourceSlices.ts').then((m) => m.resourceSlicesProbe),
   nodeResource: () => import('./nodeResource.ts').then((m) => m.nodeResourceProbe),
   nodeCondition: () => import('./nodeCondition.ts').then((m) => m.nodeConditionProbe),
   podReady: () => import('./podReady.ts').then((m) => m.podReadyProbe),
@@ -68,4 +69,5 @@ export type {
   ProbeEnvironment,
   ProbeOutcome,
   ProbeResult,
+  SliceFacts,
 } from './types.ts';

@@ -11,13 +11,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { systemClock } from '../../lib/clock.ts';
-import type { NodeFacts, PodFacts, ProbeContext, ProbeEnvironment } from './types.ts';
+import type { NodeFacts, PodFacts, ProbeContext, ProbeEnvironment, SliceFacts } from './types.ts';
 
 export interface TestContextOptions {
   timeoutMs?: number;
   now?: () => number;
   node?: NodeFacts;
   pods?: ProbeEnvironment['pods'];
+  resourceSlices?: ProbeEnvironment['resourceSlices'];
   signal?: AbortSignal;
 }
 
@@ -31,6 +32,7 @@ export function testContext(options: TestContextOptions = {}): ProbeContext {
     env: {
       node: () => options.node,
       pods: options.pods ?? (async (): Promise<PodFacts[]> => []),
+      resourceSlices: options.resourceSlices ?? (async (): Promise<SliceFacts[]> => []),
     },
   };
 }

@@ -26,12 +26,25 @@ export interface PodFacts {
   ready: boolean;
 }
 
+/** A ResourceSlice (resource.k8s.io/v1) published for this node, as the resourceSlices probe reads it. */
+export interface SliceFacts {
+  driver: string;
+  pool: string;
+  generation: number;
+  /** How many slices the pool's generation has (spec.pool.resourceSliceCount). */
+  sliceCount: number;
+  /** Each device with its attributes as text (strings, integers, booleans and versions alike). */
+  devices: Array<{ name: string; attributes: Readonly<Record<string, string>> }>;
+}
+
 /** Narrow ports to what the agent already watches; probes never call the API server themselves. */
 export interface ProbeEnvironment {
   /** The agent's Node as last observed, or undefined before the first observation. */
   node(): NodeFacts | undefined;
   /** Pods on this node in `namespace` matching the selector, from the agent's pod cache. */
   pods(namespace: string, selector: LabelSelector): Promise<PodFacts[]>;
+  /** The ResourceSlices published for this node, from the agent's slice cache (rejects until it is synced). */
+  resourceSlices(): Promise<SliceFacts[]>;
 }
 
 export interface ProbeContext {

@@ -240,6 +240,88 @@ describe('nodecare-agent', () => {
     tcp.close();
   });
 
+  it('resourceSlices: Healthy while the DRA driver publishes enough devices for the node; a republish with fewer → Unhealthy, withdrawn → Unhealthy, back → Healthy', async () => {
+    const group = uniqueName('dra');
+    const driver = `${group}.nodecare.test`;
+    const sxName = uniqueName('sx-dra');
+    await createSystemExtension(custom, sxName, {
+      nodeSelector: { matchLabels: { 'test-group': group } },
+      probe: { resourceSlices: { driver, minDevices: 2, attribute: { name: 'model', value: 'a100' } } },
+      ...fast,
+    });
+    const node = uniqueName('dra-node');
+    await createNode(node, {}, { 'test-group': group });
+    const sliceName = `${node}-${group}`;
+    const slice = (generation: number, models: string[]) => ({
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: { name: sliceName },
+      spec: {
+        driver,
+        nodeName: node,
+        pool: { name: node, generation, resourceSliceCount: 1 },
+        devices: models.map((model, i) => ({ name: `gpu-${i}`, attributes: { model: { string: model } } })),
+      },
+    });
+    const resource = { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices' };
+    // A slice of the same driver for another node never counts for this one.
+    await custom.createClusterCustomObject({
+      ...resource,
+      body: {
+        ...slice(1, ['a100', 'a100', 'a100']),
+        metadata: { name: `other-${sliceName}` },
+        spec: {
+          ...slice(1, ['a100', 'a100', 'a100']).spec,
+          nodeName: `other-${node}`,
+          pool: { name: `other-${node}`, generation: 1, resourceSliceCount: 1 },
+        },
+      },
+    });
+    await spawnAgent(node);
+    await waitForState(node, sxName, 'Unhealthy');
+    expect((await lease(node, sxName))?.metadata?.annotations?.[LeaseAnnotation.reason]).toBe(
+      'ResourceMissing',
+    );
+
+    // The driver publishes two A100s (and a device of another model, which does not count).
+    await custom.createClusterCustomObject({ ...resource, body: slice(1, ['a100', 't4', 'a100']) });
+    await waitForState(node, sxName, 'Healthy');
+    // It republishes (a new generation) with one A100 left: degraded below minDevices.
+    await custom.replaceClusterCustomObject({
+      ...resource,
+      name: sliceName,
+      body: {
+        ...slice(2, ['a100', 't4']),
+        metadata: {
+          name: sliceName,
+          resourceVersion: (
+            (await custom.getClusterCustomObject({ ...resource, name: sliceName })) as {
+              metadata: { resourceVersion: string };
+            }
+          ).metadata.resourceVersion,
+        },
+      },
+    });
+    await waitForState(node, sxName, 'Unhealthy');
+    expect((await lease(node, sxName))?.metadata?.annotations?.[LeaseAnnotation.reason]).toBe(
+      'TooFewDevices',
+    );
+    // It withdraws its slice (the driver is gone): failed.
+    await custom.deleteClusterCustomObject({ ...resource, name: sliceName });
+    await eventually(
+      async () =>
+        (await lease(node, sxName))?.metadata?.annotations?.[LeaseAnnotation.reason] === 'ResourceMissing'
+          ? true
+          : undefined,
+      { what: 'the withdrawn slice to read as ResourceMissing' },
+    );
+    // Published again: Healthy again.
+    await custom.createClusterCustomObject({ ...resource, body: slice(4, ['a100', 'a100']) });
+    await waitForState(node, sxName, 'Healthy');
+    await custom.deleteClusterCustomObject({ ...resource, name: sliceName });
+    await custom.deleteClusterCustomObject({ ...resource, name: `other-${sliceName}` });
+  });
+
   it('deletes the Lease when the annotation is removed, and leaves Leases of a deleted Node to garbage collection', async () => {
     const nodeName = uniqueName('agent-dereg');
     const web = await httpServer();

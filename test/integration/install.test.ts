@@ -560,6 +560,39 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       expect(deleted.headers['x-kubernetes-pf-flowschema-uid']).toBe(rest);
     });
 
+    it('lists and watches the ResourceSlices of its node (resourceSlices probes), and writes none', async () => {
+      const kubeconfigPath = nodes.get(a)!.kubeconfig;
+      const slices = '/apis/resource.k8s.io/v1/resourceslices';
+      const mine = `${slices}?fieldSelector=${encodeURIComponent(`spec.nodeName=${a}`)}`;
+      expect((await rawRequest(kubeconfigPath, 'GET', mine)).status).toBe(200);
+      const review = await rawRequest(
+        kubeconfigPath,
+        'POST',
+        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        {
+          body: {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SelfSubjectAccessReview',
+            spec: {
+              resourceAttributes: { group: 'resource.k8s.io', resource: 'resourceslices', verb: 'watch' },
+            },
+          },
+        },
+      );
+      expect((review.body as { status?: { allowed?: boolean } }).status?.allowed).toBe(true);
+      const slice = {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: { name: `${a}-forged` },
+        spec: {
+          driver: 'gpu.example.com',
+          nodeName: a,
+          pool: { name: a, generation: 1, resourceSliceCount: 1 },
+        },
+      };
+      expect((await rawRequest(kubeconfigPath, 'POST', slices, { body: slice })).status).toBe(403);
+    });
+
     it("writes its own node's extension and heartbeat Leases: create, update, delete", async () => {
       const client = await clientFor(nodes.get(a)!.kubeconfig);
       try {

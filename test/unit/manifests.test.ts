@@ -89,6 +89,12 @@ const FULL_PROBES: Record<ProbeKind, Record<string, unknown>> = {
   grpc: { address: '127.0.0.1:50051', service: 'example.v1.Health' },
   csi: { socket: '/var/lib/kubelet/plugins/ebs.csi.aws.com/csi.sock' },
   devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock', minHealthy: 2 },
+  resourceSlices: {
+    driver: 'gpu.nvidia.com',
+    pool: 'node-1',
+    minDevices: 8,
+    attribute: { name: 'productName', value: 'NVIDIA A100' },
+  },
   nodeResource: { resource: 'nvidia.com/gpu', min: '4' },
   nodeCondition: { type: 'KernelDeadlock', status: 'False' },
   podReady: {
