@@ -85,7 +85,7 @@ export function nodeBody(name: string): Record<string, unknown> {
         containerRuntimeVersion: 'containerd://2.1.0',
         kernelVersion: '6.12.0',
         kubeProxyVersion: '',
-        kubeletVersion: 'v1.36.3',
+        kubeletVersion: 'v1.37.2',
         machineID: randomUUID().replaceAll('-', ''),
         operatingSystem: 'linux',
         osImage: 'nodecare bench (simulated node)',

@@ -88,7 +88,7 @@ export interface ControlPlane {
   kubeconfigPath: string;
   adminToken: string;
   binDir: string;
-  /** The pinned Kubernetes version the binaries were built at (e.g. v1.36.3). */
+  /** The pinned Kubernetes version the binaries were built at (e.g. v1.37.2). */
   version: string;
   /** The audit log (JSON lines), unless auditPolicy was false. */
   auditLogPath: string | undefined;
