@@ -14,7 +14,6 @@ import {
 import { matchesSelector } from '../api/selector.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
-import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -168,8 +167,6 @@ export class AgentWatches {
   >;
   private pods: Reflector<RawPod, PodEntry> | undefined;
   private slices: Reflector<RawSlice, SliceFacts> | undefined;
-  /** The API server answered 404 for ResourceSlices: it does not serve resource.k8s.io/v1 (before 1.34). */
-  private slicesNotServed = false;
   private readonly deps: WatchDeps;
 
   constructor(deps: WatchDeps) {
@@ -223,12 +220,7 @@ export class AgentWatches {
         fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
         transform: toSliceFacts,
         handlers: {
-          // A 404 before the first list is an empty store, synced, then this error: the type is not served.
-          synced: () => void (this.slicesNotServed = false),
-          error: (err) => {
-            if (isKubeError(err, KubeErrorCode.NotFound)) this.slicesNotServed = true;
-            this.deps.onError('resourceslices', err);
-          },
+          error: (err) => this.deps.onError('resourceslices', err),
           skipped: (err, key) => this.deps.onSkipped('resourceslices', key, err),
         },
       });
@@ -243,7 +235,8 @@ export class AgentWatches {
   async resourceSlices(): Promise<SliceFacts[]> {
     const slices = this.slices;
     if (!slices) return [];
-    if (this.slicesNotServed)
+    // Before Kubernetes 1.34 the type is not served: say so rather than read it as "no slices".
+    if (slices.notServed)
       throw new Error(
         'this API server does not serve resource.k8s.io/v1 ResourceSlices (Kubernetes 1.34 or later)',
       );

@@ -120,8 +120,12 @@ export class Scene {
     autoscaler: AutoscalerRecord,
     signal: AbortSignal,
   ) {
-    [this.cluster, this.observer, this.out, this.timing] = [cluster, observer, out, timing];
-    [this.autoscaler, this.signal] = [autoscaler, signal];
+    this.cluster = cluster;
+    this.observer = observer;
+    this.out = out;
+    this.timing = timing;
+    this.autoscaler = autoscaler;
+    this.signal = signal;
     if (!cluster.endpoints) throw new Error("the GPU node's extensions are not registered");
     this.endpoints = cluster.endpoints;
     this.proxy = cluster.endpoints.kubeProxy;

@@ -60,6 +60,7 @@ export class Reflector<R extends Meta, T> {
   private readonly backoff: Backoff;
   private resourceVersion = '';
   private hasSynced = false;
+  private notFound = false;
   private controller: AbortController | undefined;
   private loop: Promise<void> | undefined;
 
@@ -70,6 +71,11 @@ export class Reflector<R extends Meta, T> {
 
   get synced(): boolean {
     return this.hasSynced;
+  }
+
+  /** Synced empty because the API server answered 404: it does not serve this resource type (yet). */
+  get notServed(): boolean {
+    return this.notFound;
   }
 
   get lastResourceVersion(): string {
@@ -117,6 +123,7 @@ export class Reflector<R extends Meta, T> {
           // The resource type does not exist (a CRD not installed yet): an empty collection, so dependants
           // can start. Only before the first sync: a later 404 keeps what is known and retries.
           this.applyList(new Map());
+          this.notFound = true;
         }
         handlers.error?.(err);
         const delay = isKubeError(err) && err.retryAfterMs ? err.retryAfterMs : this.backoff.next();
@@ -174,6 +181,7 @@ export class Reflector<R extends Meta, T> {
       this.guarded(key, () => (old === undefined ? handlers.added?.(obj) : handlers.updated?.(obj, old)));
     }
     this.hasSynced = true;
+    this.notFound = false;
     handlers.synced?.();
   }
 
