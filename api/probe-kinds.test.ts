@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROBES as PROBE_MODULES } from '../agent/probes/index.ts';
-import { PROBE_KINDS, PROBES, describeProbe, parseExtensionSpec } from './index.ts';
+import { PROBE_KINDS, PROBES, describeProbe, parseExtensionSpec, watchesFor } from './index.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -36,6 +36,20 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
     const documented = documentedKinds();
     expect([...documented.keys()]).toEqual([...PROBE_KINDS]);
     for (const kind of PROBE_KINDS) expect(documented.get(kind), kind).toBe(PROBES[kind].healthyWhen);
+  });
+
+  it.each([
+    ['no probe', [], { pods: false, resourceSlices: false }],
+    ['podReady → the pods on the node', ['podReady', 'http'], { pods: true, resourceSlices: false }],
+    ["resourceSlices → the node's slices", ['resourceSlices'], { pods: false, resourceSlices: true }],
+    ['both', ['resourceSlices', 'podReady'], { pods: true, resourceSlices: true }],
+    [
+      'kinds that read only the node',
+      ['nodeResource', 'nodeCondition'],
+      { pods: false, resourceSlices: false },
+    ],
+  ] as const)('the agent watches what the kinds need: %s', (_name, kinds, watches) => {
+    expect(watchesFor(kinds)).toEqual(watches);
   });
 
   it('every kind has its probe module in agent/probes/', () => {
@@ -68,20 +82,23 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
     }
   });
 
-  it('no product file lists the kinds on its own (a case or a comparison per kind name)', () => {
+  it('no product file lists the kinds on its own (a case per kind, or several kind names)', () => {
     const offenders: string[] = [];
     for (const dir of ['api', 'agent', 'controller', 'cli', 'lib']) {
       for (const file of productFiles(join(ROOT, dir))) {
-        if (file.endsWith(join('api', 'probe-kinds.ts'))) continue;
-        const text = readFileSync(file, 'utf8');
-        // A switch over a kind with a case per kind, or comparisons with several kinds. One kind named alone
-        // (`probe.kind === 'exec'` for its own rule) is a rule, not a list; a switch over URL schemes is not one
-        // over kinds.
+        const path = relative(ROOT, file);
+        if (path === join('api', 'probe-kinds.ts') || path === join('api', 'probe-spec.ts')) continue;
+        let text = readFileSync(file, 'utf8');
+        // The annotation shorthand switches over URL schemes (http://, tcp://, grpc://, unix://), not kinds.
+        if (path === join('api', 'annotation.ts')) text = text.replace(/case '[a-z]+':/g, '');
+        // A switch over a kind with a case per kind, or several kinds named as strings (a comparison, a
+        // `has('…')`, a list). One kind named alone (`probe.kind === 'exec'` for its own rule, a probe module
+        // naming its kind) is a rule, not a list.
         const switchesOnKind = /switch \((?:[\w.]*\.)?kind\)/.test(text);
         const cased = PROBE_KINDS.filter((kind) => switchesOnKind && text.includes(`case '${kind}'`));
-        const compared = PROBE_KINDS.filter((kind) => text.includes(`kind === '${kind}'`));
-        for (const listed of [cased, compared])
-          if (listed.length > 1) offenders.push(`${relative(ROOT, file)}: ${listed.join(', ')}`);
+        const named = PROBE_KINDS.filter((kind) => text.includes(`'${kind}'`));
+        for (const listed of [cased, named])
+          if (listed.length > 1) offenders.push(`${path}: ${listed.join(', ')}`);
       }
     }
     expect(offenders).toEqual([]);

@@ -1,13 +1,16 @@
 // The probe kinds, one entry each: its spec's type, how it is parsed and validated, what it does (the
-// docs/design.md line, a one-line description for `kubectl nodecare explain`), and what a node annotation may
-// not ask of it and where it points (hosts, paths) for the annotation rules. A new kind is one entry here and one
-// probe module in agent/probes/.
+// docs/design.md line, a one-line description for `kubectl nodecare explain`), what a node annotation may not
+// ask of it, where it points (hosts, paths) and what the agent must watch for it. A new kind is one entry here
+// and one probe module in agent/probes/.
 
 import type { FieldReader } from './field-reader.ts';
 import { parseHostPort, parseStatusRanges } from './field-reader.ts';
 import { validateSelector, type LabelSelector } from './selector.ts';
 import { quoteInput } from './text.ts';
 import type { HostProbe, ProbeKind, ProbeOf, ProbeSpec } from './probe-spec.ts';
+
+/** Objects the agent watches only while a probe needs them (its own Node and the SystemExtensions always). */
+export type ProbeWatch = 'pods' | 'resourceSlices';
 
 /** Where a probe points: a host (judged against loopback and the node's addresses) or a path (allowed dirs). */
 export type ProbeTarget = { field: string; host: string } | { field: string; path: string };
@@ -23,6 +26,8 @@ export interface ProbeKindEntry<K extends ProbeKind> {
   annotationForbids?(probe: ProbeOf<K>): string[];
   /** The hosts and paths the probe reaches; an annotation's probe is held to the node's own (registration.ts). */
   targets?(probe: ProbeOf<K>): ProbeTarget[];
+  /** What the agent must watch, besides its own Node, for this kind to be judged; nothing when absent. */
+  watches?: ProbeWatch;
 }
 
 /** A DNS subdomain (RFC 1123), as Kubernetes names DRA drivers. */
@@ -152,6 +157,7 @@ export const PROBES = {
       if (!validDriver) return undefined;
       return { kind: 'resourceSlices', driver, pool, minDevices, attribute };
     },
+    watches: 'resourceSlices',
     describe: (probe) =>
       `≥ ${probe.minDevices} device(s) in ResourceSlices of ${probe.driver}${probe.pool ? ` pool ${probe.pool}` : ''}${probe.attribute ? ` with ${probe.attribute.name}=${probe.attribute.value}` : ''}`,
   },
@@ -199,6 +205,7 @@ export const PROBES = {
       }
       return { kind: 'podReady', namespace, selector: typed, min };
     },
+    watches: 'pods',
     describe: (probe) =>
       `≥ ${probe.min} Ready pod(s) in ${probe.namespace} matching ${JSON.stringify(probe.selector)}`,
   },
@@ -314,7 +321,18 @@ export function isProbeKind(kind: string): kind is ProbeKind {
 
 /** The table's entry for `probe`'s kind. */
 export function probeKind(probe: ProbeSpec): ProbeKindEntry<ProbeKind> {
-  return PROBES[probe.kind] as unknown as ProbeKindEntry<ProbeKind>;
+  return entryOf(probe.kind);
+}
+
+// The table pairs each kind with its entry; TS cannot correlate a kind variable with its entry's type.
+function entryOf(kind: ProbeKind): ProbeKindEntry<ProbeKind> {
+  return PROBES[kind] as unknown as ProbeKindEntry<ProbeKind>;
+}
+
+/** Which of the on-demand watches the probes of `kinds` need. */
+export function watchesFor(kinds: Iterable<ProbeKind>): Record<ProbeWatch, boolean> {
+  const needed = new Set([...kinds].map((kind) => entryOf(kind).watches));
+  return { pods: needed.has('pods'), resourceSlices: needed.has('resourceSlices') };
 }
 
 /** One line for people describing what `probe` checks. */
