@@ -4,9 +4,18 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { PROBES as PROBE_MODULES } from '../agent/probes/index.ts';
-import { PROBE_KINDS, PROBES, describeProbe, parseExtensionSpec, watchesFor } from './index.ts';
+import {
+  PROBE_KINDS,
+  PROBES,
+  describeProbe,
+  parseAnnotationValue,
+  parseExtensionSpec,
+  watchesFor,
+  type SpecParse,
+} from './index.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -19,6 +28,30 @@ function documentedKinds(): Map<string, string> {
   const table = design.slice(start).split('\n\n')[0]!;
   const rows = [...table.matchAll(/^\| `([A-Za-z]+)`\s*\| (.*?)\s*\|$/gm)];
   return new Map(rows.map(([, kind, text]) => [kind!, text!]));
+}
+
+/** docs/agent.md's section on each kind (`### \`kind\``) under "## Probe kinds": kind → the section's text. */
+function agentDocSections(): Map<string, string> {
+  const agent = readFileSync(join(ROOT, 'docs', 'agent.md'), 'utf8');
+  const start = agent.indexOf('\n## Probe kinds\n');
+  expect(start, 'the "Probe kinds" section of docs/agent.md').toBeGreaterThan(0);
+  const end = agent.indexOf('\n## ', start + 1);
+  const sections = agent.slice(start, end).split(/^### /m).slice(1);
+  return new Map(sections.map((section) => [/^`(\w+)`/.exec(section)?.[1] ?? section, section]));
+}
+
+/**
+ * Parses a docs example the way its reader would use it: a spec (JSON), a SystemExtension or the agent's config
+ * file (YAML), an annotation's shorthand.
+ */
+function parseExample(language: string, text: string): SpecParse {
+  if (language === 'json') return parseExtensionSpec(JSON.parse(text));
+  if (language === 'yaml') {
+    const doc = load(text) as { kind?: string; spec?: unknown; extensions?: Record<string, unknown> };
+    const spec = doc.kind === 'SystemExtension' ? doc.spec : Object.values(doc.extensions ?? {})[0];
+    return parseExtensionSpec(spec, ['nodeSelector']);
+  }
+  return parseAnnotationValue(text.trim());
 }
 
 function productFiles(dir: string): string[] {
@@ -36,6 +69,17 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
     const documented = documentedKinds();
     expect([...documented.keys()]).toEqual([...PROBE_KINDS]);
     for (const kind of PROBE_KINDS) expect(documented.get(kind), kind).toBe(PROBES[kind].healthyWhen);
+  });
+
+  it('docs/agent.md has a section per kind, in its order, whose example parses as that kind', () => {
+    const sections = agentDocSections();
+    expect([...sections.keys()]).toEqual([...PROBE_KINDS]);
+    for (const [kind, section] of sections) {
+      const example = /```(\w*)\n([\s\S]*?)```/.exec(section);
+      expect(example, `an example in the ${kind} section`).not.toBeNull();
+      const { result } = parseExample(example![1]!, example![2]!);
+      expect(result, kind).toMatchObject({ ok: true, value: { probe: { kind } } });
+    }
   });
 
   it.each([
