@@ -11,6 +11,7 @@ import {
   PROBE_KINDS,
   PROBES,
   describeProbe,
+  kindEntry,
   parseAnnotationValue,
   parseExtensionSpec,
   watchesFor,
@@ -54,6 +55,32 @@ function parseExample(language: string, text: string): SpecParse {
   return parseAnnotationValue(text.trim());
 }
 
+type Schema = { properties?: Record<string, Schema>; default?: unknown };
+
+/** The `default`s in the SystemExtension CRD's schema of `kind`, as a nested object like a table entry's. */
+function crdDefaults(kind: string): Record<string, unknown> {
+  const crd = load(
+    readFileSync(join(ROOT, 'manifests', 'base', 'crds', 'systemextensions.nodecare.io.yaml'), 'utf8'),
+  ) as { spec: { versions: Array<{ schema: { openAPIV3Schema: Schema } }> } };
+  const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+  const collect = (node: Schema): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(node.properties ?? {}).flatMap(([field, child]) => {
+        if (child.default !== undefined) return [[field, child.default]];
+        const nested = collect(child);
+        return Object.keys(nested).length > 0 ? [[field, nested]] : [];
+      }),
+    );
+  return collect(root.properties!.spec!.properties!.probe!.properties![kind]!);
+}
+
+/** Each default as [its field's own name, its value], nested ones included. */
+function leaves(defaults: object): Array<[string, unknown]> {
+  return Object.entries(defaults).flatMap(([field, value]): Array<[string, unknown]> =>
+    typeof value === 'object' ? leaves(value as object) : [[field, value]],
+  );
+}
+
 function productFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -79,6 +106,19 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
       expect(example, `an example in the ${kind} section`).not.toBeNull();
       const { result } = parseExample(example![1]!, example![2]!);
       expect(result, kind).toMatchObject({ ok: true, value: { probe: { kind } } });
+    }
+  });
+
+  it.each(PROBE_KINDS)("%s: its defaults are the CRD schema's, and docs/agent.md names each", (kind) => {
+    const defaults: object = kindEntry(kind).defaults ?? {};
+    expect(defaults).toEqual(crdDefaults(kind));
+    const section = agentDocSections().get(kind)!;
+    for (const [field, value] of leaves(defaults)) {
+      const shown = value === '' ? '""' : String(value);
+      const escaped = shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      expect(section, `${kind}.${field}`).toMatch(
+        new RegExp(`\`${field}\`[^.]*?default \`?${escaped}(?!\\w)`),
+      );
     }
   });
 
