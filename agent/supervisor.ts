@@ -6,6 +6,7 @@ import {
   DEFAULT_POLICY,
   extensionLeaseName,
   resolveRegistrations,
+  watchesFor,
   withConfigFile,
   type ExtensionSpec,
   type Registration,
@@ -133,7 +134,7 @@ export class Supervisor {
     // A registration ignored in favour of another of the same name is reported on that extension's Lease.
     for (const [name, runner] of this.runners) runner.setNote(notes.get(name));
     const kinds = new Set([...wanted.values()].flatMap((r) => (r.valid ? [r.spec.probe.kind] : [])));
-    watches.setWatches({ pods: kinds.has('podReady'), resourceSlices: kinds.has('resourceSlices') });
+    watches.setWatches(watchesFor(kinds));
     this.deps.metrics.extensions.set(wanted.size);
     this.deps.metrics.invalidRegistrations.set([...wanted.values()].filter((r) => !r.valid).length);
     this.initialRegistrationsSeen = true;

@@ -9,6 +9,7 @@ import {
   parseSystemExtension,
   type LabelSelector,
   type ParsedSystemExtension,
+  type ProbeWatch,
   type SystemExtensionObject,
 } from '../api/index.ts';
 import { matchesSelector } from '../api/selector.ts';
@@ -128,11 +129,8 @@ export function toSliceFacts(raw: RawSlice): SliceFacts {
   };
 }
 
-/** What the agent's probes need watched besides its Node and the SystemExtensions. */
-export interface OnDemandWatches {
-  pods: boolean;
-  resourceSlices: boolean;
-}
+/** What the agent's probes need watched besides its Node and the SystemExtensions (api/probe-kinds.ts). */
+export type OnDemandWatches = Record<ProbeWatch, boolean>;
 
 export interface WatchDeps {
   client: KubeClient;

@@ -4,7 +4,7 @@
 
 import { FieldReader, type ParseResult } from './field-reader.ts';
 import { PASCAL_CASE } from './naming.ts';
-import { PROBE_KINDS, PROBES, isProbeKind } from './probe-kinds.ts';
+import { PROBE_KINDS, isProbeKind, kindEntry } from './probe-kinds.ts';
 import type { ProbeSpec } from './probe-spec.ts';
 import { capInput, quoteInput } from './text.ts';
 
@@ -67,7 +67,8 @@ function parseProbe(r: FieldReader): ProbeSpec | undefined {
     return r.problem(kind, `unknown probe kind (expected one of ${PROBE_KINDS.join(', ')})`);
   }
   const body = r.object(kind, { required: true });
-  return body ? (PROBES[kind] as { parse(r: FieldReader): ProbeSpec | undefined }).parse(body) : undefined;
+  const entry = kindEntry(kind);
+  return body ? entry.parse(entry.defaults ? body.withDefaults(entry.defaults) : body) : undefined;
 }
 
 const SPEC_FIELDS = [

@@ -16,6 +16,25 @@ function echo(value: unknown): string {
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; problems: string[] };
 
+/** Input-form defaults; a nested object's apply inside that object when it is there (as a CRD's do). */
+export interface Defaults {
+  readonly [field: string]: string | number | boolean | Defaults;
+}
+
+/** A copy of `raw` with `defaults` filled in where fields are absent; `raw` itself is never changed. */
+function withDefaults(raw: Record<string, unknown>, defaults: Defaults): Record<string, unknown> {
+  const filled = { ...raw };
+  for (const [field, value] of Object.entries(defaults)) {
+    const present = filled[field];
+    if (typeof value !== 'object') {
+      if (present === undefined) filled[field] = value;
+    } else if (typeof present === 'object' && present !== null && !Array.isArray(present)) {
+      filled[field] = withDefaults(present as Record<string, unknown>, value);
+    }
+  }
+  return filled;
+}
+
 /**
  * Collects problems while reading fields of an untyped object. Each getter records a problem with the
  * field's path and returns undefined instead of throwing, so one pass reports every problem at once.
@@ -37,6 +56,11 @@ export class FieldReader {
     // like any other echoed value, so it can neither pose as message text nor reach a terminal raw.
     const name = /^[A-Za-z0-9_-]{1,64}$/.test(field) ? field : quoteInput(field);
     return this.path ? `${this.path}.${name}` : name;
+  }
+
+  /** This reader over a copy of its object with `defaults` filled in where fields are absent. */
+  withDefaults(defaults: Defaults): FieldReader {
+    return new FieldReader(withDefaults(this.raw, defaults), this.path, this.problems);
   }
 
   problem(field: string, expected: string): undefined {
@@ -107,9 +131,9 @@ export class FieldReader {
     return new FieldReader(value as Record<string, unknown>, this.at(field), this.problems);
   }
 
-  quantity(field: string, fallback: number): number | undefined {
+  quantity(field: string): number | undefined {
     const value = this.raw[field];
-    if (value === undefined) return fallback;
+    if (value === undefined) return undefined;
     const parsed = typeof value === 'number' || typeof value === 'string' ? parseQuantity(value) : undefined;
     if (parsed === undefined || parsed < 0) {
       return this.problem(
@@ -123,7 +147,7 @@ export class FieldReader {
 
 export function parseStatusRanges(reader: FieldReader): StatusRange[] | undefined {
   const raw = reader.raw.expectStatus;
-  if (raw === undefined) return [[200, 399]];
+  if (raw === undefined) return reader.problem('expectStatus', 'required');
   const items = typeof raw === 'string' ? raw.split(',') : Array.isArray(raw) ? raw : [raw];
   if (items.length === 0) {
     return reader.problem('expectStatus', 'expected at least one status code or range, got []');

@@ -8,6 +8,7 @@ export * from './annotation.ts';
 export * from './field-reader.ts';
 export * from './naming.ts';
 export * from './probe-kinds.ts';
+export * from './probe-kind-entry.ts';
 export * from './probe-spec.ts';
 export * from './selector.ts';
 export * from './quantity.ts';

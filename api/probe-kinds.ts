@@ -1,29 +1,12 @@
-// The probe kinds, one entry each: its spec's type, how it is parsed and validated, what it does (the
-// docs/design.md line, a one-line description for `kubectl nodecare explain`), and what a node annotation may
-// not ask of it and where it points (hosts, paths) for the annotation rules. A new kind is one entry here and one
-// probe module in agent/probes/.
+// The probe kinds' table, one entry each (its shape and what each field means: probe-kind-entry.ts): defaults,
+// parsing and validation, the docs line, the annotation rules, targets and watches. A new kind is one entry
+// here, its type in probe-spec.ts and one probe module in agent/probes/.
 
-import type { FieldReader } from './field-reader.ts';
 import { parseHostPort, parseStatusRanges } from './field-reader.ts';
+import type { ProbeKindEntry, ProbeWatch } from './probe-kind-entry.ts';
 import { validateSelector, type LabelSelector } from './selector.ts';
 import { quoteInput } from './text.ts';
-import type { HostProbe, ProbeKind, ProbeOf, ProbeSpec } from './probe-spec.ts';
-
-/** Where a probe points: a host (judged against loopback and the node's addresses) or a path (allowed dirs). */
-export type ProbeTarget = { field: string; host: string } | { field: string; path: string };
-
-export interface ProbeKindEntry<K extends ProbeKind> {
-  /** What Healthy means for this kind: the docs/design.md table's line. */
-  healthyWhen: string;
-  /** Reads and validates the kind's fields; undefined (with problems recorded on `r`) when they are wrong. */
-  parse(r: FieldReader): ProbeOf<K> | undefined;
-  /** One line for people (`kubectl nodecare explain`). */
-  describe(probe: ProbeOf<K>): string;
-  /** What a node annotation may not ask of this kind (docs/design.md section 3); none when absent. */
-  annotationForbids?(probe: ProbeOf<K>): string[];
-  /** The hosts and paths the probe reaches; an annotation's probe is held to the node's own (registration.ts). */
-  targets?(probe: ProbeOf<K>): ProbeTarget[];
-}
+import type { HostProbe, ProbeKind, ProbeSpec } from './probe-spec.ts';
 
 /** A DNS subdomain (RFC 1123), as Kubernetes names DRA drivers. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -35,6 +18,7 @@ export const PROBES = {
   http: {
     healthyWhen:
       'GET answers with a status in `expectStatus` (200-399) and, optionally, the body matches a regex; TLS with an optional CA or without verification',
+    defaults: { expectStatus: '200-399', insecureSkipVerify: false },
     parse: (r) => {
       r.rejectUnknown(['url', 'expectStatus', 'bodyRegex', 'caFile', 'insecureSkipVerify']);
       const url = r.string('url', { required: true });
@@ -54,8 +38,9 @@ export const PROBES = {
       const expectStatus = parseStatusRanges(r);
       const bodyRegex = r.regex('bodyRegex');
       const caFile = r.absolutePath('caFile');
-      const insecureSkipVerify = r.bool('insecureSkipVerify') ?? false;
-      if (url === undefined || expectStatus === undefined) return undefined;
+      const insecureSkipVerify = r.bool('insecureSkipVerify');
+      if (url === undefined || expectStatus === undefined || insecureSkipVerify === undefined)
+        return undefined;
       return { kind: 'http', url, expectStatus, bodyRegex, caFile, insecureSkipVerify };
     },
     describe: (probe) => `http GET ${probe.url}${probe.bodyRegex ? ' (body must match a regex)' : ''}`,
@@ -67,12 +52,13 @@ export const PROBES = {
   },
   tcp: {
     healthyWhen: 'a connection opens',
+    defaults: { host: '127.0.0.1' },
     parse: (r) => {
       r.rejectUnknown(['host', 'port']);
-      const host = r.string('host') ?? '127.0.0.1';
+      const host = r.string('host');
       const port =
         r.int('port', 1, 65535) ?? (r.raw.port === undefined ? r.problem('port', 'required') : undefined);
-      return port === undefined ? undefined : { kind: 'tcp', host, port };
+      return port === undefined || host === undefined ? undefined : { kind: 'tcp', host, port };
     },
     describe: (probe) => `tcp connect ${probe.host}:${probe.port}`,
     targets: (p) => [{ field: 'probe.tcp.host', host: p.host }],
@@ -80,11 +66,12 @@ export const PROBES = {
   grpc: {
     healthyWhen:
       '`grpc.health.v1.Health/Check` answers SERVING (optionally for a service name), over `host:port` or a unix socket',
+    defaults: { service: '' },
     parse: (r) => {
       r.rejectUnknown(['address', 'service']);
       const address = r.string('address', { required: true });
-      const service = r.string('service', { nonEmpty: false }) ?? '';
-      if (address === undefined) return undefined;
+      const service = r.string('service', { nonEmpty: false });
+      if (address === undefined || service === undefined) return undefined;
       if (address.startsWith('unix://')) {
         const path = r.absolutePath('address');
         return path === undefined ? undefined : { kind: 'grpc', address: `unix://${path}`, service };
@@ -113,11 +100,14 @@ export const PROBES = {
   },
   devicePlugin: {
     healthyWhen: "the device plugin's `ListAndWatch` reports at least `minHealthy` (1) Healthy devices",
+    defaults: { minHealthy: 1 },
     parse: (r) => {
       r.rejectUnknown(['socket', 'minHealthy']);
       const socket = r.absolutePath('socket', { required: true });
-      const minHealthy = r.int('minHealthy', 1, 100_000) ?? 1;
-      return socket === undefined ? undefined : { kind: 'devicePlugin', socket, minHealthy };
+      const minHealthy = r.int('minHealthy', 1, 100_000);
+      return socket === undefined || minHealthy === undefined
+        ? undefined
+        : { kind: 'devicePlugin', socket, minHealthy };
     },
     describe: (probe) =>
       `device plugin ListAndWatch on ${probe.socket} (≥ ${probe.minHealthy} healthy devices)`,
@@ -126,6 +116,7 @@ export const PROBES = {
   resourceSlices: {
     healthyWhen:
       'the DRA driver `driver` has published, in complete ResourceSlices for this node, at least `minDevices` (1) devices, optionally of one `pool` and with an `attribute` of a given value',
+    defaults: { minDevices: 1 },
     parse: (r) => {
       r.rejectUnknown(['driver', 'pool', 'minDevices', 'attribute']);
       const driver = r.string('driver', { required: true });
@@ -137,7 +128,7 @@ export const PROBES = {
         );
       const pool = r.string('pool');
       if (pool !== undefined && pool.length > 253) r.problem('pool', 'expected at most 253 characters');
-      const minDevices = r.int('minDevices', 1, 100_000) ?? 1;
+      const minDevices = r.int('minDevices', 1, 100_000);
       const match = r.object('attribute');
       let attribute: { name: string; value: string } | undefined;
       if (match) {
@@ -149,18 +140,20 @@ export const PROBES = {
           match.problem('value', 'expected at most 64 characters');
         if (name !== undefined && value !== undefined) attribute = { name, value };
       }
-      if (!validDriver) return undefined;
+      if (!validDriver || minDevices === undefined) return undefined;
       return { kind: 'resourceSlices', driver, pool, minDevices, attribute };
     },
+    watches: 'resourceSlices',
     describe: (probe) =>
       `≥ ${probe.minDevices} device(s) in ResourceSlices of ${probe.driver}${probe.pool ? ` pool ${probe.pool}` : ''}${probe.attribute ? ` with ${probe.attribute.name}=${probe.attribute.value}` : ''}`,
   },
   nodeResource: {
     healthyWhen: '`status.allocatable[resource]` of the node is at least `min` (1)',
+    defaults: { min: 1 },
     parse: (r) => {
       r.rejectUnknown(['resource', 'min']);
       const resource = r.string('resource', { required: true });
-      const min = r.quantity('min', 1);
+      const min = r.quantity('min');
       return resource === undefined || min === undefined
         ? undefined
         : { kind: 'nodeResource', resource, min };
@@ -170,10 +163,12 @@ export const PROBES = {
   nodeCondition: {
     healthyWhen:
       'the node condition `type` has status `status` (True), for example one written by node-problem-detector',
+    defaults: { status: 'True' },
     parse: (r) => {
       r.rejectUnknown(['type', 'status']);
       const type = r.string('type', { required: true });
-      const status = r.string('status') ?? 'True';
+      const status = r.string('status');
+      if (status === undefined) return undefined;
       if (status !== 'True' && status !== 'False' && status !== 'Unknown') {
         return r.problem('status', `expected True, False or Unknown, got ${quoteInput(status)}`);
       }
@@ -183,6 +178,7 @@ export const PROBES = {
   },
   podReady: {
     healthyWhen: 'at least `min` (1) pods on this node matching `namespace` and `selector` are Ready',
+    defaults: { min: 1 },
     parse: (r) => {
       r.rejectUnknown(['namespace', 'selector', 'min']);
       const namespace = r.string('namespace', { required: true });
@@ -191,14 +187,21 @@ export const PROBES = {
         r.problem('selector', 'required (a label selector with matchLabels/matchExpressions)');
       const selectorProblems = validateSelector(selector, r.at('selector'));
       r.problems.push(...selectorProblems);
-      const min = r.int('min', 1, 10_000) ?? 1;
-      if (namespace === undefined || selector === undefined || selectorProblems.length > 0) return undefined;
+      const min = r.int('min', 1, 10_000);
+      if (
+        namespace === undefined ||
+        selector === undefined ||
+        selectorProblems.length > 0 ||
+        min === undefined
+      )
+        return undefined;
       const typed = selector as LabelSelector;
       if (Object.keys(typed.matchLabels ?? {}).length === 0 && (typed.matchExpressions ?? []).length === 0) {
         return r.problem('selector', 'must not be empty (it would match every pod on the node)');
       }
       return { kind: 'podReady', namespace, selector: typed, min };
     },
+    watches: 'pods',
     describe: (probe) =>
       `≥ ${probe.min} Ready pod(s) in ${probe.namespace} matching ${JSON.stringify(probe.selector)}`,
   },
@@ -242,17 +245,19 @@ export const PROBES = {
   },
   process: {
     healthyWhen: 'at least `min` (1) processes are named `name`',
+    defaults: { min: 1 },
     parse: (r) => {
       r.rejectUnknown(['name', 'min']);
       const name = r.string('name', { required: true });
-      const min = r.int('min', 1, 100_000) ?? 1;
-      return name === undefined ? undefined : { kind: 'process', name, min };
+      const min = r.int('min', 1, 100_000);
+      return name === undefined || min === undefined ? undefined : { kind: 'process', name, min };
     },
     describe: (probe) => `≥ ${probe.min} process(es) named ${probe.name}`,
   },
   host: {
     healthyWhen:
       'host facts hold: free disk on a mount, available memory, GPU controllers by vendor, a network interface up',
+    defaults: { gpu: { min: 1 } },
     parse: (r) => {
       r.rejectUnknown(['diskFreePercent', 'memoryAvailableMiB', 'gpu', 'interfaceUp']);
       const probe: HostProbe = { kind: 'host' };
@@ -276,7 +281,9 @@ export const PROBES = {
       const gpu = r.object('gpu');
       if (gpu) {
         gpu.rejectUnknown(['vendor', 'min']);
-        probe.gpu = { vendor: gpu.string('vendor'), min: gpu.int('min', 1, 1024) ?? 1 };
+        const vendor = gpu.string('vendor');
+        const min = gpu.int('min', 1, 1024);
+        if (min !== undefined) probe.gpu = { vendor, min };
       }
       const iface = r.object('interfaceUp');
       if (iface) {
@@ -314,7 +321,19 @@ export function isProbeKind(kind: string): kind is ProbeKind {
 
 /** The table's entry for `probe`'s kind. */
 export function probeKind(probe: ProbeSpec): ProbeKindEntry<ProbeKind> {
-  return PROBES[probe.kind] as unknown as ProbeKindEntry<ProbeKind>;
+  return kindEntry(probe.kind);
+}
+
+/** The table's entry for `kind`. */
+export function kindEntry(kind: ProbeKind): ProbeKindEntry<ProbeKind> {
+  // The table pairs each kind with its entry; TS cannot correlate a kind variable with its entry's type.
+  return PROBES[kind] as unknown as ProbeKindEntry<ProbeKind>;
+}
+
+/** Which of the on-demand watches the probes of `kinds` need. */
+export function watchesFor(kinds: Iterable<ProbeKind>): Record<ProbeWatch, boolean> {
+  const needed = new Set([...kinds].map((kind) => kindEntry(kind).watches));
+  return { pods: needed.has('pods'), resourceSlices: needed.has('resourceSlices') };
 }
 
 /** One line for people describing what `probe` checks. */

@@ -322,6 +322,59 @@ describe('nodecare-agent', () => {
     await custom.deleteClusterCustomObject({ ...resource, name: `other-${sliceName}` });
   });
 
+  it('podReady: the pods on its node are watched for the probe; Healthy once a matching pod there is Ready, Unhealthy when it is not', async () => {
+    const group = uniqueName('pods');
+    const namespace = uniqueName('pods-ns');
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const node = uniqueName('pods-node');
+    await createNode(node, {}, { 'test-group': group });
+    // No kubelet runs here: the test plays its part, binding pods and reporting them Ready or not.
+    const createPod = (name: string, nodeName: string) =>
+      core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name, labels: { app: group } },
+          spec: { nodeName, containers: [{ name: 'app', image: 'nodecare.invalid/none' }] },
+        },
+      });
+    const setReady = (name: string, ready: boolean) =>
+      core.patchNamespacedPodStatus(
+        {
+          name,
+          namespace,
+          body: {
+            status: {
+              phase: 'Running',
+              conditions: [
+                { type: 'Ready', status: ready ? 'True' : 'False', lastTransitionTime: new Date() },
+              ],
+            },
+          },
+        },
+        mergePatch,
+      );
+    // A Ready pod with the same labels on another node never counts for this one.
+    await createPod('elsewhere', `other-${node}`);
+    await setReady('elsewhere', true);
+    await createPod('here', node);
+    const sxName = uniqueName('sx-pods');
+    await createSystemExtension(custom, sxName, {
+      nodeSelector: { matchLabels: { 'test-group': group } },
+      probe: { podReady: { namespace, selector: { matchLabels: { app: group } } } },
+      ...fast,
+    });
+    await spawnAgent(node);
+    await waitForState(node, sxName, 'Unhealthy');
+    expect((await lease(node, sxName))?.metadata?.annotations?.[LeaseAnnotation.reason]).toBe(
+      'TooFewPodsReady',
+    );
+    await setReady('here', true);
+    await waitForState(node, sxName, 'Healthy');
+    await setReady('here', false);
+    await waitForState(node, sxName, 'Unhealthy');
+    await core.deleteNamespace({ name: namespace });
+  });
+
   it('deletes the Lease when the annotation is removed, and leaves Leases of a deleted Node to garbage collection', async () => {
     const nodeName = uniqueName('agent-dereg');
     const web = await httpServer();
