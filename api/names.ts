@@ -61,6 +61,8 @@ export const NodeStatusLabelValue = {
   progressing: 'progressing',
   unhealthy: 'unhealthy',
   unknown: 'unknown',
+  /** The node is in maintenance (cordoned, drained, shutting down, deleted) and not every extension is Healthy. */
+  maintenance: 'maintenance',
 } as const;
 export type NodeStatusLabelValue = (typeof NodeStatusLabelValue)[keyof typeof NodeStatusLabelValue];
 

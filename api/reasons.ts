@@ -49,6 +49,11 @@ export const ConditionReason = {
    * extension results are not trusted until it is Ready again (docs/design.md section 5).
    */
   NodeNotReady: 'NodeNotReady',
+  /**
+   * The node is in maintenance (cordoned, draining, drained, shutting down, being deleted; the MAINTENANCE table
+   * in controller/decide/maintenance.ts) and not every extension is Healthy: expected, so not acted on.
+   */
+  InMaintenance: 'InMaintenance',
 } as const;
 export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionReason];
 
@@ -69,6 +74,10 @@ export const EventReason = {
   RollupRejected: 'RollupRejected',
   /** The kubelet's `Ready` condition stopped being True (Warning, once per transition into NotReady). */
   NodeNotReady: 'NodeNotReady',
+  /** The node went into maintenance (Normal, once per spell): nodecare stops acting on its extension results. */
+  MaintenanceStarted: 'MaintenanceStarted',
+  /** The node is out of maintenance (Normal): nodecare acts on its extension results again. */
+  MaintenanceEnded: 'MaintenanceEnded',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -19,7 +19,7 @@ import {
 } from '../api/index.ts';
 import { validateExtensionName } from '../api/naming.ts';
 import { capInput } from '../api/text.ts';
-import type { KubeletNotReady, NodeTaint, ObservedNode } from './decide/index.ts';
+import { maintenanceOf, type KubeletNotReady, type NodeTaint, type ObservedNode } from './decide/index.ts';
 
 /**
  * A taint exactly as observed: `timeAdded` (which drives tolerationSeconds of NoExecute taints) and any
@@ -45,8 +45,9 @@ export interface NodeObject {
     creationTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    deletionTimestamp?: string;
   };
-  spec?: { taints?: ObservedTaint[] };
+  spec?: { taints?: ObservedTaint[]; unschedulable?: boolean };
   status?: {
     nodeInfo?: { bootID?: string };
     conditions?: Array<{
@@ -91,6 +92,12 @@ export function toCachedNode(raw: NodeObject): CachedNode {
   }
   const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
   const notReady = kubeletNotReady(raw);
+  const { maintenance, planned } = maintenanceOf({
+    deletionTimestamp: raw.metadata?.deletionTimestamp,
+    unschedulable: raw.spec?.unschedulable,
+    taints: raw.spec?.taints,
+    conditions: raw.status?.conditions,
+  });
   return {
     name: raw.metadata?.name ?? '',
     uid: raw.metadata?.uid ?? '',
@@ -107,6 +114,8 @@ export function toCachedNode(raw: NodeObject): CachedNode {
       : undefined,
     conditionTransitionTime: condition?.lastTransitionTime,
     ...(notReady ? { kubeletNotReady: notReady } : {}),
+    ...(maintenance ? { maintenance } : {}),
+    ...(planned ? { maintenancePlanned: planned } : {}),
   };
 }
 

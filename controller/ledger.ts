@@ -5,7 +5,13 @@
 import type { ExtensionState, RegistrationSource } from '../api/index.ts';
 import { ControllerReason, EventReason } from '../api/reasons.ts';
 import type { Logger } from '../lib/log.ts';
-import { BREAKER_DEFAULTS, BreakerState, type NodeDecision, type NodeState } from './decide/index.ts';
+import {
+  BREAKER_DEFAULTS,
+  BreakerState,
+  type NodeDecision,
+  type NodeMaintenance,
+  type NodeState,
+} from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { AgentNotReportingFact, NodeNotReadyFact, SourcedPair } from './rollup/index.ts';
 import type { ClusterEventRecorder } from './writes/index.ts';
@@ -27,6 +33,10 @@ interface Contribution {
   notReady: NodeNotReadyFact | undefined;
   /** While the agent is not reporting: since when (the roll-up names it once for the node). */
   agentNotReporting: AgentNotReportingFact | undefined;
+  /** While in maintenance: why and since when (the roll-up counts the node's pairs as progressing). */
+  maintenance: NodeMaintenance | undefined;
+  /** Its MaintenancePlanned is True (the roll-up counts such nodes). */
+  maintenancePlanned: boolean;
 }
 
 function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
@@ -58,6 +68,8 @@ function contribution(decision: NodeDecision): Contribution {
       ? { reason: decision.kubeletNotReady.reason, since: decision.kubeletNotReady.since }
       : undefined,
     agentNotReporting: decision.agentNotReporting ? { ...decision.agentNotReporting } : undefined,
+    maintenance: decision.maintenance,
+    maintenancePlanned: decision.maintenancePlanned !== undefined,
   };
 }
 
@@ -114,6 +126,8 @@ export class DecisionLedger {
           reason: e.reason,
           ...(e.source ? { source: e.source } : {}),
           ...(c.notReady ? { nodeNotReady: c.notReady } : {}),
+          ...(c.maintenance ? { maintenance: c.maintenance } : {}),
+          ...(c.maintenancePlanned ? { maintenancePlanned: true } : {}),
           ...(c.agentNotReporting && e.reason === ControllerReason.AgentNotReporting
             ? { agentNotReporting: c.agentNotReporting }
             : {}),
@@ -153,7 +167,10 @@ export class DecisionLedger {
         !sameExtensions(old.extensions, next.extensions) ||
         old.notReady?.reason !== next.notReady?.reason ||
         old.notReady?.since !== next.notReady?.since ||
-        old.agentNotReporting?.since !== next.agentNotReporting?.since;
+        old.agentNotReporting?.since !== next.agentNotReporting?.since ||
+        old.maintenance?.cause !== next.maintenance?.cause ||
+        old.maintenance?.since !== next.maintenance?.since ||
+        old.maintenancePlanned !== next.maintenancePlanned;
     } else {
       this.contributions.delete(name);
       changed = old !== undefined && old.extensions.length > 0;

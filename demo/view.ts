@@ -14,7 +14,7 @@ import {
   NODE_CONDITION_TYPE,
   type ObservedLease,
 } from '../api/index.ts';
-import { NodeState, stateOnNode, stateText } from '../controller/decide/index.ts';
+import { NodeState, maintenanceOf, stateOnNode, stateText } from '../controller/decide/index.ts';
 import { nodeClaimStage, type NodeClaim } from '../test/autoscalers/karpenter.ts';
 
 /** The controller's node states: one definition for the controller, the plugin and this view. */
@@ -182,6 +182,13 @@ export function nodeStatuses(
         bootstrapTainted: taints.includes('bootstrap'),
         runtimeTainted: taints.includes('runtime'),
         conditionReason: condition?.reason,
+        maintained:
+          maintenanceOf({
+            deletionTimestamp: node.metadata?.deletionTimestamp,
+            unschedulable: node.spec?.unschedulable,
+            taints: node.spec?.taints,
+            conditions: node.status?.conditions,
+          }).maintenance !== undefined,
       });
       return {
         name,
@@ -221,6 +228,7 @@ const STATE_COLOR: Record<NodeState, Color> = {
   Ready: 'green',
   Degraded: 'red',
   NotReady: 'magenta',
+  Maintenance: 'dim',
 };
 
 const MARK: Record<ExtensionState, { mark: string; color: Color }> = {

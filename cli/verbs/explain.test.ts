@@ -264,6 +264,33 @@ describe('kubectl nodecare explain: golden output of each shape', () => {
     await expect(text).toMatchFileSnapshot('../testdata/explain-not-ready.txt');
   });
 
+  it('a drained node whose kube-proxy is down, with maintenance planned: in maintenance, said in one line', async () => {
+    const n = node([RUNTIME], { bootstrapped: true });
+    n.spec = { ...n.spec, unschedulable: true };
+    n.status!.conditions!.push(
+      {
+        type: 'DrainInProgress',
+        status: 'True',
+        reason: 'NodeDrain',
+        message: 'kernel update',
+        lastTransitionTime: iso(s(500)),
+      },
+      { type: 'MaintenancePlanned', status: 'True', reason: 'Reboot', lastTransitionTime: iso(s(450)) },
+    );
+    const leases = healthyLeases.map((l) =>
+      l.metadata.name?.startsWith('kube-proxy.') ? lease('kube-proxy', NOW - 1000, 'Unhealthy', s(510)) : l,
+    );
+    const text = explain(n, leases, []);
+    expect(text).toContain(
+      `Node ${NODE} is in maintenance since 2026-11-24T14:08:20.000Z (DrainInProgress: NodeDrain: kernel update): nodecare removes no taint, evicts nothing, and leaves the node out of the breaker and the alerts.`,
+    );
+    expect(text).toContain(`Node ${NODE} has maintenance planned since 2026-11-24T14:07:30.000Z (Reboot)`);
+    expect(text).toContain(
+      'nodecare state: Maintenance; ExtensionsReady=False (InMaintenance), nodecare.io/status=maintenance',
+    );
+    await expect(text).toMatchFileSnapshot('../testdata/explain-maintenance.txt');
+  });
+
   it('events are listed by time, whatever their timestamp field and format', () => {
     const text = explain(node([], { bootstrapped: true, written: HEALTHY }), healthyLeases, [
       ...later,

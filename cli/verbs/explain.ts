@@ -9,7 +9,7 @@ import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
 import { cut, humanDuration, relative, structured, table } from '../format.ts';
-import { stateText } from '../../controller/decide/index.ts';
+import { describeMaintenance, describePlanned, stateText } from '../../controller/decide/index.ts';
 import { NODE_STATUS_LABEL } from '../../api/names.ts';
 import {
   bootstrapBreakdown,
@@ -84,6 +84,10 @@ export interface ExplainView {
   stateText: string;
   condition: { status: string; reason: string; message: string; lastTransitionTime?: string };
   label: string;
+  /** `in maintenance since … (DrainInProgress: …)` while the node is maintained (what nodecare then does: docs/design.md). */
+  maintenance?: string;
+  /** `maintenance planned since … (…)` while MaintenancePlanned is True (it changes nothing). */
+  maintenancePlanned?: string;
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
   taints: Array<{
     key: string;
@@ -227,6 +231,10 @@ export function explainView(
         : {}),
     },
     label: decision.label,
+    ...(decision.maintenance ? { maintenance: describeMaintenance(decision.maintenance) } : {}),
+    ...(decision.maintenancePlanned
+      ? { maintenancePlanned: describePlanned(decision.maintenancePlanned) }
+      : {}),
     agent: {
       status: agentSummary(report),
       ...(report.agentLease
@@ -368,6 +376,14 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
   lines.push(
     `nodecare state: ${view.stateText}; ExtensionsReady=${view.condition.status} (${view.condition.reason}), ${NODE_STATUS_LABEL}=${view.label}${since}`,
   );
+  if (view.maintenance) {
+    lines.push(
+      `Node ${view.node} is ${view.maintenance}: nodecare removes no taint, evicts nothing, and leaves the node out of the breaker and the alerts.`,
+    );
+  }
+  if (view.maintenancePlanned) {
+    lines.push(`Node ${view.node} has ${view.maintenancePlanned}: nothing changes until it starts.`);
+  }
   if (view.condition.message) lines.push(`  ${view.condition.message}`);
   const agentLease = view.agent.lease;
   lines.push(

@@ -56,6 +56,50 @@ function edited(obj: LeaseObject, edit: (metadata: LeaseObject['metadata']) => v
   return copy;
 }
 
+describe('toCachedNode: maintenance signals (issue 23 item 2)', () => {
+  it('keeps the strongest maintenance signal and a planned one, and nothing when there is none', () => {
+    const cached = toCachedNode({
+      metadata: { name: 'n1', uid: 'u1' },
+      spec: {
+        unschedulable: true,
+        taints: [
+          {
+            key: 'node.kubernetes.io/unschedulable',
+            effect: 'NoSchedule',
+            timeAdded: '2026-11-25T08:00:00Z',
+          },
+        ],
+      },
+      status: {
+        conditions: [
+          {
+            type: 'MaintenancePlanned',
+            status: 'True',
+            reason: 'KernelUpdate',
+            lastTransitionTime: '2026-11-25T07:00:00Z',
+          },
+        ],
+      },
+    });
+    expect(cached.maintenance).toEqual({
+      cause: 'Cordoned',
+      since: '2026-11-25T08:00:00Z',
+      detail: 'spec.unschedulable',
+    });
+    expect(cached.maintenancePlanned).toEqual({ since: '2026-11-25T07:00:00Z', detail: 'KernelUpdate' });
+    const plain = toCachedNode({ metadata: { name: 'n1', uid: 'u1' }, spec: { unschedulable: false } });
+    expect('maintenance' in plain || 'maintenancePlanned' in plain).toBe(false);
+  });
+
+  it('a node being deleted is maintained, whatever else it says', () => {
+    const cached = toCachedNode({
+      metadata: { name: 'n1', deletionTimestamp: '2026-11-25T09:00:00Z' },
+      status: { conditions: [{ type: 'DrainInProgress', status: 'True' }] },
+    });
+    expect(cached.maintenance?.cause).toBe('Deleting');
+  });
+});
+
 describe('toCachedLease', () => {
   it.each([
     { behaviour: "the agent's own extension lease → believed", obj: lease('gpu'), problem: undefined },

@@ -8,6 +8,7 @@ import { buildCondition, isFault, notReadyCondition, notTrusted, sameCondition }
 import { judgeAgent, judgeExtension } from './extension-state.ts';
 import { extensionEvents, notReadyEventMessage, taintEvents, type Judged } from './events.ts';
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
+import { inMaintenance, maintenanceEnded } from './maintenance.ts';
 import { labelFor } from './node-status.ts';
 import type {
   DecisionInput,
@@ -59,7 +60,26 @@ function byName(a: { name: string }, b: { name: string }): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/**
+ * The decision for one node: the one it gets in service (the NOT_READY table applied while the kubelet is not
+ * Ready), or the MAINTENANCE table's (maintenance.ts) derived from it while the node is in maintenance.
+ */
 export function decideNode(input: DecisionInput): NodeDecision {
+  const { node, policy } = input;
+  const decided = decideInService(input);
+  const planned = node.maintenancePlanned ? { maintenancePlanned: node.maintenancePlanned } : {};
+  if (node.maintenance === undefined) {
+    const ended = maintenanceEnded(input);
+    return { ...decided, ...planned, ...(ended.length > 0 ? { events: [...ended, ...decided.events] } : {}) };
+  }
+  const tainted = {
+    bootstrap: hasTaint(node.taints, policy.bootstrapTaintKey),
+    runtime: hasTaint(node.taints, policy.runtimeTaintKey),
+  };
+  return { ...inMaintenance(decided, input, node.maintenance, tainted), ...planned };
+}
+
+function decideInService(input: DecisionInput): NodeDecision {
   const { node, policy, now } = input;
   const timeoutMs = policy.bootstrapTimeoutSeconds * 1000;
   const graceMs = policy.missingLeaseGraceSeconds * 1000;

@@ -11,6 +11,15 @@ export {
   type BootstrapRecord,
 } from './bootstrap-record.ts';
 export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
+export {
+  describeMaintenance,
+  describePlanned,
+  LifecycleCondition,
+  MaintenanceCause,
+  maintenanceOf,
+  type NodeMaintenance,
+  type PlannedMaintenance,
+} from './maintenance.ts';
 export { NodeState, NODE_STATES, type RecordedState } from './node-state.ts';
 export {
   CONDITION_REASONS,

@@ -10,14 +10,20 @@ export const NodeState = {
    * decide.ts), never recorded: the node's taints keep the state it returns to once the kubelet is Ready.
    */
   NotReady: 'NotReady',
+  /**
+   * The node is in maintenance: cordoned, draining, drained, shutting down or being deleted. Decided over the
+   * others (the MAINTENANCE table in maintenance.ts), never recorded: taints are added as in service and none
+   * removed, so the node returns to the state its taints record.
+   */
+  Maintenance: 'Maintenance',
 } as const;
 export type NodeState = (typeof NodeState)[keyof typeof NodeState];
 export const NODE_STATES: readonly NodeState[] = Object.values(NodeState);
 
 /** The states the taints and the bootstrap annotation record, and the state machine moves between. */
-export type RecordedState = Exclude<NodeState, typeof NodeState.NotReady>;
+export type RecordedState = Exclude<NodeState, typeof NodeState.NotReady | typeof NodeState.Maintenance>;
 export const RECORDED_STATES: readonly RecordedState[] = NODE_STATES.filter(
-  (s): s is RecordedState => s !== NodeState.NotReady,
+  (s): s is RecordedState => s !== NodeState.NotReady && s !== NodeState.Maintenance,
 );
 
 /** What the transition reads, all judged for the node's current boot at one instant. */

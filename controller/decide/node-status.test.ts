@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ExtensionState, type NodeStatusLabelValue } from '../../api/names.ts';
 import { ConditionReason, ProbeReason } from '../../api/reasons.ts';
 import { hasTaint, decideNode } from './decide.ts';
+import { MaintenanceCause } from './maintenance.ts';
 import { NodeState } from './node-state.ts';
 import { CONDITION_REASONS, nodeStatus, STATE_REASONS, stateOnNode, stateText } from './node-status.ts';
 import {
@@ -266,7 +267,46 @@ const ROWS: Row[] = [
     label: 'unknown',
     text: 'NotReady',
   },
+  {
+    name: 'cordoned, gpu failing → Maintenance (InMaintenance)',
+    input: input({
+      node: cordonedDegraded(),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: unhealthy }),
+      now: NOW,
+    }),
+    state: NodeState.Maintenance,
+    condition: 'False',
+    reason: ConditionReason.InMaintenance,
+    label: 'maintenance',
+    text: 'Maintenance',
+  },
+  {
+    name: 'draining, every extension Healthy → Maintenance (AllExtensionsHealthy)',
+    input: input({
+      node: bootstrappedNode({
+        maintenance: { cause: MaintenanceCause.DrainInProgress, since: '', detail: '' },
+      }),
+      required: [ext('gpu')],
+      agent: agent(FRESH),
+      leases: leases(FRESH, { gpu: healthy }),
+      now: NOW,
+    }),
+    state: NodeState.Maintenance,
+    condition: 'True',
+    reason: ConditionReason.AllExtensionsHealthy,
+    label: 'healthy',
+    text: 'Maintenance (AllExtensionsHealthy)',
+  },
 ];
+
+function cordonedDegraded() {
+  return bootstrappedNode({
+    taints: [RUNTIME_TAINT],
+    maintenance: { cause: MaintenanceCause.Cordoned, since: '', detail: 'spec.unschedulable' },
+  });
+}
 
 describe('one name for a node state: decideNode → state, condition, reason, label', () => {
   it.each(ROWS)('$name', (row) => {
@@ -305,6 +345,7 @@ describe('one name for a node state: decideNode → state, condition, reason, la
         bootstrapTainted: hasTaint(written.taints, POLICY.bootstrapTaintKey),
         runtimeTainted: hasTaint(written.taints, POLICY.runtimeTaintKey),
         conditionReason: written.extensionsReadyCondition?.reason,
+        maintained: written.maintenance !== undefined,
       }),
     ).toBe(d.state);
   });

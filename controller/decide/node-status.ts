@@ -22,6 +22,7 @@ export const CONDITION_REASONS = {
   AgentNotReporting: { status: 'Unknown', label: NodeStatusLabelValue.unknown },
   ExtensionsUnknown: { status: 'Unknown', label: NodeStatusLabelValue.unknown },
   NodeNotReady: { status: 'Unknown', label: NodeStatusLabelValue.unknown },
+  InMaintenance: { status: 'False', label: NodeStatusLabelValue.maintenance },
 } as const satisfies Record<ConditionReason, { status: ConditionStatus; label: NodeStatusLabelValue }>;
 
 /**
@@ -53,6 +54,8 @@ export const STATE_REASONS = {
   ],
   BootstrapTimeout: [ConditionReason.BootstrapTimeout],
   NotReady: [ConditionReason.NodeNotReady],
+  // Every extension Healthy says so; anything else says the node is maintained (maintenance.ts).
+  Maintenance: [ConditionReason.InMaintenance, ConditionReason.AllExtensionsHealthy],
 } as const satisfies Record<NodeState, readonly ConditionReason[]>;
 
 /** The reason that goes without saying for a state: `Ready`, not `Ready (AllExtensionsHealthy)`. */
@@ -60,6 +63,7 @@ const SELF_EXPLAINING: Partial<Record<NodeState, ConditionReason>> = {
   Ready: ConditionReason.AllExtensionsHealthy,
   BootstrapTimeout: ConditionReason.BootstrapTimeout,
   NotReady: ConditionReason.NodeNotReady,
+  Maintenance: ConditionReason.InMaintenance,
 };
 
 export function conditionStatusFor(reason: ConditionReason): ConditionStatus {
@@ -104,17 +108,21 @@ export function stateText(state: NodeState, reason: string | undefined): string 
 /**
  * The state the controller recorded on a node, read back from the node alone (what the demo's live view shows):
  * the bootstrap taint is Bootstrapping (BootstrapTimeout once the condition says so), the runtime taint
- * Degraded, neither Ready, and the condition NodeNotReady NotReady (decided over the others). Undefined while
+ * Degraded, neither Ready, the condition NodeNotReady NotReady and InMaintenance (or a maintenance signal on
+ * the node) Maintenance (both decided over the others). Undefined while
  * the node has no ExtensionsReady condition: the controller has not decided it yet.
  */
 export function stateOnNode(facts: {
   bootstrapTainted: boolean;
   runtimeTainted: boolean;
   conditionReason: string | undefined;
+  /** The node shows a maintenance signal (maintenanceOf): maintained with every extension Healthy. */
+  maintained?: boolean;
 }): NodeState | undefined {
   const reason = facts.conditionReason;
   if (reason === undefined) return undefined;
   if (reason === ConditionReason.NodeNotReady) return NodeState.NotReady;
+  if (reason === ConditionReason.InMaintenance || facts.maintained === true) return NodeState.Maintenance;
   return recordedNodeState({
     bootstrapPending: facts.bootstrapTainted,
     runtimeTainted: facts.runtimeTainted,

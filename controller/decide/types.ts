@@ -12,6 +12,7 @@ import {
   type NodeStatusLabelValue,
 } from '../../api/names.ts';
 import type { ConditionReason, EventReason } from '../../api/reasons.ts';
+import type { NodeMaintenance, PlannedMaintenance } from './maintenance.ts';
 import type { NodeState } from './node-state.ts';
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
@@ -58,6 +59,10 @@ export interface ObservedNode {
   extensionsReadyCondition?: ObservedCondition;
   /** Set while the kubelet's `Ready` condition exists and is not True. */
   kubeletNotReady?: KubeletNotReady;
+  /** Set while the node is in maintenance (maintenance.ts maintenanceOf: the strongest signal). */
+  maintenance?: NodeMaintenance;
+  /** Set while its MaintenancePlanned condition is True: shown, never acted on. */
+  maintenancePlanned?: PlannedMaintenance;
 }
 
 /** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
@@ -129,6 +134,8 @@ export interface NodeMemory {
    * the bootstrap record; undefined until it has.
    */
   agentReportedMs?: number | undefined;
+  /** The MaintenanceStarted event was emitted for the current maintenance (MaintenanceEnded follows it). */
+  maintenanceReported?: boolean;
 }
 
 export interface DecisionInput {
@@ -194,6 +201,10 @@ export interface NodeDecision {
    * it never reported on this boot). The roll-up names the node once for all its extensions.
    */
   agentNotReporting?: { since: string };
+  /** Set while the node is in maintenance: the decision is the MAINTENANCE table's (maintenance.ts). */
+  maintenance?: NodeMaintenance;
+  /** The node's MaintenancePlanned, carried for explain and the roll-up. */
+  maintenancePlanned?: PlannedMaintenance;
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }

@@ -228,6 +228,18 @@ describe('planEvictions', () => {
     ]);
   });
 
+  it('a node in maintenance is never evicted and counts as unavailable for its zone', () => {
+    const maintained = (name: string): EvictionNode => ({ name, zone: 'a', state: NodeState.Maintenance });
+    const plan = planEvictions({
+      nodes: [degraded('d1'), maintained('m1'), maintained('m2'), ready('r1')],
+      policy: ON,
+      limiter: new Map(),
+      nowMs: NOW,
+    });
+    expect(plan.evict).toEqual([]);
+    expect(plan.blockedZones).toEqual([{ zone: 'a', reason: 'ZoneDisrupted', considered: 4, unhealthy: 3 }]);
+  });
+
   it('reports the counts of a blocked zone and keeps a Degraded-free zone out of the list', () => {
     const plan = planEvictions({
       nodes: [...many(3, degraded, 'd'), ready('r1'), ...many(3, (n) => ready(n, 'b'), 'b')],

@@ -123,8 +123,14 @@ interface ZoneCount {
   degraded: number;
 }
 
+/** Unavailable for a zone's disruption budget: a maintained node is too (it is being emptied or rebuilt). */
 function isUnhealthy(state: NodeState): boolean {
-  return state === NodeState.Degraded || state === NodeState.BootstrapTimeout || state === NodeState.NotReady;
+  return (
+    state === NodeState.Degraded ||
+    state === NodeState.BootstrapTimeout ||
+    state === NodeState.NotReady ||
+    state === NodeState.Maintenance
+  );
 }
 
 function isConsidered(state: NodeState): boolean {

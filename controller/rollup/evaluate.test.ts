@@ -432,3 +432,42 @@ describe('evaluateRollup: bounded by the ClusterHealth schema whatever nodes wri
     expect(result.droppedExtensions).toBe(3);
   });
 });
+
+describe('nodes in maintenance (Gardener: nodes being rolled are Progressing, not a failure)', () => {
+  const maintenance = { cause: 'DrainInProgress', since: '2026-11-23T09:58:00Z', detail: '' } as const;
+
+  it('a pair of a maintained node that is not Healthy is progressing, whatever else holds', () => {
+    const nodeNotReady = { reason: 'KubeletNotReady', since: '' };
+    expect(classifyPair({ state: 'Unhealthy', reason: 'ProbeTimeout', maintenance })).toBe('progressing');
+    expect(classifyPair({ state: 'Unknown', reason: 'AgentNotReporting', maintenance })).toBe('progressing');
+    expect(classifyPair({ state: 'Unknown', reason: 'NodeNotReady', nodeNotReady, maintenance })).toBe(
+      'progressing',
+    );
+    expect(classifyPair({ state: 'Healthy', reason: '', maintenance })).toBe('healthy');
+  });
+
+  it('EveryNodeReady is Progressing, names the node once, and the status counts maintained and planned nodes', () => {
+    const result = run([
+      { ...pair('node-a', 'gpu', 'Unhealthy', 'ProbeTimeout'), maintenance },
+      { ...pair('node-a', 'cni', 'Unknown', 'AgentNotReporting'), maintenance },
+      { ...pair('node-b', 'gpu', 'Healthy'), maintenancePlanned: true },
+      pair('node-c', 'gpu', 'Healthy'),
+    ]);
+    const everyNode = byType(result.conditions, 'EveryNodeReady');
+    expect(everyNode?.status).toBe('Progressing');
+    expect(everyNode?.message).toBe('node-a: in maintenance since 2026-11-23T09:58:00Z (DrainInProgress).');
+    expect(result.nextDeadlineMs).toBeUndefined();
+    expect(result.maintenance).toEqual({ inProgress: 1, planned: 1 });
+  });
+
+  it('a failure on a node in service still fails beside a maintained one', () => {
+    const result = run([
+      { ...pair('node-a', 'gpu', 'Unhealthy', 'ProbeTimeout'), maintenance },
+      pair('node-b', 'gpu', 'Unhealthy', 'ProbeTimeout'),
+    ]);
+    expect(byType(result.conditions, 'EveryNodeReady')?.reason).toBe('HealthCheckUnsuccessful');
+    expect(byType(result.conditions, 'EveryNodeReady')?.message).toBe(
+      'node-b: gpu Unhealthy (ProbeTimeout).',
+    );
+  });
+});

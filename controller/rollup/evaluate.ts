@@ -104,6 +104,14 @@ export interface RollupResult {
   droppedTypes: string[];
   /** Per-extension rows left out past MAX_EXTENSION_ROWS (in name order); 0 normally. */
   droppedExtensions: number;
+  /** Nodes (of those requiring an extension) in maintenance, and with maintenance planned. */
+  maintenance: MaintenanceCounts;
+}
+
+/** ClusterHealth `status.maintenance`: how many nodes are maintained and planned for it. */
+export interface MaintenanceCounts {
+  inProgress: number;
+  planned: number;
 }
 
 const BUILTIN_TYPES: ReadonlySet<string> = new Set(BUILTIN_CONDITION_TYPES);
@@ -138,7 +146,11 @@ export function evaluateRollup(input: RollupInput): RollupResult {
   const thresholds = { ...DEFAULT_THRESHOLDS_MS, ...input.thresholdsMs };
   const buckets = new Map<string, TypeBucket>();
   const counts = new Map<string, ExtensionCounts>();
+  const maintained = new Set<string>();
+  const planned = new Set<string>();
   for (const pair of input.pairs) {
+    if (pair.maintenance) maintained.add(pair.node);
+    if (pair.maintenancePlanned) planned.add(pair.node);
     let bucket = buckets.get(pair.conditionType);
     if (!bucket) {
       bucket = { unevaluable: [], failing: [], progressing: [] };
@@ -229,6 +241,7 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     label: statusLabel(conditions),
     droppedTypes,
     droppedExtensions: Math.max(0, extensions.length - MAX_EXTENSION_ROWS),
+    maintenance: { inProgress: maintained.size, planned: planned.size },
   };
 }
 

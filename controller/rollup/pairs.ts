@@ -6,6 +6,7 @@ import type { RegistrationSource } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
+import { describeMaintenance, type NodeMaintenance } from '../decide/index.ts';
 
 /** How many failing items a message names before it says how many more there are. */
 export const MAX_MESSAGE_ITEMS = 10;
@@ -47,12 +48,19 @@ export interface RollupPair {
   nodeNotReady?: NodeNotReadyFact;
   /** Set on the pairs Unknown / AgentNotReporting: the message names the node once for all of them. */
   agentNotReporting?: AgentNotReportingFact;
+  /** Set while the node is in maintenance: a pair that is not Healthy counts as progressing, naming the node. */
+  maintenance?: NodeMaintenance;
+  /** Set while the node's MaintenancePlanned is True (counted, changes nothing). */
+  maintenancePlanned?: boolean;
 }
 
 export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
 
 /**
- * How a pair counts. A pair of a NotReady node (the kubelet's Ready is not True; the decision made it Unknown /
+ * How a pair counts. A pair of a node in maintenance (controller/decide/maintenance.ts) that is not Healthy is
+ * progressing, whatever else holds: Gardener's EveryNodeReady reports nodes being rolled as Progressing, not as
+ * a failure (docs/rollup.md says where nodecare differs: no time limit, since a maintenance has no known end).
+ * A pair of a NotReady node (the kubelet's Ready is not True; the decision made it Unknown /
  * NodeNotReady) is failing: Gardener's own EveryNodeReady check fails a node whose Ready is not True through
  * its threshold machine (`NodeUnhealthy`), it does not report a check error, and what is known is a fact about
  * the node, not an outdated report (docs/rollup.md). An expired lease or an agent that stopped reporting cannot
@@ -60,7 +68,11 @@ export type PairVerdict = 'healthy' | 'progressing' | 'failing' | 'unevaluable';
  * failing: our one deviation from Gardener, which counts an Unknown check without error as a success — a check
  * that cannot tell whether the GPU plugin works must not report the cluster healthy.
  */
-export function classifyPair(pair: Pick<RollupPair, 'state' | 'reason' | 'nodeNotReady'>): PairVerdict {
+export function classifyPair(
+  pair: Pick<RollupPair, 'state' | 'reason' | 'nodeNotReady' | 'maintenance'>,
+): PairVerdict {
+  if (pair.maintenance !== undefined)
+    return pair.state === ExtensionState.Healthy ? 'healthy' : 'progressing';
   if (pair.nodeNotReady !== undefined || pair.reason === ControllerReason.NodeNotReady) return 'failing';
   switch (pair.state) {
     case ExtensionState.Healthy:
@@ -95,10 +107,13 @@ export function isConfigurationProblem(pair: RollupPair): boolean {
  */
 function describePair(pair: RollupPair): string {
   const k = pair.nodeNotReady;
+  const m = pair.maintenance;
   const item =
-    k !== undefined
-      ? `${pair.node}: kubelet not ready${k.reason ? ` (${k.reason})` : ''}${k.since ? ` since ${k.since}` : ''}`
-      : `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
+    m !== undefined && pair.state !== ExtensionState.Healthy
+      ? `${pair.node}: ${describeMaintenance(m)}`
+      : k !== undefined
+        ? `${pair.node}: kubelet not ready${k.reason ? ` (${k.reason})` : ''}${k.since ? ` since ${k.since}` : ''}`
+        : `${pair.node}: ${pair.extension} ${pair.state}${pair.reason ? ` (${pair.reason})` : ''}`;
   return capInput(item, MAX_ITEM_LENGTH);
 }
 

@@ -11,7 +11,7 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
 import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
 import type { RollupCondition } from './condition.ts';
-import type { ExtensionCounts } from './evaluate.ts';
+import type { ExtensionCounts, MaintenanceCounts } from './evaluate.ts';
 
 /** Annotation on ClusterHealth: the condition types nodecare wrote last (so it can remove one no longer used). */
 export const OWNED_TYPES_ANNOTATION = 'nodecare.io/owned-condition-types';
@@ -20,6 +20,7 @@ export interface ClusterHealthStatus {
   observedAt?: string;
   conditions?: RollupCondition[];
   extensions?: ExtensionCounts[];
+  maintenance?: MaintenanceCounts;
 }
 
 export interface ClusterHealthObject {

@@ -257,7 +257,9 @@ export class RollupWriter {
       const statusChanged =
         object === undefined ||
         result.changed ||
-        !sameExtensionCounts(object.status?.extensions ?? [], result.extensions);
+        !sameExtensionCounts(object.status?.extensions ?? [], result.extensions) ||
+        (object.status?.maintenance?.inProgress ?? 0) !== result.maintenance.inProgress ||
+        (object.status?.maintenance?.planned ?? 0) !== result.maintenance.planned;
       if (!metadataChanged && !statusChanged) return;
 
       const metadata = {
@@ -282,6 +284,7 @@ export class RollupWriter {
               observedAt: apiTime(nowMs),
               conditions: result.conditions,
               extensions: result.extensions,
+              maintenance: result.maintenance,
             },
           });
         }

@@ -1,0 +1,383 @@
+// Maintenance and drain awareness (issue 23 item 2; the MAINTENANCE table in controller/decide/maintenance.ts) on
+// real control planes, with real agents probing real loopback servers: a node that is cordoned, being deleted,
+// shutting down (as the kubelet reports it), or carries a KEP-5683 lifecycle condition loses its extensions
+// without nodecare reading it as a fault. Cordon, deletion and shutdown on the shared control plane (no feature
+// gate); the lifecycle conditions on a control plane of its own with NodeLifecycleConditions=true.
+
+import type { Server } from 'node:http';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Node,
+  type V1NodeCondition,
+} from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  EXTENSION_ANNOTATION_PREFIX,
+  NODE_STATUS_LABEL,
+} from '../../api/index.ts';
+import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
+import { eventually, FAST_PROBING, httpEndpoint, uniqueName, type HttpEndpoint } from './helpers.ts';
+import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
+import { applyBaseManifests } from './setup.ts';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const CONTROLLER_ARGS = [
+  '--missing-lease-grace-seconds=20',
+  '--leader-election-lease-duration-seconds=6',
+  '--leader-election-renew-deadline-seconds=4',
+  '--leader-election-retry-period-seconds=1',
+];
+const AGENT_ARGS = ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'];
+const HOLD_FINALIZER = 'nodecare.test/hold';
+
+/** One control plane as the tests use it. */
+interface Cluster {
+  kubeconfig: string;
+  core: CoreV1Api;
+  events: EventsV1Api;
+  custom: CustomObjectsApi;
+}
+
+function cluster(kubeconfig: string): Cluster {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return {
+    kubeconfig,
+    core: kc.makeApiClient(CoreV1Api),
+    events: kc.makeApiClient(EventsV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+  };
+}
+
+/** Agents: stopped after each test. Controllers: after their describe. */
+const processes: ProgramProcess[] = [];
+const controllers: ProgramProcess[] = [];
+const servers: Server[] = [];
+const created: Array<{ c: Cluster; name: string }> = [];
+
+afterEach(async () => {
+  await Promise.all(processes.splice(0).map((p) => p.kill()));
+  for (const { c, name } of created.splice(0)) {
+    await c.core
+      .patchNode({ name, body: { metadata: { finalizers: null } } }, mergePatch)
+      .catch(() => undefined);
+    await c.core.deleteNode({ name }).catch(() => undefined);
+  }
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+afterAll(async () => {
+  await Promise.all([...processes, ...controllers].map((p) => p.kill()));
+});
+
+/** A node whose one critical extension `web` probes `port`, its agent and a controller, Ready and healthy. */
+async function healthyNode(c: Cluster, prefix: string): Promise<{ name: string; web: HttpEndpoint }> {
+  const web = await httpEndpoint(servers);
+  const name = uniqueName(prefix);
+  created.push({ c, name });
+  await c.core.createNode({
+    body: {
+      metadata: {
+        name,
+        finalizers: [HOLD_FINALIZER],
+        labels: { 'kubernetes.io/hostname': name },
+        annotations: {
+          [`${EXTENSION_ANNOTATION_PREFIX}web`]: JSON.stringify({
+            probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
+            ...FAST_PROBING,
+          }),
+        },
+      },
+      status: {
+        nodeInfo: { bootID: 'boot-1' } as never,
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
+      },
+    },
+  });
+  processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
+  await waitForNode(c, name, 'Ready and healthy', (n) => condition(n)?.reason === 'AllExtensionsHealthy');
+  return { name, web };
+}
+
+async function startController(c: Cluster): Promise<void> {
+  const proc = startProgram('controller', [
+    `--kubeconfig=${c.kubeconfig}`,
+    '--health-port=0',
+    '--health-address=127.0.0.1',
+    `--identity=${uniqueName('controller')}`,
+    ...CONTROLLER_ARGS,
+  ]);
+  controllers.push(proc);
+  await proc.waitForLog('Started nodecare-controller');
+}
+
+function condition(node: V1Node) {
+  return node.status?.conditions?.find((cond) => cond.type === 'ExtensionsReady');
+}
+
+function taintKeys(node: V1Node): string[] {
+  return (node.spec?.taints ?? []).map((t) => t.key);
+}
+
+async function waitForNode(
+  c: Cluster,
+  name: string,
+  what: string,
+  check: (node: V1Node) => boolean,
+): Promise<V1Node> {
+  return eventually(
+    async () => {
+      const node = await c.core.readNode({ name });
+      return check(node) ? node : undefined;
+    },
+    { what: `${name}: ${what}`, timeoutMs: 30_000, intervalMs: 100 },
+  );
+}
+
+async function eventReasons(c: Cluster, name: string): Promise<string[]> {
+  const list = await c.events.listNamespacedEvent({
+    namespace: 'default',
+    fieldSelector: `regarding.name=${name}`,
+  });
+  return list.items.map((e) => e.reason ?? '');
+}
+
+async function waitForEvent(c: Cluster, name: string, reason: string): Promise<string[]> {
+  return eventually(
+    async () => {
+      const reasons = await eventReasons(c, name);
+      return reasons.includes(reason) ? reasons : undefined;
+    },
+    { what: `${name}: event ${reason}`, timeoutMs: 15_000 },
+  );
+}
+
+/** Sets (or replaces) node conditions the way their owner would: a merge of status.conditions by type. */
+async function setConditions(c: Cluster, name: string, conditions: V1NodeCondition[]): Promise<void> {
+  const node = await c.core.readNode({ name });
+  const types = new Set(conditions.map((cond) => cond.type));
+  const now = new Date();
+  const kept = (node.status?.conditions ?? []).filter((cond) => !types.has(cond.type));
+  await c.core.replaceNodeStatus({
+    name,
+    body: {
+      ...node,
+      status: {
+        ...node.status,
+        conditions: [...kept, ...conditions.map((cond) => ({ lastTransitionTime: now, ...cond }))],
+      },
+    },
+  });
+}
+
+/**
+ * The heart of every row: with the node maintained, its failing extension is InMaintenance (label
+ * `maintenance`), its runtime taint goes on as in service, no ExtensionUnhealthy warning is recorded; once it
+ * recovers the taint stays while the node is maintained.
+ */
+async function expectMaintainedFailureHeld(
+  c: Cluster,
+  name: string,
+  web: HttpEndpoint,
+  cause: string,
+): Promise<void> {
+  await web.stop();
+  const failing = await waitForNode(
+    c,
+    name,
+    'InMaintenance with the runtime taint',
+    (n) => condition(n)?.reason === 'InMaintenance' && taintKeys(n).includes(RUNTIME),
+  );
+  expect(condition(failing)?.status).toBe('False');
+  expect(condition(failing)?.message).toContain(`(${cause}`);
+  expect(failing.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('maintenance');
+  const reasons = await waitForEvent(c, name, 'MaintenanceStarted');
+  expect(reasons).not.toContain('ExtensionUnhealthy');
+
+  await web.start();
+  const recovered = await waitForNode(
+    c,
+    name,
+    'healthy again',
+    (n) => condition(n)?.reason === 'AllExtensionsHealthy',
+  );
+  expect(taintKeys(recovered)).toContain(RUNTIME);
+}
+
+describe('maintenance without the NodeLifecycleConditions gate (the shared control plane)', () => {
+  const c = cluster(inject('kubeconfig'));
+
+  beforeAll(async () => {
+    await applyBaseManifests();
+    await startController(c);
+  });
+
+  afterAll(async () => {
+    await Promise.all(controllers.splice(0).map((p) => p.kill()));
+  });
+
+  it('a cordoned node: its failing extension is expected, the runtime taint stays until uncordon, then it is lifted', async () => {
+    const { name, web } = await healthyNode(c, 'mnt-cordon');
+    await c.core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
+    await expectMaintainedFailureHeld(c, name, web, 'Cordoned');
+
+    await c.core.patchNode({ name, body: { spec: { unschedulable: false } } }, mergePatch);
+    await waitForNode(c, name, 'runtime taint lifted after uncordon', (n) => !taintKeys(n).includes(RUNTIME));
+    await waitForEvent(c, name, 'MaintenanceEnded');
+  });
+
+  it('a node being deleted (held by a finalizer) is maintained', async () => {
+    const { name, web } = await healthyNode(c, 'mnt-delete');
+    await c.core.deleteNode({ name });
+    await waitForNode(c, name, 'deletionTimestamp', (n) => n.metadata?.deletionTimestamp !== undefined);
+    await expectMaintainedFailureHeld(c, name, web, 'Deleting');
+  });
+
+  it("a graceful node shutdown as the kubelet reports it (Ready False, 'node is shutting down'): no NodeNotReady warning", async () => {
+    const { name, web } = await healthyNode(c, 'mnt-shutdown');
+    await setConditions(c, name, [
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'KubeletNotReady',
+        message: '[container runtime status check may not have completed yet, node is shutting down]',
+      },
+    ]);
+    const node = await waitForNode(c, name, 'InMaintenance', (n) => condition(n)?.reason === 'InMaintenance');
+    expect(condition(node)?.message).toContain('(GracefulNodeShutdownInProgress');
+    await web.stop();
+    const reasons = await waitForEvent(c, name, 'MaintenanceStarted');
+    expect(reasons).not.toContain('NodeNotReady');
+    expect(reasons).not.toContain('ExtensionUnhealthy');
+  });
+});
+
+describe('maintenance with the NodeLifecycleConditions gate (KEP-5683, a control plane of its own)', () => {
+  let plane: ControlPlane;
+  let c: Cluster;
+
+  beforeAll(async () => {
+    plane = await startControlPlane({
+      scheduler: false,
+      controllerManager: false,
+      auditPolicy: false,
+      apiserverFlags: ['--feature-gates=NodeLifecycleConditions=true'],
+    });
+    c = cluster(plane.kubeconfigPath);
+    const base = new URL('../../manifests/base/', import.meta.url).pathname;
+    for (const args of [
+      ['apply', '--server-side', '-f', `${base}namespaces.yaml`, '-f', `${base}crds`],
+      [
+        'wait',
+        '--for=condition=Established',
+        '--timeout=60s',
+        'crd/systemextensions.nodecare.io',
+        'crd/clusterhealths.nodecare.io',
+      ],
+    ]) {
+      const out = await plane.kubectl(args);
+      if (out.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${out.stderr}`);
+    }
+    await startController(c);
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all([...processes.splice(0), ...controllers.splice(0)].map((p) => p.kill()));
+    await plane?.stop();
+  });
+
+  it('DrainInProgress, Drained and MaintenanceInProgress each hold the node; ClusterHealth counts it and is Progressing, not failing', async () => {
+    const { name, web } = await healthyNode(c, 'mnt-drain');
+    await setConditions(c, name, [
+      { type: 'MaintenancePlanned', status: 'True', reason: 'KernelUpdate', message: 'tonight' },
+    ]);
+    const planned = await clusterHealth(
+      c,
+      'maintenance planned counted',
+      (s) => s.maintenance?.planned === 1,
+    );
+    expect(planned.maintenance?.inProgress ?? 0).toBe(0);
+    expect(condition(await c.core.readNode({ name }))?.reason).toBe('AllExtensionsHealthy');
+
+    await setConditions(c, name, [{ type: 'DrainInProgress', status: 'True', reason: 'Draining' }]);
+    await expectMaintainedFailureHeld(c, name, web, 'DrainInProgress');
+    await web.stop();
+    await waitForNode(c, name, 'failing again', (n) => condition(n)?.reason === 'InMaintenance');
+    const held = await clusterHealth(
+      c,
+      'EveryNodeReady Progressing naming the maintained node',
+      (s) => s.conditions?.find((cond) => cond.type === 'EveryNodeReady')?.status === 'Progressing',
+    );
+    expect(held.maintenance).toEqual({ inProgress: 1, planned: 1 });
+    expect(held.conditions?.find((cond) => cond.type === 'EveryNodeReady')?.message).toContain(
+      `${name}: in maintenance`,
+    );
+
+    for (const [type, next] of [
+      ['DrainInProgress', 'Drained'],
+      ['Drained', 'MaintenanceInProgress'],
+    ] as const) {
+      await setConditions(c, name, [
+        { type, status: 'False', reason: 'Done' },
+        { type: next, status: 'True', reason: 'Step' },
+      ]);
+      const node = await waitForNode(c, name, `held as ${next}`, (n) =>
+        (condition(n)?.message ?? '').includes(`(${next}`),
+      );
+      expect(taintKeys(node)).toContain(RUNTIME);
+    }
+
+    await setConditions(c, name, [{ type: 'MaintenanceInProgress', status: 'False', reason: 'Done' }]);
+    await waitForEvent(c, name, 'MaintenanceEnded');
+    const inService = await waitForNode(
+      c,
+      name,
+      'a fault again once out of maintenance',
+      (n) => condition(n)?.reason === 'ExtensionsUnhealthy',
+    );
+    expect(taintKeys(inService)).toContain(RUNTIME);
+    await waitForEvent(c, name, 'ExtensionUnhealthy');
+    await clusterHealth(
+      c,
+      'EveryNodeReady failing once the node is in service',
+      (s) =>
+        s.conditions?.find((cond) => cond.type === 'EveryNodeReady')?.reason === 'HealthCheckUnsuccessful',
+    );
+  });
+});
+
+interface ClusterHealthStatus {
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  maintenance?: { inProgress?: number; planned?: number };
+}
+
+async function clusterHealth(
+  c: Cluster,
+  what: string,
+  check: (status: ClusterHealthStatus) => boolean,
+): Promise<ClusterHealthStatus> {
+  return eventually(
+    async () => {
+      const object = (await c.custom
+        .getClusterCustomObject({
+          group: 'nodecare.io',
+          version: 'v1alpha1',
+          plural: 'clusterhealths',
+          name: 'cluster',
+        })
+        .catch(() => undefined)) as { status?: ClusterHealthStatus } | undefined;
+      const status = object?.status;
+      return status && check(status) ? status : undefined;
+    },
+    { what: `ClusterHealth: ${what}`, timeoutMs: 30_000 },
+  );
+}
