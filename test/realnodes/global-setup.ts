@@ -81,7 +81,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   // The image first: a broken Dockerfile fails the suite before any node starts.
   const image = await buildImage();
   process.stderr.write(`[realnodes] ${describeImage(image)}\n`);
-  const plane = await startRealNodeControlPlane();
+  // KEP-5683's lifecycle conditions (alpha in 1.37): the maintenance test sets DrainInProgress as a drain tool does.
+  const plane = await startRealNodeControlPlane({
+    apiserverFlags: ['--feature-gates=NodeLifecycleConditions=true'],
+  });
   let cluster;
   try {
     cluster = await startNodes(plane, { nodes: NODE_SPECS });

@@ -390,6 +390,71 @@ describe.skipIf(notRun !== '')(
       expect(await leaseState('node-4', 'nvidia-device-plugin')).toBe('Healthy');
     });
 
+    it('maintenance (issue 23 item 2): node-4 cordoned and DrainInProgress (KEP-5683, gate on): its device plugin gone is expected (InMaintenance, no Warning), the runtime taint stays until the maintenance ends', async () => {
+      const started = Date.now();
+      await kubectl(['cordon', 'node-4']);
+      // What a drain tool sets beside the cordon (the admin owns the condition; the kubelet keeps it).
+      await kubectl([
+        'patch',
+        'node',
+        'node-4',
+        '--subresource=status',
+        '--type=strategic',
+        '-p',
+        JSON.stringify({
+          status: {
+            conditions: [
+              {
+                type: 'DrainInProgress',
+                status: 'True',
+                reason: 'NodeDrain',
+                message: 'kernel update',
+                lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+              },
+            ],
+          },
+        }),
+      ]);
+      await kubectl(['label', 'node', 'node-4', 'nodecare.test/device-plugin-']);
+      const held = await untilView(
+        'node-4',
+        'InMaintenance with the runtime taint after the device plugin went',
+        (v) => v.condition?.reason === 'InMaintenance' && v.runtimeTaint,
+      );
+      expect(held.label).toBe('maintenance');
+      expect(held.condition?.message).toContain('(DrainInProgress: NodeDrain: kernel update)');
+      report(`node-4 in maintenance, device plugin gone: ${describeView(held)}`);
+      await until('a MaintenanceStarted event', async () =>
+        (await events('node-4', 'MaintenanceStarted')) > 0 ? true : undefined,
+      );
+      expect((await eventTimes('node-4', 'ExtensionUnhealthy')).filter((t) => t >= started)).toEqual([]);
+
+      await kubectl(['label', 'node', 'node-4', 'nodecare.test/device-plugin=on']);
+      const recovered = await untilView(
+        'node-4',
+        'healthy again while maintained',
+        (v) => v.condition?.reason === 'AllExtensionsHealthy',
+      );
+      expect(recovered.runtimeTaint).toBe(true);
+
+      await kubectl([
+        'patch',
+        'node',
+        'node-4',
+        '--subresource=status',
+        '--type=strategic',
+        '-p',
+        JSON.stringify({
+          status: { conditions: [{ type: 'DrainInProgress', status: 'False', reason: 'Done' }] },
+        }),
+      ]);
+      await kubectl(['uncordon', 'node-4']);
+      await untilView('node-4', 'runtime taint cleared once out of maintenance', healthyView);
+      await until('a MaintenanceEnded event', async () =>
+        (await events('node-4', 'MaintenanceEnded')) > 0 ? true : undefined,
+      );
+    });
+
     it('podReady: a DaemonSet pod whose readiness the kubelet probes turns unready → the runtime taint; ready again → cleared', async () => {
       await kubectl(['apply', '-f', join(FIXTURES, 'log-agent.yaml')]);
       await kubectl(['rollout', 'status', '-n', 'kube-system', 'daemonset/test-log-agent', '--timeout=120s']);
