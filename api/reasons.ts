@@ -78,6 +78,8 @@ export const EventReason = {
   MaintenanceStarted: 'MaintenanceStarted',
   /** The node is out of maintenance (Normal): nodecare acts on its extension results again. */
   MaintenanceEnded: 'MaintenanceEnded',
+  /** A taint change held by a suspension (Normal, once per held change): what nodecare would have written. */
+  TaintChangeSuspended: 'TaintChangeSuspended',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -233,6 +233,17 @@ describe('resolveRegistrations', () => {
     },
   );
 
+  it('spec.suspend: the nodes a suspended SystemExtension selects name it; a non-boolean is a problem and suspends nothing', () => {
+    const gpuNode = node({ gpu: 'true' });
+    const suspended = sx('gpu', { ...TCP, nodeSelector: { matchLabels: { gpu: 'true' } }, suspend: true });
+    const other = sx('cni', { ...TCP, suspend: true, nodeSelector: { matchLabels: { cni: 'x' } } });
+    expect(resolveRegistrations(gpuNode, [suspended, other]).suspendedBy).toEqual(['gpu']);
+    const bad = sx('gpu', { ...TCP, suspend: 'yes' });
+    expect(bad.suspend).toBe(false);
+    expect(bad.parse.result).toEqual({ ok: false, problems: ['suspend: expected true or false, got "yes"'] });
+    expect(resolveRegistrations(gpuNode, [bad]).suspendedBy).toEqual([]);
+  });
+
   it('ignores annotations outside the prefix', () => {
     const annotations = {
       'nodecare.io/bootstrapped-boot-id': 'x',
@@ -243,6 +254,7 @@ describe('resolveRegistrations', () => {
       byName: new Map(),
       badAnnotationKeys: [],
       conflicts: [],
+      suspendedBy: [],
     });
   });
 

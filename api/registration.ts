@@ -57,6 +57,11 @@ export interface ParsedSystemExtension {
   parse: SpecParse;
   /** `spec.allowAnnotationOverride`: whether a node annotation of the same name may replace it on that node. */
   allowAnnotationOverride: boolean;
+  /**
+   * `spec.suspend`: every taint change nodecare would make on the nodes this object selects is held (reported,
+   * not written) until it is false again (docs/controller.md, "Suspend").
+   */
+  suspend: boolean;
 }
 
 /** Where an annotation-registered probe may point: loopback, these addresses, and paths under these prefixes. */
@@ -72,11 +77,16 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   const nameProblem = validateExtensionName(name);
   if (nameProblem) selectorProblems.push(nameProblem);
   const parse = parseExtensionSpec(obj.spec, SYSTEM_EXTENSION_FIELDS);
-  const override = spec.allowAnnotationOverride ?? false;
-  if (typeof override !== 'boolean') {
-    const problem = `allowAnnotationOverride: expected true or false, got ${capInput(JSON.stringify(override) ?? '')}`;
-    parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
-  }
+  const flag = (field: 'allowAnnotationOverride' | 'suspend'): unknown => {
+    const value = spec[field] ?? false;
+    if (typeof value !== 'boolean') {
+      const problem = `${field}: expected true or false, got ${capInput(JSON.stringify(value) ?? '')}`;
+      parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
+    }
+    return value;
+  };
+  const override = flag('allowAnnotationOverride');
+  const suspend = flag('suspend');
   return {
     name,
     selector: selectorProblems.length === 0 ? ((spec.nodeSelector ?? {}) as LabelSelector) : undefined,
@@ -84,6 +94,7 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
     parse,
     // An invalid value never opens the door: only `true` allows an override.
     allowAnnotationOverride: override === true,
+    suspend: suspend === true,
   };
 }
 
@@ -112,6 +123,8 @@ export interface ResolvedRegistrations {
    * `spec.allowAnnotationOverride` (docs/design.md section 2): the SystemExtension stays in `byName`.
    */
   conflicts: RegistrationConflict[];
+  /** The SystemExtensions selecting this node that set `spec.suspend` (sorted): its taints are held. */
+  suspendedBy: string[];
 }
 
 /** What the agent appends to the message of an extension's Lease while an annotation conflicts with it. */
@@ -142,8 +155,10 @@ export function resolveRegistrations(
   const badAnnotationKeys: string[] = [];
   const conflicts: RegistrationConflict[] = [];
   const locked = new Set<string>();
+  const suspendedBy: string[] = [];
   for (const sx of systemExtensions) {
     if (!sx.selector || !matchesSelector(sx.selector, node.labels)) continue;
+    if (sx.suspend) suspendedBy.push(sx.name);
     byName.set(sx.name, toRegistration(sx.name, 'systemExtension', sx.parse, []));
     if (!sx.allowAnnotationOverride) locked.add(sx.name);
   }
@@ -177,7 +192,7 @@ export function resolveRegistrations(
     const registration = toRegistration(name, 'annotation', parse, unsafe);
     byName.set(name, safety && registration.valid ? confined(registration, safety) : registration);
   }
-  return { byName, badAnnotationKeys, conflicts };
+  return { byName, badAnnotationKeys, conflicts, suspendedBy: suspendedBy.sort() };
 }
 
 /** What the agent appends to the message of a config-file extension's Lease while an annotation names it too. */

@@ -29,6 +29,7 @@ import {
   BOOTSTRAP_RECORD_ANNOTATION,
   BREAKER_DEFAULTS,
   BreakerState,
+  CONTROLLER_SUSPEND,
   DECISION_DEFAULTS,
   decideNode,
   decodeBootstrapRecord,
@@ -92,6 +93,8 @@ export interface CliPolicy {
   maxUnhealthyFraction: number;
   /** Custom condition types node annotations may feed (the controller's --annotation-condition-type). */
   annotationConditionTypes: readonly string[];
+  /** The controller's --suspend. */
+  suspend: boolean;
 }
 
 export const CLI_POLICY_DEFAULTS: CliPolicy = {
@@ -101,6 +104,7 @@ export const CLI_POLICY_DEFAULTS: CliPolicy = {
   missingLeaseGraceSeconds: DECISION_DEFAULTS.missingLeaseGraceSeconds,
   maxUnhealthyFraction: BREAKER_DEFAULTS.maxUnhealthyFraction,
   annotationConditionTypes: [],
+  suspend: false,
 };
 
 export interface NodeReport {
@@ -210,6 +214,10 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
       previous: reconstructedMemory(node, [...byName.keys()]),
       policy: decisionPolicy(policy, new Set()),
       now,
+      suspendedBy: [
+        ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
+        ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
+      ],
     };
     return { raw, node, byName, conflicts, leases, agentLease, ignoredLeases, input };
   });

@@ -91,6 +91,7 @@ export function assembleController(
       return node && { name: node.name, uid: node.uid, zone: node.labels[ZONE_LABEL] ?? '' };
     },
     states: () => reconciler.nodeStates(),
+    suspended: (name) => reconciler.suspended(name),
     breakerTripped: () => reconciler.trippedExtensions.size > 0,
   });
   const queue = reconcileQueue((name) => reconciler.reconcile(name), { clock, log, metrics, config });

@@ -36,6 +36,13 @@ export const CONTROLLER_OPTIONS = {
       'Compute and report everything (condition, label, events, metrics) but write no taints and evict nothing.',
     default: false,
   },
+  suspend: {
+    type: 'boolean',
+    description:
+      'Incident switch: hold every taint change on every node (report what would change: events, metrics, explain) until it is off again; the held changes then go through the breaker like any change.',
+    env: 'NODECARE_SUSPEND',
+    default: false,
+  },
   'leader-elect': {
     type: 'boolean',
     description: 'Elect a leader among replicas; only the leader writes.',
@@ -185,6 +192,8 @@ export interface ControllerConfig {
   logLevel: string;
   logFormat: LogFormat;
   dryRun: boolean;
+  /** Every node's taint changes are held (controller/decide/suspend.ts). */
+  suspend: boolean;
   leaderElect: boolean;
   leaderElection: {
     namespace: string;
@@ -288,6 +297,7 @@ export function loadControllerConfig(
       logLevel: v['log-level'] as string,
       logFormat: v['log-format'] as LogFormat,
       dryRun: v['dry-run'] as boolean,
+      suspend: v.suspend as boolean,
       leaderElect: v['leader-elect'] as boolean,
       leaderElection: {
         namespace: v['leader-election-namespace'] as string,

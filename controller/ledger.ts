@@ -37,6 +37,9 @@ interface Contribution {
   maintenance: NodeMaintenance | undefined;
   /** Its MaintenancePlanned is True (the roll-up counts such nodes). */
   maintenancePlanned: boolean;
+  /** A suspension holds it: taint changes held (`heldChanges` of them), nothing evicted. */
+  suspended: boolean;
+  heldChanges: number;
 }
 
 function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
@@ -70,11 +73,16 @@ function contribution(decision: NodeDecision): Contribution {
     agentNotReporting: decision.agentNotReporting ? { ...decision.agentNotReporting } : undefined,
     maintenance: decision.maintenance,
     maintenancePlanned: decision.maintenancePlanned !== undefined,
+    suspended: decision.suspended !== undefined,
+    heldChanges: decision.suspended?.wouldChange.length ?? 0,
   };
 }
 
 export interface LedgerDeps {
-  metrics: Pick<ControllerMetrics, 'nodes' | 'nodeConditions' | 'breakerTripped' | 'events'>;
+  metrics: Pick<
+    ControllerMetrics,
+    'nodes' | 'nodeConditions' | 'breakerTripped' | 'events' | 'suspendedNodes'
+  >;
   log: Logger;
   clusterEvents: ClusterEventRecorder;
   maxUnhealthyFraction: number;
@@ -101,6 +109,11 @@ export class DecisionLedger {
   /** The node's latest decided state. */
   state(name: string): NodeState | undefined {
     return this.contributions.get(name)?.state;
+  }
+
+  /** Whether a suspension holds the node, as last decided. */
+  suspended(name: string): boolean {
+    return this.contributions.get(name)?.suspended === true;
   }
 
   /** Each node's latest decided state. */
@@ -143,6 +156,7 @@ export class DecisionLedger {
     metrics.nodes.reset();
     metrics.breakerTripped.reset();
     metrics.nodeConditions.reset();
+    metrics.suspendedNodes.reset();
   }
 
   /**
@@ -155,6 +169,7 @@ export class DecisionLedger {
     const apply = (c: Contribution, sign: 1 | -1): void => {
       metrics.nodes.inc({ state: c.state }, sign);
       metrics.nodeConditions.inc(c.condition, sign);
+      if (c.suspended) metrics.suspendedNodes.inc({ held: c.heldChanges > 0 ? 'true' : 'false' }, sign);
     };
     if (old) apply(old, -1);
     let changed: boolean;

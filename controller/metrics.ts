@@ -26,6 +26,7 @@ export class ControllerMetrics {
   readonly rollupWrites: Counter<'kind' | 'result'>;
   readonly rollupDuration: Histogram;
   readonly nodeConditions: Gauge<'status' | 'reason'>;
+  readonly suspendedNodes: Gauge<'held'>;
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
@@ -135,6 +136,12 @@ export class ControllerMetrics {
       name: 'nodecare_controller_node_conditions',
       help: 'Nodes by the status and reason of their ExtensionsReady condition (reason AgentNotReporting: the agent is gone).',
       labelNames: ['status', 'reason'],
+      registers,
+    });
+    this.suspendedNodes = new Gauge({
+      name: 'nodecare_controller_suspended_nodes',
+      help: 'Nodes a suspension holds (a SystemExtension with spec.suspend selecting them, or --suspend); held="true": with a taint change nodecare would make and does not.',
+      labelNames: ['held'],
       registers,
     });
     this.bootstrapDuration = new Histogram({

@@ -6,7 +6,13 @@ import { LEASE_NAMESPACE, resolveRegistrations, restrictConditionType } from '..
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { toCachedLease, type CachedNode, type ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
-import { decideNode, type NodeDecision, type NodeMemory, type RequiredExtension } from './decide/index.ts';
+import {
+  CONTROLLER_SUSPEND,
+  decideNode,
+  type NodeDecision,
+  type NodeMemory,
+  type RequiredExtension,
+} from './decide/index.ts';
 import type { NodeApi } from './writes/index.ts';
 
 export interface NodeDeciderDeps {
@@ -20,7 +26,8 @@ export interface NodeDeciderDeps {
     | 'bootstrapTimeoutSeconds'
     | 'missingLeaseGraceSeconds'
     | 'annotationConditionTypes'
-  >;
+  > &
+    Partial<Pick<ControllerConfig, 'suspend'>>;
   /** The extensions whose correlated failure holds back runtime taints. */
   tripped(): ReadonlySet<string>;
 }
@@ -56,7 +63,7 @@ export class NodeDecider {
   decide(name: string, node = this.deps.cache.node(name)): NodeDecision | undefined {
     const { cache, clock, config } = this.deps;
     if (!node) return undefined;
-    const { byName, conflicts } = resolveRegistrations(node, cache.systemExtensionList());
+    const { byName, conflicts, suspendedBy } = resolveRegistrations(node, cache.systemExtensionList());
     const required: RequiredExtension[] = [...byName.values()].map((registration) => {
       const r = restrictConditionType(registration, config.annotationConditionTypes);
       return {
@@ -83,6 +90,10 @@ export class NodeDecider {
         trippedExtensions: this.deps.tripped(),
       },
       now: clock.now(),
+      suspendedBy: [
+        ...(config.suspend === true ? [CONTROLLER_SUSPEND] : []),
+        ...suspendedBy.map((name) => `SystemExtension ${name}`),
+      ],
     });
   }
 

@@ -73,6 +73,11 @@ export class Reconciler {
     return this.ledger.nodeStates();
   }
 
+  /** Whether a suspension holds the node's taint changes (and its evictions). */
+  suspended(name: string): boolean {
+    return this.ledger.suspended(name);
+  }
+
   /** Every (node, extension) pair as last decided: what the roll-up evaluates. */
   rollupPairs(): Generator<SourcedPair> {
     return this.ledger.rollupPairs();

@@ -58,6 +58,11 @@ export const POLICY_OPTIONS = {
       "The controller's --annotation-condition-type (custom condition types node annotations may feed; repeatable).",
     default: [],
   },
+  suspend: {
+    type: 'boolean',
+    description: "The controller's --suspend (every node's taint changes held).",
+    default: false,
+  },
   'lease-namespace': {
     type: 'string',
     description: 'Namespace of the extension and agent Leases.',
@@ -97,6 +102,7 @@ export function policyOf(values: OptionValues): CliPolicy {
     missingLeaseGraceSeconds: values['missing-lease-grace-seconds'] as number,
     maxUnhealthyFraction: values['max-unhealthy-fraction'] as number,
     annotationConditionTypes: (values['annotation-condition-type'] as string[] | undefined) ?? [],
+    suspend: values.suspend as boolean,
   };
 }
 

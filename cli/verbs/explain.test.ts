@@ -159,10 +159,15 @@ const later: EventObject[] = [
   },
 ];
 
-function explain(n: NodeObject, leases: LeaseObject[], events: EventObject[]): string {
+function explain(
+  n: NodeObject,
+  leases: LeaseObject[],
+  events: EventObject[],
+  policy = CLI_POLICY_DEFAULTS,
+): string {
   const analysis = analyze(
     { nodes: [n], leases, systemExtensions: [], clusterHealth: undefined },
-    CLI_POLICY_DEFAULTS,
+    policy,
     NOW,
   );
   const report = analysis.nodes[0]!;
@@ -289,6 +294,22 @@ describe('kubectl nodecare explain: golden output of each shape', () => {
       'nodecare state: Maintenance; ExtensionsReady=False (InMaintenance), nodecare.io/status=maintenance',
     );
     await expect(text).toMatchFileSnapshot('../testdata/explain-maintenance.txt');
+  });
+
+  it('a Ready node whose kube-proxy fails while the controller runs with --suspend: the held change in one line', () => {
+    const leases = healthyLeases.map((l) =>
+      l.metadata.name?.startsWith('kube-proxy.') ? lease('kube-proxy', NOW - 1000, 'Unhealthy', s(590)) : l,
+    );
+    const text = explain(node([], { bootstrapped: true, written: HEALTHY }), leases, [], {
+      ...CLI_POLICY_DEFAULTS,
+      suspend: true,
+    });
+    expect(text).toContain(
+      `Suspended by the controller (--suspend): would add the runtime taint ${RUNTIME} (nodecare writes no taint change here until the suspension is lifted).`,
+    );
+    expect(explain(node([], { bootstrapped: true, written: HEALTHY }), leases, [])).not.toContain(
+      'Suspended',
+    );
   });
 
   it('events are listed by time, whatever their timestamp field and format', () => {

@@ -88,6 +88,8 @@ export interface ExplainView {
   maintenance?: string;
   /** `maintenance planned since … (…)` while MaintenancePlanned is True (it changes nothing). */
   maintenancePlanned?: string;
+  /** While a suspension holds the node's taint changes: by whom and what would change. */
+  suspended?: { by: string[]; wouldChange: string[] };
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
   taints: Array<{
     key: string;
@@ -235,6 +237,7 @@ export function explainView(
     ...(decision.maintenancePlanned
       ? { maintenancePlanned: describePlanned(decision.maintenancePlanned) }
       : {}),
+    ...(decision.suspended ? { suspended: decision.suspended } : {}),
     agent: {
       status: agentSummary(report),
       ...(report.agentLease
@@ -379,6 +382,12 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
   if (view.maintenance) {
     lines.push(
       `Node ${view.node} is ${view.maintenance}: nodecare removes no taint, evicts nothing, and leaves the node out of the breaker and the alerts.`,
+    );
+  }
+  if (view.suspended) {
+    const { by, wouldChange } = view.suspended;
+    lines.push(
+      `Suspended by ${by.join(', ')}: ${wouldChange.length > 0 ? `would ${wouldChange.join('; ')}` : 'no taint change held'} (nodecare writes no taint change here until the suspension is lifted).`,
     );
   }
   if (view.maintenancePlanned) {

@@ -10,6 +10,7 @@ import { extensionEvents, notReadyEventMessage, taintEvents, type Judged } from 
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
 import { inMaintenance, maintenanceEnded } from './maintenance.ts';
 import { labelFor } from './node-status.ts';
+import { suspended } from './suspend.ts';
 import type {
   DecisionInput,
   EffectiveState,
@@ -62,20 +63,32 @@ function byName(a: { name: string }, b: { name: string }): number {
 
 /**
  * The decision for one node: the one it gets in service (the NOT_READY table applied while the kubelet is not
- * Ready), or the MAINTENANCE table's (maintenance.ts) derived from it while the node is in maintenance.
+ * Ready), or the MAINTENANCE table's (maintenance.ts) derived from it while the node is in maintenance; its
+ * taint changes held while a suspension's scope holds the node (suspend.ts).
  */
 export function decideNode(input: DecisionInput): NodeDecision {
   const { node, policy } = input;
-  const decided = decideInService(input);
+  const tainted = {
+    bootstrap: hasTaint(node.taints, policy.bootstrapTaintKey),
+    runtime: hasTaint(node.taints, policy.runtimeTaintKey),
+  };
+  const decided = withMaintenance(decideInService(input), input, tainted);
+  const by = input.suspendedBy ?? [];
+  return by.length > 0 ? suspended(decided, input, by, tainted) : decided;
+}
+
+/** The MAINTENANCE table's decision while the node is maintained; `decided` otherwise (maintenance.ts). */
+function withMaintenance(
+  decided: NodeDecision,
+  input: DecisionInput,
+  tainted: NodeDecision['desiredTaints'],
+): NodeDecision {
+  const { node } = input;
   const planned = node.maintenancePlanned ? { maintenancePlanned: node.maintenancePlanned } : {};
   if (node.maintenance === undefined) {
     const ended = maintenanceEnded(input);
     return { ...decided, ...planned, ...(ended.length > 0 ? { events: [...ended, ...decided.events] } : {}) };
   }
-  const tainted = {
-    bootstrap: hasTaint(node.taints, policy.bootstrapTaintKey),
-    runtime: hasTaint(node.taints, policy.runtimeTaintKey),
-  };
   return { ...inMaintenance(decided, input, node.maintenance, tainted), ...planned };
 }
 

@@ -30,6 +30,7 @@ export {
   stateText,
   type NodeStatusSummary,
 } from './node-status.ts';
+export { CONTROLLER_SUSPEND } from './suspend.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
   DecisionInput,

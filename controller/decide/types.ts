@@ -136,6 +136,8 @@ export interface NodeMemory {
   agentReportedMs?: number | undefined;
   /** The MaintenanceStarted event was emitted for the current maintenance (MaintenanceEnded follows it). */
   maintenanceReported?: boolean;
+  /** The held taint changes last reported by TaintChangeSuspended ('' or absent: none). */
+  suspendedReported?: string;
 }
 
 export interface DecisionInput {
@@ -152,6 +154,11 @@ export interface DecisionInput {
   policy: DecisionPolicy;
   /** Controller clock, milliseconds since the epoch. */
   now: number;
+  /**
+   * The suspensions whose scope holds this node (`SystemExtension gpu-plugin`, `--suspend`): its taint changes are
+   * held (suspend.ts). Empty or absent: none.
+   */
+  suspendedBy?: readonly string[];
 }
 
 export interface ExtensionVerdict extends EffectiveState {
@@ -205,6 +212,8 @@ export interface NodeDecision {
   maintenance?: NodeMaintenance;
   /** The node's MaintenancePlanned, carried for explain and the roll-up. */
   maintenancePlanned?: PlannedMaintenance;
+  /** Set while the node is in a suspension's scope: by whom, and the taint changes held (suspend.ts). */
+  suspended?: { by: string[]; wouldChange: string[] };
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }

@@ -80,6 +80,8 @@ export interface EvictionNode {
   lastEvictionMs?: number;
   /** A pass left nothing to evict: the node is done until it leaves Degraded. */
   evictionComplete?: boolean;
+  /** A suspension holds the node (controller/decide/suspend.ts): nothing is evicted from it meanwhile. */
+  suspended?: boolean;
 }
 
 /** Per zone, when the last node eviction started (controller clock, ms). */
@@ -187,7 +189,12 @@ export function planEvictions(input: EvictionPlanInput): EvictionPlan {
   const evictAfterMs = policy.evictAfterSeconds * 1000;
   const candidates = new Map<string, EvictionNode[]>();
   for (const node of nodes) {
-    if (node.state !== NodeState.Degraded || node.evictionComplete || node.degradedSinceMs === undefined)
+    if (
+      node.state !== NodeState.Degraded ||
+      node.evictionComplete ||
+      node.suspended ||
+      node.degradedSinceMs === undefined
+    )
       continue;
     const list = candidates.get(node.zone) ?? [];
     list.push(node);

@@ -38,6 +38,8 @@ export interface EvictorDeps {
   node(name: string): { name: string; uid: string; zone: string } | undefined;
   /** Each node's latest decided state. */
   states(): ReadonlyMap<string, NodeState>;
+  /** Whether a suspension holds the node (nothing is evicted from it). */
+  suspended?(name: string): boolean;
   breakerTripped(): boolean;
 }
 
@@ -107,7 +109,14 @@ export class Evictor {
         spell = { degradedSinceMs: now };
         this.spells.set(name, spell);
       }
-      nodes.push({ name, state, zone: this.deps.node(name)?.zone ?? '', ...spell });
+      const suspended = this.deps.suspended?.(name) === true;
+      nodes.push({
+        name,
+        state,
+        zone: this.deps.node(name)?.zone ?? '',
+        ...spell,
+        ...(suspended ? { suspended } : {}),
+      });
     }
     return nodes;
   }

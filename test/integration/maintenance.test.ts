@@ -2,7 +2,9 @@
 // real control planes, with real agents probing real loopback servers: a node that is cordoned, being deleted,
 // shutting down (as the kubelet reports it), or carries a KEP-5683 lifecycle condition loses its extensions
 // without nodecare reading it as a fault. Cordon, deletion and shutdown on the shared control plane (no feature
-// gate); the lifecycle conditions on a control plane of its own with NodeLifecycleConditions=true.
+// gate); the lifecycle conditions on a control plane of its own with NodeLifecycleConditions=true. And suspend
+// (issue 23 item 3; controller/decide/suspend.ts): a SystemExtension's spec.suspend holds every taint change on
+// the nodes it selects, reports it, and on resume the held changes meet the breaker like any change.
 
 import type { Server } from 'node:http';
 import {
@@ -22,7 +24,14 @@ import {
   NODE_STATUS_LABEL,
 } from '../../api/index.ts';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
-import { eventually, FAST_PROBING, httpEndpoint, uniqueName, type HttpEndpoint } from './helpers.ts';
+import {
+  createSystemExtension,
+  eventually,
+  FAST_PROBING,
+  httpEndpoint,
+  uniqueName,
+  type HttpEndpoint,
+} from './helpers.ts';
 import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -258,6 +267,109 @@ describe('maintenance without the NodeLifecycleConditions gate (the shared contr
     const reasons = await waitForEvent(c, name, 'MaintenanceStarted');
     expect(reasons).not.toContain('NodeNotReady');
     expect(reasons).not.toContain('ExtensionUnhealthy');
+  });
+});
+
+describe('suspend: a SystemExtension with spec.suspend holds the taint changes on its nodes (the shared control plane)', () => {
+  const c = cluster(inject('kubeconfig'));
+  const extensions: string[] = [];
+
+  beforeAll(async () => {
+    await applyBaseManifests();
+    await startController(c);
+  });
+
+  afterAll(async () => {
+    await Promise.all(controllers.splice(0).map((p) => p.kill()));
+    for (const name of extensions)
+      await c.custom
+        .deleteClusterCustomObject({
+          group: 'nodecare.io',
+          version: 'v1alpha1',
+          plural: 'systemextensions',
+          name,
+        })
+        .catch(() => undefined);
+  });
+
+  /** `count` plain nodes (no annotation) in a new group, required by one SystemExtension probing `web`. */
+  async function fleet(count: number, web: HttpEndpoint): Promise<{ sx: string; names: string[] }> {
+    const group = uniqueName('g');
+    const sx = uniqueName('sus');
+    extensions.push(sx);
+    await createSystemExtension(c.custom, sx, {
+      nodeSelector: { matchLabels: { 'suspend-test': group } },
+      probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
+      ...FAST_PROBING,
+    });
+    const names: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const name = uniqueName('sus-node');
+      names.push(name);
+      created.push({ c, name });
+      await c.core.createNode({
+        body: {
+          metadata: { name, labels: { 'kubernetes.io/hostname': name, 'suspend-test': group } },
+          status: {
+            nodeInfo: { bootID: 'boot-1' } as never,
+            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
+          },
+        },
+      });
+      processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
+    }
+    for (const name of names)
+      await waitForNode(c, name, 'healthy', (n) => condition(n)?.reason === 'AllExtensionsHealthy');
+    return { sx, names };
+  }
+
+  async function setSuspend(sx: string, suspend: boolean): Promise<void> {
+    await c.custom.patchClusterCustomObject(
+      {
+        group: 'nodecare.io',
+        version: 'v1alpha1',
+        plural: 'systemextensions',
+        name: sx,
+        body: { spec: { suspend } },
+      },
+      mergePatch,
+    );
+  }
+
+  it('the extension fails while suspended: reported (condition, TaintChangeSuspended), no taint; resumed: the taint goes on', async () => {
+    const web = await httpEndpoint(servers);
+    const { sx, names } = await fleet(1, web);
+    const name = names[0]!;
+    await setSuspend(sx, true);
+    await web.stop();
+    await waitForNode(c, name, 'failing reported', (n) => condition(n)?.reason === 'ExtensionsUnhealthy');
+    await waitForEvent(c, name, 'TaintChangeSuspended');
+    expect(taintKeys(await c.core.readNode({ name }))).not.toContain(RUNTIME);
+
+    await setSuspend(sx, false);
+    await waitForNode(c, name, 'the held runtime taint written on resume', (n) =>
+      taintKeys(n).includes(RUNTIME),
+    );
+  });
+
+  it('a correlated failure while suspended: on resume the breaker, judged meanwhile, holds back every taint (no storm)', async () => {
+    const web = await httpEndpoint(servers);
+    const { sx, names } = await fleet(4, web);
+    await setSuspend(sx, true);
+    await web.stop();
+    // Reported on every node (the breaker trips meanwhile, so later nodes may have nothing left to hold).
+    for (const name of names)
+      await waitForNode(c, name, 'failing reported', (n) => condition(n)?.reason === 'ExtensionsUnhealthy');
+    await setSuspend(sx, false);
+    // The resume re-decides every node of the SystemExtension; give it time to write what it would.
+    await new Promise((r) => setTimeout(r, 5_000));
+    for (const name of names) {
+      const node = await c.core.readNode({ name });
+      expect(condition(node)?.reason).toBe('ExtensionsUnhealthy');
+      expect(taintKeys(node)).not.toContain(RUNTIME);
+      // Never written and lifted again: no taint event at all.
+      expect(await eventReasons(c, name)).not.toContain('RuntimeTaintAdded');
+    }
   });
 });
 

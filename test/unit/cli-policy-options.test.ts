@@ -28,6 +28,7 @@ describe("kubectl nodecare's policy flags", () => {
       'missing-lease-grace-seconds',
       'max-unhealthy-fraction',
       'annotation-condition-type',
+      'suspend',
     ])
       expect(Object.keys(POLICY_OPTIONS)).toContain(name);
   });
