@@ -228,6 +228,22 @@ describe('planEvictions', () => {
     ]);
   });
 
+  it('a Degraded node a suspension holds is not evicted', () => {
+    const plan = planEvictions({
+      nodes: [
+        degraded('d1', 'a', LONG_AGO, { suspended: true }),
+        degraded('d2'),
+        ready('r1'),
+        ready('r2'),
+        ready('r3'),
+      ],
+      policy: ON,
+      limiter: new Map(),
+      nowMs: NOW,
+    });
+    expect(plan.evict).toEqual(['d2']);
+  });
+
   it('a node in maintenance is never evicted and counts as unavailable for its zone', () => {
     const maintained = (name: string): EvictionNode => ({ name, zone: 'a', state: NodeState.Maintenance });
     const plan = planEvictions({
