@@ -94,7 +94,12 @@ function parseAnnotationText(value: string): SpecParse {
 }
 
 /** Fields of a SystemExtension's spec that are not part of the extension spec (and never of an annotation). */
-export const SYSTEM_EXTENSION_FIELDS = ['nodeSelector', 'allowAnnotationOverride', 'suspend'] as const;
+export const SYSTEM_EXTENSION_FIELDS = [
+  'nodeSelector',
+  'allowAnnotationOverride',
+  'suspend',
+  'rollout',
+] as const;
 
 /**
  * The rules for what an annotation may ask for, whatever node it is on (docs/design.md section 3): no `exec`, and

@@ -43,10 +43,43 @@ export interface NodeView {
   unparsedAnnotations?: Readonly<Record<string, string>>;
 }
 
-/** A SystemExtension object as read from the API (spec untrusted until parsed). */
+/** A SystemExtension object as read from the API (spec and status untrusted until parsed). */
 export interface SystemExtensionObject {
-  metadata: { name?: string };
+  metadata: { name?: string; generation?: number; creationTimestamp?: string | Date };
   spec?: unknown;
+  status?: unknown;
+}
+
+/**
+ * `spec.rollout.existingNodes`: how a new or changed SystemExtension treats the nodes that already completed
+ * bootstrap and carry no runtime taint (docs/extensions.md, "Rolling out a new requirement"). New nodes are
+ * held by bootstrap as usual whatever it says.
+ */
+export const RolloutMode = {
+  /** Judged at once (the default). */
+  Enforce: 'Enforce',
+  /** Reported, not enforced, for `gracePeriodSeconds` after the object was created or its spec changed. */
+  Grace: 'Grace',
+  /** Reported, never enforced on existing nodes, until the admin sets Enforce. */
+  Observe: 'Observe',
+} as const;
+export type RolloutMode = (typeof RolloutMode)[keyof typeof RolloutMode];
+
+export interface RolloutPolicy {
+  existingNodes: RolloutMode;
+  gracePeriodSeconds: number;
+}
+
+export const ROLLOUT_DEFAULTS: RolloutPolicy = {
+  existingNodes: RolloutMode.Enforce,
+  gracePeriodSeconds: 600,
+};
+
+/** When the current rollout window of a SystemExtension started, as its status records it. */
+export interface RecordedRollout {
+  /** The metadata.generation the window belongs to. */
+  generation: number;
+  startedMs: number;
 }
 
 export interface ParsedSystemExtension {
@@ -57,6 +90,13 @@ export interface ParsedSystemExtension {
   parse: SpecParse;
   /** `spec.allowAnnotationOverride`: whether a node annotation of the same name may replace it on that node. */
   allowAnnotationOverride: boolean;
+  /** `spec.rollout` (ROLLOUT_DEFAULTS when absent or invalid). */
+  rollout: RolloutPolicy;
+  /** metadata.generation (1 when absent) and creationTimestamp (ms; NaN when absent). */
+  generation: number;
+  createdMs: number;
+  /** status.rollout's window, when it is well-formed. */
+  recordedRollout: RecordedRollout | undefined;
   /**
    * `spec.suspend`: every taint change nodecare would make on the nodes this object selects is held (reported,
    * not written) until it is false again (docs/controller.md, "Suspend").
@@ -87,6 +127,10 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   };
   const override = flag('allowAnnotationOverride');
   const suspend = flag('suspend');
+  const rollout = parseRollout(spec.rollout, (problem) => {
+    parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
+  });
+  const created = obj.metadata.creationTimestamp;
   return {
     name,
     selector: selectorProblems.length === 0 ? ((spec.nodeSelector ?? {}) as LabelSelector) : undefined,
@@ -95,7 +139,54 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
     // An invalid value never opens the door: only `true` allows an override.
     allowAnnotationOverride: override === true,
     suspend: suspend === true,
+    rollout,
+    generation: typeof obj.metadata.generation === 'number' ? obj.metadata.generation : 1,
+    createdMs: created instanceof Date ? created.getTime() : Date.parse(created ?? ''),
+    recordedRollout: recordedRollout(obj.status),
   };
+}
+
+/** `spec.rollout`, every problem reported; what is wrong falls back to the default (Enforce: fail closed). */
+function parseRollout(raw: unknown, problem: (text: string) => void): RolloutPolicy {
+  if (raw === undefined) return ROLLOUT_DEFAULTS;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    problem(`rollout: expected an object, got ${capInput(JSON.stringify(raw) ?? '')}`);
+    return ROLLOUT_DEFAULTS;
+  }
+  const {
+    existingNodes = ROLLOUT_DEFAULTS.existingNodes,
+    gracePeriodSeconds = ROLLOUT_DEFAULTS.gracePeriodSeconds,
+    ...rest
+  } = raw as Record<string, unknown>;
+  for (const field of Object.keys(rest)) problem(`rollout.${field}: unknown field`);
+  const modes: readonly unknown[] = Object.values(RolloutMode);
+  const mode = modes.includes(existingNodes) ? (existingNodes as RolloutMode) : undefined;
+  if (!mode)
+    problem(
+      `rollout.existingNodes: expected Enforce, Grace or Observe, got ${quoteInput(String(existingNodes))}`,
+    );
+  const grace =
+    typeof gracePeriodSeconds === 'number' &&
+    Number.isInteger(gracePeriodSeconds) &&
+    gracePeriodSeconds >= 0 &&
+    gracePeriodSeconds <= 604_800
+      ? gracePeriodSeconds
+      : undefined;
+  if (grace === undefined)
+    problem(
+      `rollout.gracePeriodSeconds: expected an integer from 0 to 604800, got ${capInput(JSON.stringify(gracePeriodSeconds) ?? '')}`,
+    );
+  if (!mode || grace === undefined) return ROLLOUT_DEFAULTS;
+  return { existingNodes: mode, gracePeriodSeconds: grace };
+}
+
+/** status.rollout's window (observedGeneration, startedAt) when both are well-formed. */
+function recordedRollout(status: unknown): RecordedRollout | undefined {
+  const rollout = (status as { rollout?: { observedGeneration?: unknown; startedAt?: unknown } } | undefined)
+    ?.rollout;
+  const generation = rollout?.observedGeneration;
+  const startedMs = typeof rollout?.startedAt === 'string' ? Date.parse(rollout.startedAt) : Number.NaN;
+  return typeof generation === 'number' && Number.isFinite(startedMs) ? { generation, startedMs } : undefined;
 }
 
 function toRegistration(

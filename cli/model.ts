@@ -30,6 +30,8 @@ import {
   BREAKER_DEFAULTS,
   BreakerState,
   CONTROLLER_SUSPEND,
+  extensionRollout,
+  RolloutWindows,
   DECISION_DEFAULTS,
   decideNode,
   decodeBootstrapRecord,
@@ -178,6 +180,9 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
     leasesByNode.set(lease.node, list);
   }
 
+  // The rollout windows as the controller keeps them: from the SystemExtensions' status (or creation).
+  const sxByName = new Map(sxs.map((sx) => [sx.name, sx]));
+  const rollouts = new RolloutWindows();
   const prepared = snapshot.nodes.map((raw) => {
     const node = toCachedNode(raw);
     const resolved = resolveRegistrations(node, sxs);
@@ -198,13 +203,18 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
       else if (lease.role === LeaseRole.agent) agentLease = lease;
       else if (lease.extension) leases.set(lease.extension, lease);
     }
-    const required = [...byName.values()].map((r) => ({
-      name: r.name,
-      source: r.source,
-      policy: r.policy,
-      valid: r.valid,
-      ...(r.valid ? {} : { problems: r.problems }),
-    }));
+    const required = [...byName.values()].map((r) => {
+      const sx = r.source === 'systemExtension' ? sxByName.get(r.name) : undefined;
+      const rollout = sx && extensionRollout(sx.rollout, rollouts.startMs(sx, now));
+      return {
+        name: r.name,
+        source: r.source,
+        policy: r.policy,
+        valid: r.valid,
+        ...(r.valid ? {} : { problems: r.problems }),
+        ...(rollout ? { rollout } : {}),
+      };
+    });
     const input: DecisionInput = {
       node,
       required,
@@ -228,7 +238,7 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
     minFailing: BREAKER_DEFAULTS.minFailing,
   });
   for (const p of prepared) breaker.apply(p.node.name, decideNode(p.input));
-  const tripped = new Set(breaker.evaluate().tripped);
+  const tripped = new Set(breaker.evaluate(now).tripped);
 
   const nodes = prepared.map((p): NodeReport => {
     const input = { ...p.input, policy: decisionPolicy(policy, tripped) };

@@ -68,6 +68,15 @@ export function assembleController(
       systemExtensionNames: function* () {
         for (const sx of cache.systemExtensionList()) yield sx.name;
       },
+      systemExtensionRollout: (name) => {
+        const sx = cache.systemExtension(name);
+        if (!sx) return undefined;
+        return {
+          policy: sx.rollout,
+          generation: sx.generation,
+          startedMs: reconciler.rolloutStartMs(sx),
+        };
+      },
     },
     ...{ clock, metrics, fence },
     log: log.child({ component: 'rollup' }),

@@ -89,17 +89,17 @@ describe('DecisionLedger', () => {
   it('trips the breaker when most nodes fail one extension at once, with one cluster event, and resets it', async () => {
     const { ledger, metrics, clusterEvents } = setup();
     for (const n of ['a', 'b', 'c', 'd']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
-    expect(ledger.evaluateBreaker()).toBe(false);
+    expect(ledger.evaluateBreaker(0)).toBe(false);
     for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
-    expect(ledger.evaluateBreaker()).toBe(true);
+    expect(ledger.evaluateBreaker(0)).toBe(true);
     expect(ledger.tripped).toEqual(new Set(['gpu']));
-    expect(ledger.evaluateBreaker()).toBe(false);
+    expect(ledger.evaluateBreaker(0)).toBe(false);
     expect(clusterEvents.map((e) => [e.reason, e.message])).toEqual([
       [EventReason.CorrelatedFailure, expect.stringContaining('fails on 3 of 4 nodes')],
     ]);
     expect((await metrics.breakerTripped.get()).values).toHaveLength(1);
     for (const n of ['a', 'b']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
-    expect(ledger.evaluateBreaker()).toBe(true);
+    expect(ledger.evaluateBreaker(0)).toBe(true);
     expect(ledger.tripped.size).toBe(0);
     expect((await metrics.breakerTripped.get()).values).toHaveLength(0);
   });
@@ -107,7 +107,7 @@ describe('DecisionLedger', () => {
   it('reset forgets every node, the breaker and the metrics they fed', async () => {
     const { ledger, nodesIn } = setup();
     for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
-    ledger.evaluateBreaker();
+    ledger.evaluateBreaker(0);
     ledger.reset();
     expect(ledger.tripped.size).toBe(0);
     expect(ledger.nodeStates().size).toBe(0);

@@ -195,9 +195,9 @@ export class DecisionLedger {
   }
 
   /** Judges the breaker on the current counts and reports its transitions; true when the set changed. */
-  evaluateBreaker(): boolean {
+  evaluateBreaker(nowMs: number): boolean {
     const { metrics, log, clusterEvents } = this.deps;
-    const { transitions } = this.breaker.evaluate();
+    const { transitions } = this.breaker.evaluate(nowMs);
     for (const { extension, tripped, count } of transitions) {
       if (!tripped) {
         metrics.breakerTripped.remove({ extension });

@@ -9,6 +9,8 @@ import type { ControllerConfig } from './config.ts';
 import {
   CONTROLLER_SUSPEND,
   decideNode,
+  extensionRollout,
+  RolloutWindows,
   type NodeDecision,
   type NodeMemory,
   type RequiredExtension,
@@ -35,6 +37,8 @@ export interface NodeDeciderDeps {
 export class NodeDecider {
   private readonly deps: NodeDeciderDeps;
   private memory = new Map<string, NodeMemory>();
+  /** When each SystemExtension's rollout window started (the roll-up records it in its status). */
+  readonly rollouts = new RolloutWindows();
 
   constructor(deps: NodeDeciderDeps) {
     this.deps = deps;
@@ -63,15 +67,20 @@ export class NodeDecider {
   decide(name: string, node = this.deps.cache.node(name)): NodeDecision | undefined {
     const { cache, clock, config } = this.deps;
     if (!node) return undefined;
-    const { byName, conflicts, suspendedBy } = resolveRegistrations(node, cache.systemExtensionList());
+    const systemExtensions = new Map([...cache.systemExtensionList()].map((sx) => [sx.name, sx]));
+    const { byName, conflicts, suspendedBy } = resolveRegistrations(node, systemExtensions.values());
+    const now = clock.now();
     const required: RequiredExtension[] = [...byName.values()].map((registration) => {
       const r = restrictConditionType(registration, config.annotationConditionTypes);
+      const sx = r.source === 'systemExtension' ? systemExtensions.get(r.name) : undefined;
+      const rollout = sx && extensionRollout(sx.rollout, this.rollouts.startMs(sx, now));
       return {
         name: r.name,
         source: r.source,
         policy: r.policy,
         valid: r.valid,
         ...(r.valid ? {} : { problems: r.problems }),
+        ...(rollout ? { rollout } : {}),
       };
     });
     const { extensions, agent } = cache.leasesOf(name);
@@ -89,7 +98,7 @@ export class NodeDecider {
         missingLeaseGraceSeconds: config.missingLeaseGraceSeconds,
         trippedExtensions: this.deps.tripped(),
       },
-      now: clock.now(),
+      now,
       suspendedBy: [
         ...(config.suspend === true ? [CONTROLLER_SUSPEND] : []),
         ...suspendedBy.map((name) => `SystemExtension ${name}`),

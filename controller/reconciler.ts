@@ -2,6 +2,7 @@
 // hand the decision to the writer (writes/), record events for the changes the writes really made, keep the
 // ledger (ledger.ts: states, roll-up pairs, the breaker) and return the next deadline to requeue at.
 
+import type { ParsedSystemExtension } from '../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
@@ -73,6 +74,11 @@ export class Reconciler {
     return this.ledger.nodeStates();
   }
 
+  /** When a SystemExtension's current rollout window started (as the decisions use it). */
+  rolloutStartMs(sx: ParsedSystemExtension): number {
+    return this.decider.rollouts.startMs(sx, this.deps.clock.now());
+  }
+
   /** Whether a suspension holds the node's taint changes (and its evictions). */
   suspended(name: string): boolean {
     return this.ledger.suspended(name);
@@ -95,12 +101,14 @@ export class Reconciler {
     this.ledger.reset();
     this.durations.reset();
     for (const name of this.deps.cache.nodeNames()) this.ledger.record(name, this.decider.decide(name));
-    this.ledger.evaluateBreaker();
+    this.ledger.evaluateBreaker(this.deps.clock.now());
   }
 
   async reconcile(name: string): Promise<ReconcileResult> {
     const { cache, clock, log, metrics, events } = this.deps;
     const started = performance.now();
+    // A rollout window that ended is judged by the breaker before any node is decided as enforced.
+    if (this.ledger.evaluateBreaker(clock.now())) this.deps.onBreakerChange();
     const cached = cache.node(name);
     const first = this.decider.decide(name, cached);
     if (!first || !cached) {
@@ -146,6 +154,6 @@ export class Reconciler {
   /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */
   private contribute(name: string, decision: NodeDecision | undefined): void {
     if (this.ledger.record(name, decision)) this.deps.onRollupChange?.();
-    if (this.ledger.evaluateBreaker()) this.deps.onBreakerChange();
+    if (this.ledger.evaluateBreaker(this.deps.clock.now())) this.deps.onBreakerChange();
   }
 }

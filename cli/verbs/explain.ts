@@ -9,7 +9,12 @@ import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
 import { cut, humanDuration, relative, structured, table } from '../format.ts';
-import { describeMaintenance, describePlanned, stateText } from '../../controller/decide/index.ts';
+import {
+  describeMaintenance,
+  describePlanned,
+  stateText,
+  type NodeDecision,
+} from '../../controller/decide/index.ts';
 import { NODE_STATUS_LABEL } from '../../api/names.ts';
 import {
   bootstrapBreakdown,
@@ -88,6 +93,8 @@ export interface ExplainView {
   maintenance?: string;
   /** `maintenance planned since … (…)` while MaintenancePlanned is True (it changes nothing). */
   maintenancePlanned?: string;
+  /** Extensions their SystemExtension's rollout holds back on this node, one line each. */
+  rollouts?: string[];
   /** While a suspension holds the node's taint changes: by whom and what would change. */
   suspended?: { by: string[]; wouldChange: string[] };
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
@@ -238,6 +245,7 @@ export function explainView(
       ? { maintenancePlanned: describePlanned(decision.maintenancePlanned) }
       : {}),
     ...(decision.suspended ? { suspended: decision.suspended } : {}),
+    ...rolloutLines(decision),
     agent: {
       status: agentSummary(report),
       ...(report.agentLease
@@ -357,6 +365,21 @@ function tenthsSince(startMs: number, at: string): number {
   return Math.round((Date.parse(at) - startMs) / 100) / 10;
 }
 
+/** `gpu-plugin is in its rollout grace until …: …`, for each extension a rollout holds back on the node. */
+function rolloutLines(decision: NodeDecision): { rollouts?: string[] } {
+  const lines = decision.extensions.flatMap((e) => {
+    if (!e.rollout) return [];
+    return e.rollout.mode === 'Grace'
+      ? [
+          `${e.name} is in its rollout grace until ${new Date(e.rollout.endsMs).toISOString()} (SystemExtension spec.rollout): its failures do not taint this node or count for the breaker until then.`,
+        ]
+      : [
+          `${e.name} is observed, not enforced, on this node (SystemExtension spec.rollout.existingNodes Observe) until the SystemExtension says Enforce.`,
+        ];
+  });
+  return lines.length > 0 ? { rollouts: lines } : {};
+}
+
 export function renderExplainText(view: ExplainView, now: number): string[] {
   const lines: string[] = [];
   const blocking = view.taints.filter((t) => t.blocksScheduling);
@@ -384,6 +407,7 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
       `Node ${view.node} is ${view.maintenance}: nodecare removes no taint, evicts nothing, and leaves the node out of the breaker and the alerts.`,
     );
   }
+  for (const line of view.rollouts ?? []) lines.push(line);
   if (view.suspended) {
     const { by, wouldChange } = view.suspended;
     lines.push(

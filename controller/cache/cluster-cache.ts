@@ -153,6 +153,10 @@ export class ClusterCache {
     this.written.note(node, this.nodes.store.get(node.name));
   }
 
+  systemExtension(name: string): ParsedSystemExtension | undefined {
+    return this.systemExtensions.store.get(name);
+  }
+
   systemExtensionList(): Iterable<ParsedSystemExtension> {
     return this.systemExtensions.store.values();
   }

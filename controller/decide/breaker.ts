@@ -21,7 +21,13 @@
 // Like the node lifecycle controller's zone state, the breaker is judged over every node at once: the
 // reconciler applies each node's decision as it changes and evaluates afterwards, and at the start of a
 // leadership term it resets, applies a decision for every node, and evaluates once before the first write
-// (docs/controller.md). Pure state: no I/O, no clock.
+// (docs/controller.md). Pure state: no I/O, no clock (evaluate is given the time).
+//
+// A rollout (a SystemExtension's spec.rollout holding it back on existing nodes): such a pair is counted only
+// once its window has ended — by the time passed to evaluate, not by the node's last decision — so the first
+// minutes of a legitimate rollout never trip the breaker, while a bad one trips it the moment its window ends,
+// before any node is decided as enforced (the reconciler evaluates before it decides): no storm of taints put
+// on and lifted again.
 
 import { isFault } from './condition.ts';
 import { NodeState } from './node-state.ts';
@@ -72,10 +78,13 @@ export interface BreakerEvaluation {
 
 const NONE: ExtensionFailureCount = { requiring: 0, failing: 0 };
 
-/** Per node: each counted extension and whether it is failing there. */
-type Contribution = ReadonlyMap<string, boolean>;
+/** Per node: each counted extension, whether it is failing there, and when its rollout window ends (if held). */
+type Contribution = ReadonlyMap<string, { failing: boolean; graceEndsMs?: number }>;
 
-/** An admin's declaration: a critical registration from a SystemExtension (not an annotation, not the config). */
+/**
+ * An admin's declaration: a critical registration from a SystemExtension (not an annotation, not the config),
+ * enforced on the node.
+ */
 function feedsBreaker(e: Pick<ExtensionVerdict, 'source' | 'critical'>): boolean {
   return e.source === 'systemExtension' && e.critical;
 }
@@ -84,7 +93,25 @@ function contributionOf(decision: BreakerInput | undefined): Contribution {
   if (!decision || (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded)) {
     return new Map();
   }
-  return new Map(decision.extensions.filter(feedsBreaker).map((e) => [e.name, isFault(e)]));
+  return new Map(
+    decision.extensions.filter(feedsBreaker).map((e) => [
+      e.name,
+      {
+        failing: isFault(e),
+        ...(e.rollout
+          ? { graceEndsMs: e.rollout.mode === 'Grace' ? e.rollout.endsMs : Number.POSITIVE_INFINITY }
+          : {}),
+      },
+    ]),
+  );
+}
+
+/** Adds (or takes away) one node, failing or not, to the counts under `key`; a count of no node is dropped. */
+function bump<K>(counts: Map<K, ExtensionFailureCount>, key: K, sign: 1 | -1, failing: boolean): void {
+  const { requiring, failing: failed } = counts.get(key) ?? NONE;
+  const next = { requiring: requiring + sign, failing: failed + (failing ? sign : 0) };
+  if (next.requiring === 0) counts.delete(key);
+  else counts.set(key, next);
 }
 
 /** Per-extension failure counts over the latest decision of every node, and the breaker judged on them. */
@@ -92,9 +119,12 @@ export class BreakerState {
   private readonly thresholds: BreakerThresholds;
   private readonly byNode = new Map<string, Contribution>();
   private readonly counts = new Map<string, ExtensionFailureCount>();
+  /** Pairs a rollout holds back, per extension and window end: counted from then on. */
+  private readonly graced = new Map<string, Map<number, ExtensionFailureCount>>();
   /** Extensions whose counts changed since the last evaluation. */
   private readonly touched = new Set<string>();
   private trippedSet = new Set<string>();
+  private lastEvaluatedMs = Number.NEGATIVE_INFINITY;
 
   constructor(thresholds: BreakerThresholds) {
     this.thresholds = thresholds;
@@ -104,34 +134,51 @@ export class BreakerState {
     return this.trippedSet;
   }
 
-  count(extension: string): ExtensionFailureCount {
-    return { ...(this.counts.get(extension) ?? NONE) };
+  /** The counts at `nowMs`: a held-back pair counts once its rollout window has ended. */
+  count(extension: string, nowMs = Number.NEGATIVE_INFINITY): ExtensionFailureCount {
+    const count = { ...(this.counts.get(extension) ?? NONE) };
+    for (const [endsMs, held] of this.graced.get(extension) ?? []) {
+      if (endsMs > nowMs) continue;
+      count.requiring += held.requiring;
+      count.failing += held.failing;
+    }
+    return count;
   }
 
   /** Replaces what `node` contributes with its latest decision; undefined when the node is gone. */
   apply(node: string, decision: BreakerInput | undefined): void {
-    const before = this.byNode.get(node) ?? new Map<string, boolean>();
+    const before: Contribution = this.byNode.get(node) ?? new Map();
     const after = contributionOf(decision);
-    for (const [extension, failing] of before) this.add(extension, -1, failing);
-    for (const [extension, failing] of after) this.add(extension, 1, failing);
+    for (const [extension, pair] of before) this.add(extension, -1, pair);
+    for (const [extension, pair] of after) this.add(extension, 1, pair);
     if (after.size > 0) this.byNode.set(node, after);
     else this.byNode.delete(node);
   }
 
-  private add(extension: string, sign: 1 | -1, failing: boolean): void {
-    const { requiring, failing: failed } = this.counts.get(extension) ?? NONE;
-    const next = { requiring: requiring + sign, failing: failed + (failing ? sign : 0) };
-    if (next.requiring === 0) this.counts.delete(extension);
-    else this.counts.set(extension, next);
+  private add(extension: string, sign: 1 | -1, pair: { failing: boolean; graceEndsMs?: number }): void {
+    if (pair.graceEndsMs === undefined) bump(this.counts, extension, sign, pair.failing);
+    else {
+      const windows = this.graced.get(extension) ?? new Map<number, ExtensionFailureCount>();
+      bump(windows, pair.graceEndsMs, sign, pair.failing);
+      if (windows.size > 0) this.graced.set(extension, windows);
+      else this.graced.delete(extension);
+    }
     this.touched.add(extension);
   }
 
-  /** Judges every extension whose counts changed since the last evaluation. */
-  evaluate(): BreakerEvaluation {
+  /**
+   * Judges every extension whose counts changed since the last evaluation, or whose held-back pairs' rollout
+   * window ended since then (`nowMs`; without it, held-back pairs are never counted).
+   */
+  evaluate(nowMs = Number.NEGATIVE_INFINITY): BreakerEvaluation {
+    for (const [extension, windows] of this.graced)
+      for (const endsMs of windows.keys())
+        if (endsMs > this.lastEvaluatedMs && endsMs <= nowMs) this.touched.add(extension);
+    this.lastEvaluatedMs = Math.max(this.lastEvaluatedMs, nowMs);
     const transitions: BreakerTransition[] = [];
     const next = new Set(this.trippedSet);
     for (const extension of [...this.touched].sort()) {
-      const count = this.count(extension);
+      const count = this.count(extension, nowMs);
       const tripped = trips(count, this.thresholds);
       if (tripped === this.trippedSet.has(extension)) continue;
       if (tripped) next.add(extension);
@@ -147,7 +194,9 @@ export class BreakerState {
   reset(): void {
     this.byNode.clear();
     this.counts.clear();
+    this.graced.clear();
     this.touched.clear();
+    this.lastEvaluatedMs = Number.NEGATIVE_INFINITY;
     this.trippedSet = new Set();
   }
 }

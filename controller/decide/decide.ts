@@ -13,6 +13,7 @@ import { labelFor } from './node-status.ts';
 import { suspended } from './suspend.ts';
 import type {
   DecisionInput,
+  ExtensionRollout,
   EffectiveState,
   NodeDecision,
   NodeEvent,
@@ -126,20 +127,23 @@ function decideInService(input: DecisionInput): NodeDecision {
       now,
     });
     const holdsBootstrap = extension.policy.critical && extension.policy.enforcement === Enforcement.Enforce;
+    const rollout = inRollout(extension.rollout, { bootstrapPending, runtimeTainted, now });
     return {
       extension,
       holdsBootstrap,
       staleLease: j.staleLease,
-      deadlineMs: j.deadlineMs,
+      deadlineMs: rollout?.mode === 'Grace' ? minDefined(j.deadlineMs, rollout.endsMs) : j.deadlineMs,
       verdict: {
         name: extension.name,
         state: j.state,
         reason: j.reason,
-        message: j.message,
+        message:
+          rollout && j.state !== ExtensionState.Healthy ? withRolloutNote(j.message, rollout) : j.message,
         critical: extension.policy.critical,
-        blocking: holdsBootstrap && !policy.trippedExtensions.has(extension.name),
+        blocking: holdsBootstrap && !policy.trippedExtensions.has(extension.name) && rollout === undefined,
         conditionType: extension.policy.conditionType,
         ...(extension.source ? { source: extension.source } : {}),
+        ...(rollout ? { rollout } : {}),
       },
     };
   });
@@ -315,6 +319,32 @@ function decideInService(input: DecisionInput): NodeDecision {
       : {}),
     memory,
   };
+}
+
+/**
+ * The rollout that holds an extension back on this node now: only on a node that completed bootstrap and carries
+ * no runtime taint (a new node is held by bootstrap as usual; a node already held keeps being held), only within
+ * a Grace window or while Observe.
+ */
+function inRollout(
+  rollout: ExtensionRollout | undefined,
+  node: { bootstrapPending: boolean; runtimeTainted: boolean; now: number },
+): ExtensionRollout | undefined {
+  if (rollout === undefined || node.bootstrapPending || node.runtimeTainted) return undefined;
+  return rollout.mode === 'Observe' || node.now < rollout.endsMs ? rollout : undefined;
+}
+
+/** `<message> (rollout grace until …: not enforced on this node yet)` */
+function withRolloutNote(message: string, rollout: ExtensionRollout): string {
+  const note =
+    rollout.mode === 'Grace'
+      ? `rollout grace until ${new Date(rollout.endsMs).toISOString()}: not enforced on this node yet`
+      : 'rollout Observe: not enforced on this node until the SystemExtension says Enforce';
+  return message ? `${message} (${note})` : note;
+}
+
+function minDefined(a: number | undefined, b: number): number {
+  return a === undefined ? b : Math.min(a, b);
 }
 
 function parseTime(text: string | undefined): number | undefined {

@@ -30,6 +30,7 @@ export {
   stateText,
   type NodeStatusSummary,
 } from './node-status.ts';
+export { extensionRollout, RolloutWindows } from './rollout.ts';
 export { CONTROLLER_SUSPEND } from './suspend.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
@@ -37,6 +38,7 @@ export type {
   DecisionPolicy,
   DesiredCondition,
   EffectiveState,
+  ExtensionRollout,
   ExtensionVerdict,
   NodeDecision,
   NodeEvent,

@@ -65,6 +65,12 @@ export interface ObservedNode {
   maintenancePlanned?: PlannedMaintenance;
 }
 
+/**
+ * A SystemExtension's rollout on a node that completed bootstrap and carries no runtime taint (docs/extensions.md,
+ * "Rolling out a new requirement"): Grace until `endsMs`, or Observe until the admin says Enforce. Absent: enforced.
+ */
+export type ExtensionRollout = { mode: 'Grace'; endsMs: number } | { mode: 'Observe' };
+
 /** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
 export interface RequiredExtension {
   name: string;
@@ -73,6 +79,8 @@ export interface RequiredExtension {
   policy: ExtensionPolicy;
   valid: boolean;
   problems?: readonly string[];
+  /** Its SystemExtension's rollout policy, when not Enforce. */
+  rollout?: ExtensionRollout;
 }
 
 /** A Lease with the controller's own clock reading of when its renewTime last changed. */
@@ -164,8 +172,10 @@ export interface DecisionInput {
 export interface ExtensionVerdict extends EffectiveState {
   name: string;
   critical: boolean;
-  /** Critical, enforced and not held back by the breaker: its failure puts the runtime taint on. */
+  /** Critical, enforced and not held back by the breaker or a rollout: its failure puts the runtime taint on. */
   blocking: boolean;
+  /** Set while its SystemExtension's rollout holds it back on this node (not enforced, not counted by the breaker). */
+  rollout?: ExtensionRollout;
   conditionType: string;
   source?: RegistrationSource;
 }

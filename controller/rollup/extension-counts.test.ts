@@ -7,7 +7,7 @@ import { ExtensionState } from '../../api/names.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError } from '../writes/index.ts';
-import { SystemExtensionCountsWriter } from './extension-counts.ts';
+import { SystemExtensionCountsWriter, rolloutStatus } from './extension-counts.ts';
 import type { SourcedPair } from './pairs.ts';
 import { FakeRollupApi } from './testing.ts';
 
@@ -39,7 +39,7 @@ describe('SystemExtensionCountsWriter', () => {
       pair('c', ExtensionState.Unknown),
       pair('d', ExtensionState.Healthy, 'annotation'),
     ];
-    await writer.write(pairs);
+    await writer.write(pairs, 0);
     expect(api.systemExtensions.get('gpu')).toEqual({
       nodes: 3,
       healthy: 1,
@@ -49,13 +49,13 @@ describe('SystemExtensionCountsWriter', () => {
       failing: 2,
     });
     const patches = api.writes.length;
-    await writer.write(pairs);
+    await writer.write(pairs, 0);
     expect(api.writes).toHaveLength(patches);
   });
 
   it('a status written meanwhile (409) is listed again and written over', async () => {
     const { api, writer } = setup();
-    await writer.write([pair('a', ExtensionState.Healthy)]);
+    await writer.write([pair('a', ExtensionState.Healthy)], 0);
     api.putSystemExtensionStatus('gpu', {
       nodes: 9,
       healthy: 9,
@@ -64,7 +64,7 @@ describe('SystemExtensionCountsWriter', () => {
       unknown: 0,
       failing: 0,
     });
-    await writer.write([pair('a', ExtensionState.Unhealthy)]);
+    await writer.write([pair('a', ExtensionState.Unhealthy)], 0);
     expect(api.calls.filter((c) => c === 'listSystemExtensions')).toHaveLength(2);
     expect(api.systemExtensions.get('gpu')?.unhealthy).toBe(1);
   });
@@ -72,15 +72,48 @@ describe('SystemExtensionCountsWriter', () => {
   it('a patch refused as invalid is handed on once and not retried until the counts change', async () => {
     const { api, writer, invalid } = setup();
     api.failNext('patchSystemExtensionStatus', new KubeError(KubeErrorCode.Invalid, 422, 'invalid'));
-    await writer.write([pair('a', ExtensionState.Healthy)]);
-    await writer.write([pair('a', ExtensionState.Healthy)]);
+    await writer.write([pair('a', ExtensionState.Healthy)], 0);
+    await writer.write([pair('a', ExtensionState.Healthy)], 0);
     expect(invalid).toEqual(['gpu']);
     expect(api.calls.filter((c) => c === 'patchSystemExtensionStatus')).toHaveLength(1);
   });
 
   it('writes nothing once this replica no longer leads', async () => {
     const { api, writer } = setup(() => false);
-    await expect(writer.write([pair('a', ExtensionState.Healthy)])).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(writer.write([pair('a', ExtensionState.Healthy)], 0)).rejects.toBeInstanceOf(NotLeaderError);
     expect(api.writes).toEqual([]);
+  });
+});
+
+describe('rolloutStatus: the progress a SystemExtension shows (spec.rollout)', () => {
+  const T = Date.parse('2026-11-25T09:00:00Z');
+  const rollout = (existingNodes: 'Enforce' | 'Grace' | 'Observe') => ({
+    policy: { existingNodes, gracePeriodSeconds: 600 },
+    generation: 3,
+    startedMs: T,
+  });
+
+  it.each([
+    [
+      'Grace',
+      T + 60_000,
+      'Grace',
+      '37 of 120 selected nodes report healthy; enforcing at 2026-11-25T09:10:00Z',
+    ],
+    ['Grace', T + 600_000, 'Enforced', '37 of 120 selected nodes report healthy; enforced'],
+    ['Enforce', T, 'Enforced', '37 of 120 selected nodes report healthy; enforced'],
+    [
+      'Observe',
+      T + 3_600_000,
+      'Observe',
+      '37 of 120 selected nodes report healthy; observing: existing nodes are not enforced until spec.rollout.existingNodes is Enforce',
+    ],
+  ] as const)('%s at +%s ms → %s', (mode, now, phase, message) => {
+    expect(rolloutStatus(rollout(mode), { nodes: 120, healthy: 37 }, now)).toMatchObject({
+      observedGeneration: 3,
+      startedAt: '2026-11-25T09:00:00Z',
+      phase,
+      message,
+    });
   });
 });

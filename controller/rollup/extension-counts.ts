@@ -5,6 +5,8 @@
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence } from '../writes/index.ts';
+import { RolloutMode } from '../../api/index.ts';
+import { apiTime } from './condition.ts';
 import { COUNT_FIELD } from './evaluate.ts';
 import type { SourcedPair } from './pairs.ts';
 import {
@@ -12,6 +14,8 @@ import {
   type RollupApi,
   type RollupSource,
   type SystemExtensionCounts,
+  type SystemExtensionRollout,
+  type SystemExtensionRolloutStatus,
   type SystemExtensionStatusView,
 } from './store.ts';
 
@@ -27,13 +31,40 @@ function sameSxCounts(a: SystemExtensionCounts | undefined, b: SystemExtensionCo
     a.progressing === b.progressing &&
     a.unhealthy === b.unhealthy &&
     a.unknown === b.unknown &&
-    a.failing === b.failing
+    a.failing === b.failing &&
+    JSON.stringify(a.rollout ?? null) === JSON.stringify(b.rollout ?? null)
   );
+}
+
+/**
+ * status.rollout: the window of the current generation, its phase now and the progress, for example
+ * `37 of 120 selected nodes report healthy; enforcing at 2026-11-25T10:00:00Z` (docs/extensions.md).
+ */
+export function rolloutStatus(
+  rollout: SystemExtensionRollout,
+  counts: Pick<SystemExtensionCounts, 'nodes' | 'healthy'>,
+  nowMs: number,
+): SystemExtensionRolloutStatus {
+  const progress = `${counts.healthy} of ${counts.nodes} selected node${counts.nodes === 1 ? '' : 's'} report healthy`;
+  const base = { observedGeneration: rollout.generation, startedAt: apiTime(rollout.startedMs) };
+  const { existingNodes, gracePeriodSeconds } = rollout.policy;
+  if (existingNodes === RolloutMode.Observe)
+    return {
+      ...base,
+      phase: 'Observe',
+      message: `${progress}; observing: existing nodes are not enforced until spec.rollout.existingNodes is Enforce`,
+    };
+  const enforcingMs = rollout.startedMs + gracePeriodSeconds * 1000;
+  if (existingNodes === RolloutMode.Grace && nowMs < enforcingMs) {
+    const enforcingAt = apiTime(enforcingMs);
+    return { ...base, phase: 'Grace', enforcingAt, message: `${progress}; enforcing at ${enforcingAt}` };
+  }
+  return { ...base, phase: 'Enforced', message: `${progress}; enforced` };
 }
 
 export interface CountsWriterDeps {
   api: Pick<RollupApi, 'listSystemExtensions' | 'patchSystemExtensionStatus'>;
-  source: Pick<RollupSource, 'systemExtensionNames'>;
+  source: Pick<RollupSource, 'systemExtensionNames' | 'systemExtensionRollout'>;
   metrics: Pick<ControllerMetrics, 'rollupWrites'>;
   fence: Fence;
   /** A patch the API server refused as invalid (422): reported, not retried until the counts change. */
@@ -54,8 +85,11 @@ export class SystemExtensionCountsWriter {
     this.sxCounts = undefined;
   }
 
-  /** Writes every SystemExtension's counts from `pairs` that differ from its status. */
-  async write(pairs: readonly SourcedPair[]): Promise<void> {
+  /**
+   * Writes every SystemExtension's counts (and rollout) from `pairs` that differ from its status. Resolves with
+   * the earliest future moment a rollout's phase changes by time alone (a Grace window ending), if any.
+   */
+  async write(pairs: readonly SourcedPair[], nowMs: number): Promise<number | undefined> {
     const { api, fence, metrics, source } = this.deps;
     const desired = new Map<string, SystemExtensionCounts>();
     for (const name of source.systemExtensionNames()) desired.set(name, zeroCounts());
@@ -66,7 +100,16 @@ export class SystemExtensionCountsWriter {
       counts.nodes += 1;
       counts[COUNT_FIELD[pair.state]] += 1;
     }
-    for (const counts of desired.values()) counts.failing = counts.unhealthy + counts.unknown;
+    let nextDeadlineMs: number | undefined;
+    for (const [name, counts] of desired) {
+      counts.failing = counts.unhealthy + counts.unknown;
+      const rollout = source.systemExtensionRollout?.(name);
+      if (!rollout) continue;
+      counts.rollout = rolloutStatus(rollout, counts, nowMs);
+      const endsMs = rollout.startedMs + rollout.policy.gracePeriodSeconds * 1000;
+      if (counts.rollout.phase === 'Grace' && (nextDeadlineMs === undefined || endsMs < nextDeadlineMs))
+        nextDeadlineMs = endsMs;
+    }
     for (let attempt = 0; ; attempt++) {
       if (this.sxCounts === undefined) {
         const listed = await api.listSystemExtensions();
@@ -101,7 +144,7 @@ export class SystemExtensionCountsWriter {
             throw err;
           }
         }
-        return;
+        return nextDeadlineMs;
       } catch (err) {
         if (err instanceof NotLeaderError) throw err;
         if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) {

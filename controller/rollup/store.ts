@@ -6,7 +6,14 @@
 // unit-test double.
 
 import type { SourcedPair } from './pairs.ts';
-import { API_GROUP, API_VERSION, CLUSTER_HEALTH, GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
+import {
+  API_GROUP,
+  API_VERSION,
+  CLUSTER_HEALTH,
+  GROUP_VERSION,
+  SYSTEM_EXTENSION,
+  type RolloutPolicy,
+} from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
 import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
@@ -46,6 +53,17 @@ export interface SystemExtensionCounts {
   unknown: number;
   /** Neither healthy nor progressing (unhealthy + unknown): the FAILING column. */
   failing: number;
+  /** The rollout on its nodes (spec.rollout; controller/rollup/extension-counts.ts rolloutStatus). */
+  rollout?: SystemExtensionRolloutStatus;
+}
+
+export interface SystemExtensionRolloutStatus {
+  observedGeneration: number;
+  /** RFC 3339, second precision. */
+  startedAt: string;
+  phase: 'Enforced' | 'Grace' | 'Observe';
+  enforcingAt?: string;
+  message: string;
 }
 
 export interface SystemExtensionStatusView {
@@ -99,6 +117,7 @@ function countsOf(status: Partial<SystemExtensionCounts> | undefined): SystemExt
     unhealthy: n(status.unhealthy),
     unknown: n(status.unknown),
     failing: n(status.failing),
+    ...(status.rollout ? { rollout: status.rollout } : {}),
   };
 }
 
@@ -188,4 +207,12 @@ export const MAX_CONFLICT_RETRIES = 5;
 export interface RollupSource {
   pairs(): Iterable<SourcedPair>;
   systemExtensionNames(): Iterable<string>;
+  /** The rollout of a SystemExtension in the cache: its policy, generation and window start. */
+  systemExtensionRollout?(name: string): SystemExtensionRollout | undefined;
+}
+
+export interface SystemExtensionRollout {
+  policy: RolloutPolicy;
+  generation: number;
+  startedMs: number;
 }

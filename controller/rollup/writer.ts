@@ -112,6 +112,8 @@ export class RollupWriter {
   private failures = 0;
   private timer: Timer | undefined;
   private deadlineTimer: Timer | undefined;
+  /** When deadlineTimer fires. */
+  private deadlineAtMs: number | undefined;
   private running: Promise<void> | undefined;
   /** A refused (422) write was reported and no ClusterHealth write succeeded since: report no other. */
   private invalidReported = false;
@@ -149,6 +151,7 @@ export class RollupWriter {
     this.timer = undefined;
     this.deadlineTimer?.cancel();
     this.deadlineTimer = undefined;
+    this.deadlineAtMs = undefined;
     await this.running;
   }
 
@@ -185,7 +188,10 @@ export class RollupWriter {
       await this.refreshShoot();
       const pairs = [...this.deps.source.pairs()];
       await this.writeClusterHealth(pairs);
-      await this.extensionCounts.write(pairs);
+      const rolloutEndsMs = await this.extensionCounts.write(pairs, this.deps.clock.now());
+      // A Grace window ending changes a status by time alone: evaluate again then (+1 s: past its second).
+      if (rolloutEndsMs !== undefined)
+        this.deadlineAt(Math.min(rolloutEndsMs + 1_000, this.deadlineAtMs ?? Number.POSITIVE_INFINITY));
       this.failures = 0;
     } catch (err) {
       if (err instanceof NotLeaderError || !this.active) return;
@@ -219,8 +225,10 @@ export class RollupWriter {
   private deadlineAt(atMs: number): void {
     const { clock } = this.deps;
     this.deadlineTimer?.cancel();
+    this.deadlineAtMs = atMs;
     this.deadlineTimer = clock.setTimer(Math.max(0, atMs - clock.now()), () => {
       this.deadlineTimer = undefined;
+      this.deadlineAtMs = undefined;
       this.markDirty();
     });
   }

@@ -1,10 +1,13 @@
-// Maintenance and drain awareness (issue 23 item 2; the MAINTENANCE table in controller/decide/maintenance.ts) on
+// A node's lifecycle beside its health (issue 23 items 2-4). Maintenance and drain awareness (item 2; the MAINTENANCE table in controller/decide/maintenance.ts) on
 // real control planes, with real agents probing real loopback servers: a node that is cordoned, being deleted,
 // shutting down (as the kubelet reports it), or carries a KEP-5683 lifecycle condition loses its extensions
 // without nodecare reading it as a fault. Cordon, deletion and shutdown on the shared control plane (no feature
 // gate); the lifecycle conditions on a control plane of its own with NodeLifecycleConditions=true. And suspend
 // (issue 23 item 3; controller/decide/suspend.ts): a SystemExtension's spec.suspend holds every taint change on
-// the nodes it selects, reports it, and on resume the held changes meet the breaker like any change.
+// the nodes it selects, reports it, and on resume the held changes meet the breaker like any change. And a
+// rollout (item 4; controller/decide/rollout.ts): a new SystemExtension with spec.rollout Grace on nodes that
+// are already in service reports but does not enforce until its window ends, and a bad one trips the breaker
+// then instead of tainting the fleet.
 
 import type { Server } from 'node:http';
 import {
@@ -372,6 +375,136 @@ describe('suspend: a SystemExtension with spec.suspend holds the taint changes o
     }
   });
 });
+
+describe('rollout: a new SystemExtension on nodes already in service (spec.rollout Grace)', () => {
+  const c = cluster(inject('kubeconfig'));
+  const extensions: string[] = [];
+
+  beforeAll(async () => {
+    await applyBaseManifests();
+    await startController(c);
+  });
+
+  afterAll(async () => {
+    await Promise.all(controllers.splice(0).map((p) => p.kill()));
+    for (const name of extensions)
+      await c.custom
+        .deleteClusterCustomObject({
+          group: 'nodecare.io',
+          version: 'v1alpha1',
+          plural: 'systemextensions',
+          name,
+        })
+        .catch(() => undefined);
+  });
+
+  /** `count` nodes in service (bootstrap done, nothing required), labelled with a new group. */
+  async function inService(count: number): Promise<{ group: string; names: string[] }> {
+    const group = uniqueName('g');
+    const names: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const name = uniqueName('roll-node');
+      names.push(name);
+      created.push({ c, name });
+      await c.core.createNode({
+        body: {
+          metadata: { name, labels: { 'kubernetes.io/hostname': name, 'rollout-test': group } },
+          status: {
+            nodeInfo: { bootID: 'boot-1' } as never,
+            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
+          },
+        },
+      });
+      processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
+    }
+    for (const name of names)
+      await waitForNode(
+        c,
+        name,
+        'in service',
+        (n) =>
+          condition(n)?.status === 'True' &&
+          n.metadata?.annotations?.['nodecare.io/bootstrapped-boot-id'] === 'boot-1',
+      );
+    return { group, names };
+  }
+
+  async function rollOut(group: string, port: number, gracePeriodSeconds: number): Promise<string> {
+    const sx = uniqueName('roll');
+    extensions.push(sx);
+    await createSystemExtension(c.custom, sx, {
+      nodeSelector: { matchLabels: { 'rollout-test': group } },
+      probe: { http: { url: `http://127.0.0.1:${port}/` } },
+      rollout: { existingNodes: 'Grace', gracePeriodSeconds },
+      ...FAST_PROBING,
+    });
+    return sx;
+  }
+
+  async function rolloutStatus(sx: string, what: string, check: (r: RolloutStatus) => boolean) {
+    return eventually(
+      async () => {
+        const object = (await c.custom.getClusterCustomObject({
+          group: 'nodecare.io',
+          version: 'v1alpha1',
+          plural: 'systemextensions',
+          name: sx,
+        })) as { status?: { rollout?: RolloutStatus } };
+        const rollout = object.status?.rollout;
+        return rollout && check(rollout) ? rollout : undefined;
+      },
+      { what: `${sx} status.rollout: ${what}`, timeoutMs: 30_000 },
+    );
+  }
+
+  it('failing on a node in service: reported, not enforced during the window (status says when), then it taints', async () => {
+    const web = await httpEndpoint(servers);
+    await web.stop();
+    const { group, names } = await inService(1);
+    const name = names[0]!;
+    const sx = await rollOut(group, web.port, 15);
+    const during = await waitForNode(
+      c,
+      name,
+      'failure reported',
+      (n) => condition(n)?.reason === 'ExtensionsUnhealthy',
+    );
+    expect(taintKeys(during)).not.toContain(RUNTIME);
+    expect(condition(during)?.message).toContain('rollout grace until');
+    const grace = await rolloutStatus(sx, 'Grace with the progress', (r) => r.phase === 'Grace');
+    expect(grace.message).toMatch(/^0 of 1 selected node report healthy; enforcing at \S+Z$/);
+    expect(grace.enforcingAt).toBeDefined();
+
+    await waitForNode(c, name, 'the runtime taint once the window ended', (n) =>
+      taintKeys(n).includes(RUNTIME),
+    );
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(grace.enforcingAt!));
+    await rolloutStatus(sx, 'Enforced', (r) => r.phase === 'Enforced' && r.message.endsWith('; enforced'));
+  });
+
+  it('a bad rollout (failing on all 4 nodes in service): the breaker trips when the window ends, no node is ever tainted', async () => {
+    const web = await httpEndpoint(servers);
+    await web.stop();
+    const { group, names } = await inService(4);
+    const sx = await rollOut(group, web.port, 10);
+    for (const name of names)
+      await waitForNode(c, name, 'failure reported', (n) => condition(n)?.reason === 'ExtensionsUnhealthy');
+    const grace = await rolloutStatus(sx, 'Grace', (r) => r.phase === 'Grace');
+    await rolloutStatus(sx, 'Enforced', (r) => r.phase === 'Enforced');
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(grace.enforcingAt!));
+    await new Promise((r) => setTimeout(r, 5_000));
+    for (const name of names) {
+      expect(taintKeys(await c.core.readNode({ name }))).not.toContain(RUNTIME);
+      expect(await eventReasons(c, name)).not.toContain('RuntimeTaintAdded');
+    }
+  });
+});
+
+interface RolloutStatus {
+  phase: string;
+  message: string;
+  enforcingAt?: string;
+}
 
 describe('maintenance with the NodeLifecycleConditions gate (KEP-5683, a control plane of its own)', () => {
   let plane: ControlPlane;

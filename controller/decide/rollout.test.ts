@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { ExtensionState } from '../../api/names.ts';
+import { parseSystemExtension } from '../../api/registration.ts';
+import { ProbeReason } from '../../api/reasons.ts';
+import { BreakerState } from './breaker.ts';
+import { decideNode } from './decide.ts';
+import { NodeState } from './node-state.ts';
+import { extensionRollout, RolloutWindows } from './rollout.ts';
+import {
+  agent,
+  BOOTSTRAP_TAINT,
+  bootstrappedNode,
+  ext,
+  input,
+  leases,
+  MINUTE,
+  node,
+  RUNTIME_TAINT,
+  SECOND,
+  T0,
+} from './testing.ts';
+import type { DecisionInput, ExtensionRollout } from './types.ts';
+
+const NOW = T0 + 30 * SECOND;
+const FRESH = NOW - 10 * SECOND;
+const unhealthy = { state: ExtensionState.Unhealthy, reason: ProbeReason.ProbeTimeout };
+const GRACE: ExtensionRollout = { mode: 'Grace', endsMs: NOW + 5 * MINUTE };
+
+function rolledOut(rollout: ExtensionRollout, over: Partial<DecisionInput> = {}): DecisionInput {
+  return input({
+    node: bootstrappedNode(),
+    required: [{ ...ext('gpu'), source: 'systemExtension', rollout }],
+    agent: agent(FRESH),
+    leases: leases(FRESH, { gpu: unhealthy }),
+    now: NOW,
+    ...over,
+  });
+}
+
+describe('a SystemExtension rolling out on existing nodes (spec.rollout)', () => {
+  it('Grace: failing on an existing node is reported, not enforced, until the window ends; then it taints', () => {
+    const during = decideNode(rolledOut(GRACE));
+    expect(during.desiredTaints.runtime).toBe(false);
+    expect(during.state).toBe(NodeState.Ready);
+    expect(during.extensions[0]).toMatchObject({ blocking: false, rollout: GRACE });
+    expect(during.extensions[0]?.message).toContain('rollout grace until');
+    expect(during.nextDeadlineMs).toBeLessThanOrEqual(GRACE.endsMs);
+    const after = decideNode(rolledOut(GRACE, { now: GRACE.endsMs }));
+    expect(after.desiredTaints.runtime).toBe(true);
+    expect(after.extensions[0]?.rollout).toBeUndefined();
+  });
+
+  it('Observe: never enforced on an existing node', () => {
+    const d = decideNode(rolledOut({ mode: 'Observe' }, { now: NOW + 1000 * MINUTE }));
+    expect(d.desiredTaints.runtime).toBe(false);
+    expect(d.extensions[0]?.rollout).toEqual({ mode: 'Observe' });
+  });
+
+  it('a new node is held by bootstrap as usual, and a node already tainted stays held', () => {
+    const booting = decideNode(rolledOut(GRACE, { node: node({ taints: [BOOTSTRAP_TAINT] }) }));
+    expect(booting.desiredTaints.bootstrap).toBe(true);
+    expect(booting.extensions[0]?.rollout).toBeUndefined();
+    const held = decideNode(rolledOut(GRACE, { node: bootstrappedNode({ taints: [RUNTIME_TAINT] }) }));
+    expect(held.desiredTaints.runtime).toBe(true);
+  });
+
+  it('the breaker: not tripped by the first minutes of a rollout; tripped by a bad one the moment its window ends, before any node is decided as enforced', () => {
+    const breaker = new BreakerState({ maxUnhealthyFraction: 0.5, minFailing: 3 });
+    for (const name of ['n1', 'n2', 'n3', 'n4'])
+      breaker.apply(name, decideNode(rolledOut(GRACE, { node: bootstrappedNode({ name }) })));
+    expect([...breaker.evaluate(NOW).tripped]).toEqual([]);
+    expect(breaker.count('gpu', NOW)).toEqual({ requiring: 0, failing: 0 });
+    // Only time passes: the decisions still say 'in rollout', the window's end counts them.
+    const atEnd = breaker.evaluate(GRACE.endsMs);
+    expect([...atEnd.tripped]).toEqual(['gpu']);
+    expect(atEnd.transitions).toEqual([
+      { extension: 'gpu', tripped: true, count: { requiring: 4, failing: 4 } },
+    ]);
+    // A legitimate rollout whose nodes came up meanwhile: one left failing at the end gets its taint.
+    const legit = new BreakerState({ maxUnhealthyFraction: 0.5, minFailing: 3 });
+    for (const name of ['n1', 'n2', 'n3'])
+      legit.apply(
+        name,
+        decideNode(
+          rolledOut(GRACE, {
+            node: bootstrappedNode({ name }),
+            leases: leases(FRESH, {
+              gpu: { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded },
+            }),
+          }),
+        ),
+      );
+    legit.apply('n4', decideNode(rolledOut(GRACE, { node: bootstrappedNode({ name: 'n4' }) })));
+    expect([...legit.evaluate(GRACE.endsMs).tripped]).toEqual([]);
+    const n4 = decideNode(rolledOut(GRACE, { node: bootstrappedNode({ name: 'n4' }), now: GRACE.endsMs }));
+    expect(n4.desiredTaints.runtime).toBe(true);
+  });
+
+  it('Observe pairs are never counted', () => {
+    const breaker = new BreakerState({ maxUnhealthyFraction: 0.5, minFailing: 3 });
+    for (const name of ['n1', 'n2', 'n3'])
+      breaker.apply(name, decideNode(rolledOut({ mode: 'Observe' }, { node: bootstrappedNode({ name }) })));
+    expect([...breaker.evaluate(NOW + 1000 * MINUTE).tripped]).toEqual([]);
+  });
+});
+
+describe('RolloutWindows and extensionRollout', () => {
+  const sx = (generation: number, status?: unknown) =>
+    parseSystemExtension({
+      metadata: { name: 'gpu', generation, creationTimestamp: new Date(T0).toISOString() },
+      spec: { probe: { tcp: { port: 1 } }, rollout: { existingNodes: 'Grace', gracePeriodSeconds: 60 } },
+      status,
+    });
+
+  it('generation 1 starts at creation; a recorded window is kept; a new generation starts when first seen', () => {
+    const windows = new RolloutWindows();
+    expect(windows.startMs(sx(1), NOW)).toBe(T0);
+    const recorded = { rollout: { observedGeneration: 2, startedAt: new Date(T0 + MINUTE).toISOString() } };
+    expect(windows.startMs(sx(2, recorded), NOW)).toBe(T0 + MINUTE);
+    expect(windows.startMs(sx(3, recorded), NOW)).toBe(NOW);
+    expect(windows.startMs(sx(3, recorded), NOW + MINUTE)).toBe(NOW);
+  });
+
+  it('maps the policy: Enforce → none, Grace → its end, Observe', () => {
+    expect(extensionRollout({ existingNodes: 'Enforce', gracePeriodSeconds: 60 }, T0)).toBeUndefined();
+    expect(extensionRollout({ existingNodes: 'Grace', gracePeriodSeconds: 60 }, T0)).toEqual({
+      mode: 'Grace',
+      endsMs: T0 + MINUTE,
+    });
+    expect(extensionRollout({ existingNodes: 'Observe', gracePeriodSeconds: 60 }, T0)).toEqual({
+      mode: 'Observe',
+    });
+  });
+
+  it('spec.rollout is validated: every problem named, the default (Enforce) kept', () => {
+    const bad = parseSystemExtension({
+      metadata: { name: 'gpu' },
+      spec: {
+        probe: { tcp: { port: 1 } },
+        rollout: { existingNodes: 'Later', gracePeriodSeconds: -1, x: 1 },
+      },
+    });
+    expect(bad.rollout).toEqual({ existingNodes: 'Enforce', gracePeriodSeconds: 600 });
+    expect(bad.parse.result).toEqual({
+      ok: false,
+      problems: [
+        'rollout.x: unknown field',
+        'rollout.existingNodes: expected Enforce, Grace or Observe, got "Later"',
+        'rollout.gracePeriodSeconds: expected an integer from 0 to 604800, got -1',
+      ],
+    });
+  });
+});
