@@ -99,6 +99,7 @@ async function start(
     logLevel: 'info',
     logFormat: 'json',
     allowedPaths: [],
+    kubeletPodsSocket: '',
     heartbeatDurationSeconds: 40,
     extensionRenewSeconds: 3600,
     requestTimeoutMs: 5_000,

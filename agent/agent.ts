@@ -2,6 +2,7 @@
 // runs one ExtensionRunner per extension (supervisor.ts), keeps its own heartbeat Lease (heartbeat.ts), and
 // serves health (liveness.ts) and metrics. `runAgent(config, deps)` wires them, so a test can start it in-process.
 
+import { API_FEATURES, reportFeatures } from '../lib/kube/features.ts';
 import { uptime } from 'node:os';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../lib/clock.ts';
@@ -54,6 +55,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const startedMs = clock.now();
   const watches = new AgentWatches({
     ...{ client, clock, nodeName: config.nodeName, ...watchReports(log, metrics) },
+    kubeletPodsSocket: config.kubeletPodsSocket,
+    onPodSource: (source) => {
+      metrics.podSource.reset();
+      metrics.podSource.set({ source }, 1);
+      log.info({ source, socket: config.kubeletPodsSocket }, 'podReady pod source chosen');
+    },
     onChange: () => supervisor.queueReconcile(),
   });
   const [target, durationSeconds] = [() => supervisor.target(), config.heartbeatDurationSeconds];
@@ -85,6 +92,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   );
   const started = { version: packageVersion(), address: config.healthAddress, port: health.port };
   log.info({ ...started, api: client.server }, 'Started nodecare-agent');
+  void reportFeatures(client, [API_FEATURES.resourceSlices], log);
   watches.start();
   return {
     healthPort: health.port,

@@ -52,6 +52,12 @@ export const AGENT_OPTIONS = {
     // volume data). docs/agent.md, "Security rules".
     default: ['/var/lib/kubelet/plugins_registry', '/var/lib/kubelet/device-plugins', '/run/nodecare'],
   },
+  'kubelet-pods-api-socket': {
+    type: 'string',
+    description:
+      "The kubelet's Pods API socket (Kubernetes 1.37+): where it exists, podReady probes read this node's pods from it instead of watching them through the API server; '' never uses it.",
+    default: '/var/lib/kubelet/pods-api/pods-api.sock',
+  },
   'heartbeat-duration-seconds': {
     type: 'integer',
     description: 'Duration of the agent heartbeat lease; it is renewed every quarter of it (kubelet: 40).',
@@ -88,6 +94,8 @@ export interface AgentConfig {
   logLevel: string;
   logFormat: LogFormat;
   allowedPaths: string[];
+  /** The kubelet's Pods API socket ('' never). */
+  kubeletPodsSocket: string;
   heartbeatDurationSeconds: number;
   extensionRenewSeconds: number;
   requestTimeoutMs: number;
@@ -156,6 +164,11 @@ export function loadAgentConfig(
   const allowedPaths = (values['allowed-path'] as string[]).concat(file.allowedPaths ?? []);
   for (const p of allowedPaths)
     if (!p.startsWith('/')) problems.push(`--allowed-path: "${p}" is not an absolute path`);
+  const kubeletPodsSocket = values['kubelet-pods-api-socket'] as string;
+  if (kubeletPodsSocket !== '' && !kubeletPodsSocket.startsWith('/'))
+    problems.push(
+      `--kubelet-pods-api-socket: "${kubeletPodsSocket}" is not an absolute path (or '' for never)`,
+    );
   const nodeName = values['node-name'] as string;
   if (
     nodeName !== undefined &&
@@ -174,6 +187,7 @@ export function loadAgentConfig(
       logLevel: values['log-level'] as string,
       logFormat: values['log-format'] as LogFormat,
       allowedPaths,
+      kubeletPodsSocket,
       heartbeatDurationSeconds: values['heartbeat-duration-seconds'] as number,
       extensionRenewSeconds: values['extension-renew-seconds'] as number,
       requestTimeoutMs: (values['request-timeout-seconds'] as number) * 1000,

@@ -18,6 +18,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly extensionState: Gauge<'extension' | 'state'>;
   readonly leaseWrites: Counter<'operation' | 'result'>;
   readonly watchErrors: Counter<'source'>;
+  readonly podSource: Gauge<'source'>;
   readonly extensions: Gauge;
   readonly invalidRegistrations: Gauge;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
@@ -70,6 +71,12 @@ export class AgentMetrics implements LeaseWriterMetrics {
     this.watchErrors = new Counter({
       name: 'nodecare_agent_watch_errors_total',
       help: 'List or watch failures by source; each is retried with backoff.',
+      labelNames: ['source'],
+      registers: [registry],
+    });
+    this.podSource = new Gauge({
+      name: 'nodecare_agent_pod_source',
+      help: "1 for where podReady probes read this node's pods: kubelet (its Pods API socket) or apiserver (a watch of the node's pods); absent while no podReady probe is registered.",
       labelNames: ['source'],
       registers: [registry],
     });

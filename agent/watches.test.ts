@@ -1,10 +1,16 @@
 // The agent's on-demand watches against a loopback API server: the ResourceSlice watch runs only while a
 // resourceSlices probe needs it, serves its node's slices, and says so when the API server does not serve the
-// type at all (before Kubernetes 1.34) instead of reading it as "no slices".
+// type at all (before Kubernetes 1.34) instead of reading it as "no slices"; the pods of podReady come from the
+// kubelet's Pods API (a real gRPC server on a unix socket) where it is served, else from the API server.
 
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../lib/testing.ts';
 import { FakeApiServer } from '../lib/kube/testing.ts';
+import { PROTO_FILES, service } from './probes/proto.ts';
+import { serveGrpc, tempDir } from './probes/testing.ts';
 import { AgentWatches } from './watches.ts';
 
 const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
@@ -75,5 +81,103 @@ describe('AgentWatches ResourceSlices', () => {
       if (errors.length === 0) throw new Error('no error yet');
     });
     await expect(w.resourceSlices()).rejects.toThrow(/does not serve resource\.k8s\.io\/v1 ResourceSlices/);
+  });
+});
+
+describe("AgentWatches pods: the kubelet's Pods API where its socket exists, else the API server (issue 23 item 6)", () => {
+  const pod = (name: string, ready: boolean, uid = name) => ({
+    metadata: { name, namespace: 'kube-system', uid, labels: { app: 'log-agent' } },
+    spec: { nodeName: 'node-a' },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+  });
+  const selector = { matchLabels: { app: 'log-agent' } };
+
+  /** A kubelet's Pods API on a unix socket: the initial list, then whatever the test pushes. */
+  async function fakeKubelet(serveApi: boolean, initial: object[]) {
+    const dir = await tempDir();
+    const socket = join(dir, 'pods-api.sock');
+    const streams: Array<ServerWritableStream<object, object>> = [];
+    const { server } = await serveGrpc(`unix://${socket}`, (s) => {
+      if (!serveApi) return; // a kubelet whose PodsAPI gate is off: every call UNIMPLEMENTED
+      s.addService(service(PROTO_FILES.kubeletPods, 'v1alpha1.Pods'), {
+        WatchPods: (call: ServerWritableStream<object, object>) => {
+          for (const p of initial) call.write({ type: 'ADDED', pod: p });
+          call.write({ type: 'INITIAL_SYNC_COMPLETE' });
+          streams.push(call);
+        },
+        ListPods: (_call: unknown, done: (err: null, value: object) => void) => done(null, { pods: initial }),
+      });
+    });
+    cleanups.push(async () => {
+      server.forceShutdown();
+      await rm(dir, { recursive: true, force: true });
+    });
+    return { socket, push: (event: object) => streams.forEach((s) => s.write(event)) };
+  }
+
+  async function podWatches(socket: string) {
+    const api = await FakeApiServer.start();
+    api.serve('/api/v1/pods', [
+      { ...pod('from-api', true), metadata: { ...pod('from-api', true).metadata, resourceVersion: '3' } },
+    ]);
+    const sources: string[] = [];
+    const w = new AgentWatches({
+      client: api.client(),
+      clock: new FakeClock(),
+      nodeName: 'node-a',
+      kubeletPodsSocket: socket,
+      onPodSource: (source) => void sources.push(source),
+      onChange: () => undefined,
+      onError: () => undefined,
+      onSkipped: () => undefined,
+    });
+    cleanups.push(async () => {
+      await w.stop();
+      await api.close();
+    });
+    return { api, w, sources };
+  }
+
+  it('reads them from the kubelet, follows its events, and asks the API server for no pod', async () => {
+    const kubelet = await fakeKubelet(true, [pod('log-agent-a', true), pod('other', false)]);
+    const { api, w, sources } = await podWatches(kubelet.socket);
+    w.setWatches({ pods: true, resourceSlices: false });
+    expect(await until(() => w.podsMatching('kube-system', selector))).toEqual([
+      { name: 'log-agent-a', ready: true },
+      { name: 'other', ready: false },
+    ]);
+    kubelet.push({ type: 'MODIFIED', pod: pod('log-agent-a', false) });
+    await until(async () => {
+      const pods = await w.podsMatching('kube-system', selector);
+      if (pods[0]?.ready !== false) throw new Error('not yet');
+    });
+    kubelet.push({ type: 'DELETED', pod: pod('other', false) });
+    await until(async () => {
+      if ((await w.podsMatching('kube-system', selector)).length !== 1) throw new Error('not yet');
+    });
+    expect(sources).toEqual(['kubelet']);
+    expect(api.requests.filter((r) => r.path.startsWith('/api/v1/pods'))).toEqual([]);
+  });
+
+  it('falls back to the API server (its own node only) when the kubelet does not serve the Pods API', async () => {
+    const kubelet = await fakeKubelet(false, []);
+    const { api, w, sources } = await podWatches(kubelet.socket);
+    w.setWatches({ pods: true, resourceSlices: false });
+    expect(await until(() => w.podsMatching('kube-system', selector))).toEqual([
+      { name: 'from-api', ready: true },
+    ]);
+    expect(sources).toEqual(['kubelet', 'apiserver']);
+    expect(api.requests.find((r) => r.path.startsWith('/api/v1/pods'))?.query.get('fieldSelector')).toBe(
+      'spec.nodeName=node-a',
+    );
+  });
+
+  it('uses the API server where the socket does not exist', async () => {
+    const { w, sources } = await podWatches('/nonexistent/pods-api.sock');
+    w.setWatches({ pods: true, resourceSlices: false });
+    expect(await until(() => w.podsMatching('kube-system', selector))).toEqual([
+      { name: 'from-api', ready: true },
+    ]);
+    expect(sources).toEqual(['apiserver']);
   });
 });

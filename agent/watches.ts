@@ -2,6 +2,7 @@
 // SystemExtensions (parsed once per change), and — only while a probe needs them — the pods on its node
 // (podReady) and the ResourceSlices published for it (resourceSlices).
 
+import { existsSync } from 'node:fs';
 import {
   EXTENSION_ANNOTATION_PREFIX,
   GROUP_VERSION,
@@ -18,7 +19,13 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { NodeFacts, PodFacts, SliceFacts } from './probes/index.ts';
+import {
+  loadKubeletPods,
+  type KubeletPods,
+  type NodeFacts,
+  type PodFacts,
+  type SliceFacts,
+} from './probes/index.ts';
 
 export interface NodeSnapshot extends NodeFacts {
   name: string;
@@ -129,6 +136,18 @@ export function toSliceFacts(raw: RawSlice): SliceFacts {
   };
 }
 
+/** How long a podReady probe waits for a pod source that just started to list (its timeout still applies). */
+const POD_SYNC_WAIT_MS = 5_000;
+
+function deferred(): { promise: Promise<void>; resolve(): void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Where the podReady probe's pods come from: this node's kubelet (its Pods API) or the API server. */
+export type PodSource = 'kubelet' | 'apiserver';
+
 /** What the agent's probes need watched besides its Node and the SystemExtensions (api/probe-kinds.ts). */
 export type OnDemandWatches = Record<ProbeWatch, boolean>;
 
@@ -136,6 +155,13 @@ export interface WatchDeps {
   client: KubeClient;
   clock: Clock;
   nodeName: string;
+  /**
+   * The kubelet's Pods API socket ('' or absent: never): where it exists, the pods come from this node's
+   * kubelet instead of a pod watch through the API server (agent/probes/kubelet-pods.ts).
+   */
+  kubeletPodsSocket?: string;
+  /** Which source the pods now come from (for the log and the metric). */
+  onPodSource?(source: PodSource): void;
   onChange(): void;
   onError(source: string, err: unknown): void;
   /** An object the agent could not handle (a poison object); it was skipped. */
@@ -164,6 +190,11 @@ export class AgentWatches {
     ParsedSystemExtension
   >;
   private pods: Reflector<RawPod, PodEntry> | undefined;
+  private kubeletPods: KubeletPods | undefined;
+  /** The pod watch is wanted (a podReady probe is registered). */
+  private podsWanted = false;
+  /** Resolves when the current pod source has its first complete list (a new one per source). */
+  private podsSynced = deferred();
   private slices: Reflector<RawSlice, SliceFacts> | undefined;
   private readonly deps: WatchDeps;
 
@@ -242,30 +273,82 @@ export class AgentWatches {
     return [...slices.store.values()];
   }
 
+  /**
+   * Starts or stops the pod source: the kubelet's Pods API where its socket exists, else (or once the kubelet
+   * says it does not serve it) a watch of this node's pods through the API server.
+   */
   private setPodWatch(wanted: boolean): void {
-    if (wanted && !this.pods) {
-      this.pods = new Reflector({
-        client: this.deps.client,
-        clock: this.deps.clock,
-        path: '/api/v1/pods',
-        fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
-        transform: toPodEntry,
-        handlers: {
-          error: (err) => this.deps.onError('pods', err),
-          skipped: (err, key) => this.deps.onSkipped('pods', key, err),
-        },
-      });
-      this.pods.start();
-    } else if (!wanted && this.pods) {
-      void this.pods.stop();
+    this.podsWanted = wanted;
+    if (!wanted) {
+      this.kubeletPods?.stop();
+      this.kubeletPods = undefined;
+      void this.pods?.stop();
       this.pods = undefined;
+      return;
     }
+    if (this.pods || this.kubeletPods) return;
+    this.podsSynced = deferred();
+    const socket = this.deps.kubeletPodsSocket ?? '';
+    if (socket !== '' && existsSync(socket)) void this.startKubeletPods(socket);
+    else this.startApiServerPods();
+  }
+
+  private async startKubeletPods(socket: string): Promise<void> {
+    const KubeletPodsClass = await loadKubeletPods();
+    if (!this.podsWanted || this.pods || this.kubeletPods) return;
+    const source = new KubeletPodsClass({
+      socket,
+      clock: this.deps.clock,
+      onChange: () => {
+        if (source.synced && this.kubeletPods === source) this.podsSynced.resolve();
+        if (source.unimplemented && this.kubeletPods === source) {
+          // This kubelet does not serve the Pods API (its feature gate is off): the API server it is.
+          source.stop();
+          this.kubeletPods = undefined;
+          this.startApiServerPods();
+        }
+        this.deps.onChange();
+      },
+      onError: (err) => this.deps.onError('kubelet-pods', err),
+    });
+    this.kubeletPods = source;
+    source.start();
+    this.deps.onPodSource?.('kubelet');
+  }
+
+  private startApiServerPods(): void {
+    this.pods = new Reflector({
+      client: this.deps.client,
+      clock: this.deps.clock,
+      path: '/api/v1/pods',
+      fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
+      transform: toPodEntry,
+      handlers: {
+        synced: () => this.podsSynced.resolve(),
+        error: (err) => this.deps.onError('pods', err),
+        skipped: (err, key) => this.deps.onSkipped('pods', key, err),
+      },
+    });
+    this.pods.start();
+    this.deps.onPodSource?.('apiserver');
   }
 
   async podsMatching(namespace: string, selector: LabelSelector): Promise<PodFacts[]> {
-    const pods = this.pods;
-    if (!pods) return [];
-    if (!pods.synced) throw new Error('pod cache not synced yet');
+    // A source just started (the agent restarted, a podReady probe was registered) lists within moments: wait
+    // for it, bounded, rather than report "could not determine" for a pod that is Ready.
+    if (this.podsWanted && !(this.kubeletPods ?? this.pods)?.synced)
+      await Promise.race([this.podsSynced.promise, this.deps.clock.sleep(POD_SYNC_WAIT_MS)]);
+    const pods = this.kubeletPods ?? this.pods;
+    if (!pods) {
+      if (this.podsWanted) throw new Error('pod source not started yet');
+      return [];
+    }
+    if (!pods.synced)
+      throw new Error(
+        this.kubeletPods
+          ? "the kubelet's Pods API has not sent its pod list yet"
+          : 'pod cache not synced yet',
+      );
     return [...pods.store.values()]
       .filter((p) => p.namespace === namespace && matchesSelector(selector, p.labels))
       .map(({ name, ready }) => ({ name, ready }));
@@ -276,6 +359,7 @@ export class AgentWatches {
       this.node.stop(),
       this.systemExtensions.stop(),
       this.pods?.stop(),
+      this.kubeletPods?.stop(),
       this.slices?.stop(),
     ]);
   }

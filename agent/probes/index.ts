@@ -2,6 +2,7 @@
 // compile until its probe is registered here (docs/conventions.md 8). runProbe is where the two promises every probe
 // makes are enforced for all of them: no exception escapes, and the result arrives by the deadline.
 
+import type { KubeletPods } from './kubelet-pods.ts';
 import { setFlagsFromString } from 'node:v8';
 import type { ProbeKind, ProbeSpec } from '../../api/probe-spec.ts';
 import { ProbeReason } from '../../api/reasons.ts';
@@ -34,6 +35,11 @@ export const PROBES = {
   process: () => import('./process.ts').then((m) => m.processProbe),
   host: () => import('./host.ts').then((m) => m.hostProbe),
 } satisfies { [K in ProbeKind]: () => Promise<Probe<K>> };
+
+/** The kubelet's Pods API client (kubelet-pods.ts), loaded on first use like the probes. */
+export const loadKubeletPods = (): Promise<typeof KubeletPods> =>
+  import('./kubelet-pods.ts').then((m) => m.KubeletPods);
+export type { KubeletPod, KubeletPods, KubeletPodsOptions } from './kubelet-pods.ts';
 
 /**
  * Runs the probe for `spec`. Never rejects. The probe sees a signal that aborts at ctx.signal or after

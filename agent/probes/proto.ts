@@ -1,4 +1,5 @@
-// The gRPC services the probes call, loaded from our minimal wire-compatible copies in api/proto/.
+// The gRPC services the probes call (and the kubelet's Pods API the podReady probe reads), loaded from our
+// minimal wire-compatible descriptions in api/proto/.
 
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,6 +14,7 @@ export const PROTO_FILES = {
   health: 'grpc_health_v1.proto',
   csi: 'csi_v1.proto',
   devicePlugin: 'deviceplugin_v1beta1.proto',
+  kubeletPods: 'kubelet_pods_v1alpha1.proto',
 } as const;
 type ProtoFile = (typeof PROTO_FILES)[keyof typeof PROTO_FILES];
 

@@ -33,6 +33,8 @@ export class FakeApiServer {
   watchBehaviour: 'stream' | 'end-at-once' = 'stream';
   private readonly server: Server;
   private readonly collections = new Map<string, Collection>();
+  /** Fixed answers to GET, by path (discovery documents). */
+  private readonly documents = new Map<string, object>();
   private version = 1;
 
   private constructor(server: Server) {
@@ -60,6 +62,11 @@ export class FakeApiServer {
   }
 
   /** Registers a collection (an empty one unless items are given); unregistered paths answer 404. */
+  /** Answers GET `path` with `body` (a discovery document, for example). */
+  serveDocument(path: string, body: object): void {
+    this.documents.set(path, body);
+  }
+
   serve(path: string, items: readonly object[] = []): void {
     const collection: Collection = { items: new Map(), watches: new Set() };
     this.collections.set(path, collection);
@@ -116,6 +123,12 @@ export class FakeApiServer {
     const url = new URL(req.url ?? '/', this.url);
     const watch = url.searchParams.get('watch') === 'true';
     this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, watch });
+    const document = this.documents.get(url.pathname);
+    if (document && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(document));
+      return;
+    }
     const collection = this.collections.get(url.pathname);
     if (!collection || req.method !== 'GET') {
       res.writeHead(404, { 'content-type': 'application/json' });

@@ -17,6 +17,9 @@ import {
   type V1Node,
 } from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { loadConnection } from '../../lib/kube/config.ts';
+import { API_FEATURES, detectFeatures } from '../../lib/kube/features.ts';
 import { killLeftovers } from '../controlplane/controlplane.ts';
 import { kubeConfigForToken, mintServiceAccountToken } from '../controlplane/tokens.ts';
 import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
@@ -25,7 +28,8 @@ const admin = adminKubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
 
 function pinnedVersion(): string {
-  const gomod = readFileSync(join(import.meta.dirname, '../controlplane/kube/go.mod'), 'utf8');
+  const dir = process.env.NODECARE_KUBE_DIR ?? join(import.meta.dirname, '../controlplane/kube');
+  const gomod = readFileSync(join(dir, 'go.mod'), 'utf8');
   const match = /k8s\.io\/kubernetes (v[0-9.]+)/.exec(gomod);
   if (!match?.[1]) throw new Error('no k8s.io/kubernetes pin in go.mod');
   return match[1];
@@ -91,6 +95,25 @@ describe('local control plane', () => {
       live.kill('SIGKILL');
       if (await running(orphan)) process.kill(orphan, 'SIGKILL');
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serves the optional features nodecare checks at start (lib/kube/features.ts) from the version each needs', async () => {
+    const minor = Number(/^v1\.(\d+)\./.exec(inject('kubernetesVersion'))?.[1]);
+    const client = new KubeClient(await loadConnection(inject('kubeconfig')));
+    try {
+      const reports = await detectFeatures(client, Object.values(API_FEATURES));
+      expect(reports.map((r) => `${r.feature.name}: ${r.available}`)).toEqual(
+        Object.values(API_FEATURES).map((f) => `${f.name}: ${minor >= Number(f.since.split('.')[1])}`),
+      );
+      // A group-version this API server does not serve is "not served", not a failure.
+      const [missing] = await detectFeatures(client, [
+        { ...API_FEATURES.resourceSlices, groupVersion: 'resource.k8s.io/v9' },
+      ]);
+      expect(missing).toMatchObject({ available: false });
+      expect(missing?.error).toBeUndefined();
+    } finally {
+      await client.close();
     }
   });
 

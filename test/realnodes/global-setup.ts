@@ -38,6 +38,8 @@ declare module 'vitest' {
     realNodesSocket: string;
     realNodesSlotDir: string;
     realNodesApiAddress: string;
+    /** The API server's audit log (requests of nodecare-system's ServiceAccounts, Metadata level). */
+    realNodesAuditLog: string;
     /** The pause image's archive and the static in-cluster client, for test images. */
     realNodesPauseArchive: string;
     realNodesIncluster: string;
@@ -125,6 +127,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('realNodesSocket', socket);
   project.provide('realNodesSlotDir', plane.slot.dir);
   project.provide('realNodesApiAddress', plane.slot.apiAddress);
+  project.provide('realNodesAuditLog', plane.auditLogPath ?? '');
   project.provide('realNodesPauseArchive', cluster.parts.pauseArchive);
   project.provide('realNodesIncluster', cluster.parts.incluster);
   project.provide('nodecareImage', image);

@@ -57,6 +57,15 @@ const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=nodecare-controller';
 const GPU_EXAMPLE = join(ROOT, 'manifests', 'examples', 'gpu-device-plugin.yaml');
 
 /** One line per measured figure, so the suite's output shows them. */
+/** An API server audit event, as much as the tests read. */
+interface AuditEvent {
+  stage?: string;
+  verb?: string;
+  requestURI?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string };
+}
+
 function report(line: string): void {
   process.stderr.write(`[realnodes] ${line}\n`);
 }
@@ -233,6 +242,8 @@ describe.skipIf(notRun !== '')(
         '/var/lib/kubelet/device-plugins',
         '/var/lib/kubelet/plugins_registry',
         '/run/nodecare',
+        // The kubelet's Pods API socket, where podReady reads this node's pods (issue 23 item 6).
+        '/var/lib/kubelet/pods-api',
       ];
       expect(
         fromHost
@@ -499,6 +510,29 @@ describe.skipIf(notRun !== '')(
         expect(viewOf(await getNode(other)).runtimeTaint).toBe(false);
       await flip('ok');
       await untilView(node.name, 'runtime taint cleared after the pod turned ready', healthyView);
+
+      // Kubernetes 1.37's kubelet serves its Pods API (KEP-4188, beta, on by default): every agent read its
+      // node's pods there, and asked the API server for none (its audit log records the agents' requests).
+      for (const n of nodes) {
+        const pod = await agentPodOn(n.name);
+        const logs = await kubectl(['logs', '-n', SYSTEM, pod.metadata.name]);
+        expect(logs, n.name).toMatch(/"source":"kubelet"[^\n]*podReady pod source chosen/);
+        expect(logs, n.name).not.toMatch(/"source":"apiserver"[^\n]*podReady pod source chosen/);
+      }
+      const podRequests = readFileSync(inject('realNodesAuditLog'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as AuditEvent)
+        .filter(
+          (e) =>
+            e.stage === 'ResponseComplete' &&
+            e.user?.username === `system:serviceaccount:${SYSTEM}:nodecare-agent` &&
+            e.objectRef?.resource === 'pods',
+        );
+      expect(podRequests.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+      report(
+        `podReady on ${nodes.length} nodes read pods from the kubelet's Pods API: 0 agent pod requests to the API server`,
+      );
     });
 
     it("csi: a CSI driver's socket reached through the host directory the docs say to add (kustomize component) → Healthy; the driver gone → the runtime taint; back → cleared", async () => {

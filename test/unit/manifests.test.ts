@@ -542,11 +542,15 @@ describe("the agent's host mounts (issue 20 item 7)", () => {
   }>;
   const pod = daemonSet!.spec.template.spec;
   const hostVolumes = pod.volumes.filter((v) => v.hostPath);
+  /** The kubelet's Pods API: the agent's own source of pods (issue 23 item 6), never a probe target. */
+  const PODS_API = '/var/lib/kubelet/pods-api';
 
-  it("are exactly the agent's default allowed paths, so what annotations may reach is what is mounted", () => {
+  it("are exactly the agent's default allowed paths and its kubelet Pods API, so what annotations may reach is what is mounted for probes", () => {
     expect(hostVolumes.map((v) => v.hostPath!.path).sort()).toEqual(
-      [...(AGENT_OPTIONS['allowed-path'].default as string[])].sort(),
+      [...(AGENT_OPTIONS['allowed-path'].default as string[]), PODS_API].sort(),
     );
+    expect(AGENT_OPTIONS['allowed-path'].default as string[]).not.toContain(PODS_API);
+    expect(AGENT_OPTIONS['kubelet-pods-api-socket'].default).toBe(`${PODS_API}/pods-api.sock`);
   });
 
   it("never mount /var/lib/kubelet/plugins (CSI staging: other pods' volume data), /run or /var/lib/kubelet as a whole", () => {
@@ -563,10 +567,12 @@ describe("the agent's host mounts (issue 20 item 7)", () => {
     }
   });
 
-  it("create no directory on the node but nodecare's own", () => {
+  it("create no directory on the node but nodecare's own and the Pods API's (an older kubelet has none; a 1.37 kubelet makes it itself)", () => {
     for (const volume of hostVolumes)
       expect(volume.hostPath!.type, volume.hostPath!.path).toBe(
-        volume.hostPath!.path === '/run/nodecare' ? 'DirectoryOrCreate' : 'Directory',
+        volume.hostPath!.path === '/run/nodecare' || volume.hostPath!.path === PODS_API
+          ? 'DirectoryOrCreate'
+          : 'Directory',
       );
   });
 });
