@@ -91,24 +91,16 @@ afterAll(async () => {
   await Promise.all([...processes, ...controllers].map((p) => p.kill()));
 });
 
-/** A node whose one critical extension `web` probes `port`, its agent and a controller, Ready and healthy. */
-async function healthyNode(c: Cluster, prefix: string): Promise<{ name: string; web: HttpEndpoint }> {
-  const web = await httpEndpoint(servers);
-  const name = uniqueName(prefix);
+/** Creates a Node as a kubelet would register it (Ready, boot-1) and starts its agent. */
+async function nodeWithAgent(
+  c: Cluster,
+  name: string,
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[] },
+): Promise<void> {
   created.push({ c, name });
   await c.core.createNode({
     body: {
-      metadata: {
-        name,
-        finalizers: [HOLD_FINALIZER],
-        labels: { 'kubernetes.io/hostname': name },
-        annotations: {
-          [`${EXTENSION_ANNOTATION_PREFIX}web`]: JSON.stringify({
-            probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
-            ...FAST_PROBING,
-          }),
-        },
-      },
+      metadata: { name, ...metadata, labels: { 'kubernetes.io/hostname': name, ...metadata.labels } },
       status: {
         nodeInfo: { bootID: 'boot-1' } as never,
         conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
@@ -116,8 +108,62 @@ async function healthyNode(c: Cluster, prefix: string): Promise<{ name: string; 
     },
   });
   processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
+}
+
+/** `count` nodes labelled `label=value` (a new group by default), each with its agent; names `<prefix>-…`. */
+async function group(
+  c: Cluster,
+  count: number,
+  label: string,
+  prefix: string,
+  value = uniqueName('g'),
+): Promise<{ group: string; names: string[] }> {
+  const names = Array.from({ length: count }, () => uniqueName(prefix));
+  for (const name of names) await nodeWithAgent(c, name, { labels: { [label]: value } });
+  return { group: value, names };
+}
+
+/** A node whose one critical extension `web` probes `port`, its agent and a controller, Ready and healthy. */
+async function healthyNode(c: Cluster, prefix: string): Promise<{ name: string; web: HttpEndpoint }> {
+  const web = await httpEndpoint(servers);
+  const name = uniqueName(prefix);
+  await nodeWithAgent(c, name, {
+    finalizers: [HOLD_FINALIZER],
+    annotations: {
+      [`${EXTENSION_ANNOTATION_PREFIX}web`]: JSON.stringify({
+        probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
+        ...FAST_PROBING,
+      }),
+    },
+  });
   await waitForNode(c, name, 'Ready and healthy', (n) => condition(n)?.reason === 'AllExtensionsHealthy');
   return { name, web };
+}
+
+/**
+ * The shared control plane with a controller for the describe block that calls it; the SystemExtensions its
+ * tests create (pushed to `extensions`) are deleted after it.
+ */
+function onSharedPlane(): { c: Cluster; extensions: string[] } {
+  const c = cluster(inject('kubeconfig'));
+  const extensions: string[] = [];
+  beforeAll(async () => {
+    await applyBaseManifests();
+    await startController(c);
+  });
+  afterAll(async () => {
+    await Promise.all(controllers.splice(0).map((p) => p.kill()));
+    for (const name of extensions.splice(0))
+      await c.custom
+        .deleteClusterCustomObject({
+          group: 'nodecare.io',
+          version: 'v1alpha1',
+          plural: 'systemextensions',
+          name,
+        })
+        .catch(() => undefined);
+  });
+  return { c, extensions };
 }
 
 async function startController(c: Cluster): Promise<void> {
@@ -226,16 +272,7 @@ async function expectMaintainedFailureHeld(
 }
 
 describe('maintenance without the NodeLifecycleConditions gate (the shared control plane)', () => {
-  const c = cluster(inject('kubeconfig'));
-
-  beforeAll(async () => {
-    await applyBaseManifests();
-    await startController(c);
-  });
-
-  afterAll(async () => {
-    await Promise.all(controllers.splice(0).map((p) => p.kill()));
-  });
+  const { c } = onSharedPlane();
 
   it('a cordoned node: its failing extension is expected, the runtime taint stays until uncordon, then it is lifted', async () => {
     const { name, web } = await healthyNode(c, 'mnt-cordon');
@@ -274,53 +311,19 @@ describe('maintenance without the NodeLifecycleConditions gate (the shared contr
 });
 
 describe('suspend: a SystemExtension with spec.suspend holds the taint changes on its nodes (the shared control plane)', () => {
-  const c = cluster(inject('kubeconfig'));
-  const extensions: string[] = [];
-
-  beforeAll(async () => {
-    await applyBaseManifests();
-    await startController(c);
-  });
-
-  afterAll(async () => {
-    await Promise.all(controllers.splice(0).map((p) => p.kill()));
-    for (const name of extensions)
-      await c.custom
-        .deleteClusterCustomObject({
-          group: 'nodecare.io',
-          version: 'v1alpha1',
-          plural: 'systemextensions',
-          name,
-        })
-        .catch(() => undefined);
-  });
+  const { c, extensions } = onSharedPlane();
 
   /** `count` plain nodes (no annotation) in a new group, required by one SystemExtension probing `web`. */
   async function fleet(count: number, web: HttpEndpoint): Promise<{ sx: string; names: string[] }> {
-    const group = uniqueName('g');
     const sx = uniqueName('sus');
+    const value = uniqueName('g');
     extensions.push(sx);
     await createSystemExtension(c.custom, sx, {
-      nodeSelector: { matchLabels: { 'suspend-test': group } },
+      nodeSelector: { matchLabels: { 'suspend-test': value } },
       probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
       ...FAST_PROBING,
     });
-    const names: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const name = uniqueName('sus-node');
-      names.push(name);
-      created.push({ c, name });
-      await c.core.createNode({
-        body: {
-          metadata: { name, labels: { 'kubernetes.io/hostname': name, 'suspend-test': group } },
-          status: {
-            nodeInfo: { bootID: 'boot-1' } as never,
-            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
-          },
-        },
-      });
-      processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
-    }
+    const { names } = await group(c, count, 'suspend-test', 'sus-node', value);
     for (const name of names)
       await waitForNode(c, name, 'healthy', (n) => condition(n)?.reason === 'AllExtensionsHealthy');
     return { sx, names };
@@ -377,47 +380,12 @@ describe('suspend: a SystemExtension with spec.suspend holds the taint changes o
 });
 
 describe('rollout: a new SystemExtension on nodes already in service (spec.rollout Grace)', () => {
-  const c = cluster(inject('kubeconfig'));
-  const extensions: string[] = [];
-
-  beforeAll(async () => {
-    await applyBaseManifests();
-    await startController(c);
-  });
-
-  afterAll(async () => {
-    await Promise.all(controllers.splice(0).map((p) => p.kill()));
-    for (const name of extensions)
-      await c.custom
-        .deleteClusterCustomObject({
-          group: 'nodecare.io',
-          version: 'v1alpha1',
-          plural: 'systemextensions',
-          name,
-        })
-        .catch(() => undefined);
-  });
+  const { c, extensions } = onSharedPlane();
 
   /** `count` nodes in service (bootstrap done, nothing required), labelled with a new group. */
   async function inService(count: number): Promise<{ group: string; names: string[] }> {
-    const group = uniqueName('g');
-    const names: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const name = uniqueName('roll-node');
-      names.push(name);
-      created.push({ c, name });
-      await c.core.createNode({
-        body: {
-          metadata: { name, labels: { 'kubernetes.io/hostname': name, 'rollout-test': group } },
-          status: {
-            nodeInfo: { bootID: 'boot-1' } as never,
-            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
-          },
-        },
-      });
-      processes.push(await startAgent({ kubeconfig: c.kubeconfig, nodeName: name, extraArgs: AGENT_ARGS }));
-    }
-    for (const name of names)
+    const made = await group(c, count, 'rollout-test', 'roll-node');
+    for (const name of made.names)
       await waitForNode(
         c,
         name,
@@ -426,7 +394,7 @@ describe('rollout: a new SystemExtension on nodes already in service (spec.rollo
           condition(n)?.status === 'True' &&
           n.metadata?.annotations?.['nodecare.io/bootstrapped-boot-id'] === 'boot-1',
       );
-    return { group, names };
+    return made;
   }
 
   async function rollOut(group: string, port: number, gracePeriodSeconds: number): Promise<string> {
