@@ -22,7 +22,7 @@ import { loadConnection } from '../../lib/kube/config.ts';
 import { API_FEATURES, detectFeatures } from '../../lib/kube/features.ts';
 import { killLeftovers } from '../controlplane/controlplane.ts';
 import { kubeConfigForToken, mintServiceAccountToken } from '../controlplane/tokens.ts';
-import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { adminKubeConfig, eventually, kubernetesMinor, uniqueName } from './helpers.ts';
 
 const admin = adminKubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
@@ -99,7 +99,7 @@ describe('local control plane', () => {
   });
 
   it('serves the optional features nodecare checks at start (lib/kube/features.ts) from the version each needs', async () => {
-    const minor = Number(/^v1\.(\d+)\./.exec(inject('kubernetesVersion'))?.[1]);
+    const minor = kubernetesMinor();
     const client = new KubeClient(await loadConnection(inject('kubeconfig')));
     try {
       const reports = await detectFeatures(client, Object.values(API_FEATURES));

@@ -12,6 +12,22 @@ export function adminKubeConfig(): KubeConfig {
   return kc;
 }
 
+/** The minor version of the Kubernetes the suite runs on (npm run test:versions runs older ones too). */
+export function kubernetesMinor(): number {
+  return Number(/^v1\.(\d+)\./.exec(inject('kubernetesVersion'))?.[1]);
+}
+
+/**
+ * '' when the running Kubernetes is at least 1.`minor`; else why `what` cannot run here, printed as a NOT RUN
+ * line (a test gated on it says so in its name too, never passes quietly).
+ */
+export function needsKubernetes(minor: number, what: string): string {
+  if (kubernetesMinor() >= minor) return '';
+  const reason = `${what} needs Kubernetes 1.${minor}+, this is ${inject('kubernetesVersion')}`;
+  process.stderr.write(`[integration] NOT RUN: ${reason}\n`);
+  return reason;
+}
+
 /** A name unique to this run: tests never rely on deleting what earlier tests made. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;

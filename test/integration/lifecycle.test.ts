@@ -32,6 +32,7 @@ import {
   eventually,
   FAST_PROBING,
   httpEndpoint,
+  needsKubernetes,
   uniqueName,
   type HttpEndpoint,
 } from './helpers.ts';
@@ -475,11 +476,7 @@ interface RolloutStatus {
 }
 
 /** The NodeLifecycleConditions gate exists from Kubernetes 1.37 (an older API server refuses the flag). */
-const gateNotRun =
-  Number(/^v1\.(\d+)\./.exec(inject('kubernetesVersion'))?.[1]) >= 37
-    ? ''
-    : `the NodeLifecycleConditions feature gate needs Kubernetes 1.37+, this is ${inject('kubernetesVersion')}`;
-if (gateNotRun) process.stderr.write(`[lifecycle] NOT RUN: ${gateNotRun}\n`);
+const gateNotRun = needsKubernetes(37, 'the NodeLifecycleConditions feature gate');
 
 describe.skipIf(gateNotRun !== '')(
   `maintenance with the NodeLifecycleConditions gate (KEP-5683, a control plane of its own)${gateNotRun ? ` (NOT RUN: ${gateNotRun})` : ''}`,
