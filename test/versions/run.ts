@@ -165,6 +165,8 @@ if (begin < 0 || end < begin) {
   process.exit(1);
 }
 writeFileSync(DOC, `${doc.slice(0, begin + BEGIN.length)}\n\n${table(results)}\n\n${doc.slice(end)}`);
+// Laid out as the rest of the docs, so `npm run lint` passes on the rewritten file.
+await run('npx', ['prettier', '--write', relative(ROOT, DOC)], {});
 say(`results written to ${relative(ROOT, DOC)}`);
 const failed = results.some((r) => r.build === 'failed' || r.files.some((f) => f.status === 'failed'));
 process.exit(failed ? 1 : 0);
