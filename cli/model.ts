@@ -38,6 +38,7 @@ import {
   hasTaint,
   NodeState,
   stateText,
+  taintChanges,
   type DecisionInput,
   type DecisionPolicy,
   type NodeDecision,
@@ -312,12 +313,7 @@ export interface NextAction {
 /** What the controller writes differently between two decisions (taints, condition, label), as verb phrases. */
 function decisionChanges(from: NodeDecision, to: NodeDecision, policy: DecisionPolicy): string[] {
   const changes: string[] = [];
-  const taint = (kind: 'bootstrap' | 'runtime', key: string) => {
-    if (!from.desiredTaints[kind] && to.desiredTaints[kind]) changes.push(`add the ${kind} taint ${key}`);
-    if (from.desiredTaints[kind] && !to.desiredTaints[kind]) changes.push(`remove the ${kind} taint ${key}`);
-  };
-  taint('bootstrap', policy.bootstrapTaintKey);
-  taint('runtime', policy.runtimeTaintKey);
+  changes.push(...taintChanges(to.desiredTaints, from.desiredTaints, policy));
   if (from.condition.status !== to.condition.status || from.condition.reason !== to.condition.reason) {
     changes.push(`set ExtensionsReady=${to.condition.status} (${to.condition.reason})`);
   }

@@ -31,7 +31,7 @@ export {
   type NodeStatusSummary,
 } from './node-status.ts';
 export { extensionRollout, RolloutWindows } from './rollout.ts';
-export { CONTROLLER_SUSPEND } from './suspend.ts';
+export { CONTROLLER_SUSPEND, taintChanges } from './suspend.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
   DecisionInput,

@@ -169,6 +169,11 @@ export function describePlanned(p: PlannedMaintenance): string {
   return `maintenance planned${p.since ? ` since ${p.since}` : ''}${p.detail ? ` (${p.detail})` : ''}`;
 }
 
+/** `text` with its first letter upper case. */
+function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** Events that describe a node's extensions or kubelet as a fault: not said about a maintained node. */
 const FAULT_EVENTS: ReadonlySet<string> = new Set([
   EventReason.ExtensionUnhealthy,
@@ -200,7 +205,7 @@ export function inMaintenance(
         status: conditionStatusFor(ConditionReason.InMaintenance),
         reason: ConditionReason.InMaintenance,
         message: capInput(
-          `In maintenance${m.since ? ` since ${m.since}` : ''} (${m.cause}${m.detail ? `: ${m.detail}` : ''}): ${WHAT_NODECARE_DOES}. ${base.condition.message}`,
+          `${sentence(describeMaintenance(m))}: ${WHAT_NODECARE_DOES}. ${base.condition.message}`,
           MAX_CONDITION_MESSAGE,
         ),
       };

@@ -12,10 +12,13 @@ import type { DecisionInput, DecisionPolicy, NodeDecision } from './types.ts';
 /** How the controller's own --suspend names itself in events and explain. */
 export const CONTROLLER_SUSPEND = 'the controller (--suspend)';
 
-/** What the decision would change on the node's taints, in words (`add the runtime taint <key>`). */
-export function heldChanges(
+/**
+ * What going from the taints `current` to `wanted` changes, in words (`add the runtime taint <key>`): the one
+ * wording of a taint change (suspension events, `kubectl nodecare explain`'s next action).
+ */
+export function taintChanges(
   wanted: NodeDecision['desiredTaints'],
-  tainted: NodeDecision['desiredTaints'],
+  current: NodeDecision['desiredTaints'],
   policy: Pick<DecisionPolicy, 'bootstrapTaintKey' | 'runtimeTaintKey'>,
 ): string[] {
   const changes: string[] = [];
@@ -23,8 +26,8 @@ export function heldChanges(
     ['bootstrap', policy.bootstrapTaintKey],
     ['runtime', policy.runtimeTaintKey],
   ] as const) {
-    if (wanted[kind] && !tainted[kind]) changes.push(`add the ${kind} taint ${key}`);
-    if (!wanted[kind] && tainted[kind]) changes.push(`remove the ${kind} taint ${key}`);
+    if (wanted[kind] && !current[kind]) changes.push(`add the ${kind} taint ${key}`);
+    if (!wanted[kind] && current[kind]) changes.push(`remove the ${kind} taint ${key}`);
   }
   return changes;
 }
@@ -41,7 +44,7 @@ export function suspended(
   by: readonly string[],
   tainted: NodeDecision['desiredTaints'],
 ): NodeDecision {
-  const wouldChange = heldChanges(base.desiredTaints, tainted, input.policy);
+  const wouldChange = taintChanges(base.desiredTaints, tainted, input.policy);
   const reported = wouldChange.join('; ');
   const events = base.events.filter(
     (e) =>

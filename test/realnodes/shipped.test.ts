@@ -66,6 +66,19 @@ interface AuditEvent {
   objectRef?: { resource?: string };
 }
 
+/** Sets one node condition as its owner would: a strategic merge patch of the status, keyed by type. */
+async function setNodeCondition(node: string, condition: Record<string, string>): Promise<void> {
+  await kubectl([
+    'patch',
+    'node',
+    node,
+    '--subresource=status',
+    '--type=strategic',
+    '-p',
+    JSON.stringify({ status: { conditions: [condition] } }),
+  ]);
+}
+
 function report(line: string): void {
   process.stderr.write(`[realnodes] ${line}\n`);
 }
@@ -405,27 +418,13 @@ describe.skipIf(notRun !== '')(
       const started = Date.now();
       await kubectl(['cordon', 'node-4']);
       // What a drain tool sets beside the cordon (the admin owns the condition; the kubelet keeps it).
-      await kubectl([
-        'patch',
-        'node',
-        'node-4',
-        '--subresource=status',
-        '--type=strategic',
-        '-p',
-        JSON.stringify({
-          status: {
-            conditions: [
-              {
-                type: 'DrainInProgress',
-                status: 'True',
-                reason: 'NodeDrain',
-                message: 'kernel update',
-                lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-              },
-            ],
-          },
-        }),
-      ]);
+      await setNodeCondition('node-4', {
+        type: 'DrainInProgress',
+        status: 'True',
+        reason: 'NodeDrain',
+        message: 'kernel update',
+        lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      });
       await kubectl(['label', 'node', 'node-4', 'nodecare.test/device-plugin-']);
       const held = await untilView(
         'node-4',
@@ -448,17 +447,7 @@ describe.skipIf(notRun !== '')(
       );
       expect(recovered.runtimeTaint).toBe(true);
 
-      await kubectl([
-        'patch',
-        'node',
-        'node-4',
-        '--subresource=status',
-        '--type=strategic',
-        '-p',
-        JSON.stringify({
-          status: { conditions: [{ type: 'DrainInProgress', status: 'False', reason: 'Done' }] },
-        }),
-      ]);
+      await setNodeCondition('node-4', { type: 'DrainInProgress', status: 'False', reason: 'Done' });
       await kubectl(['uncordon', 'node-4']);
       await untilView('node-4', 'runtime taint cleared once out of maintenance', healthyView);
       await until('a MaintenanceEnded event', async () =>
