@@ -69,6 +69,7 @@ interface Harness {
   clock: FakeClock;
   store: FakeLeaseStore;
   logs: LogLine[];
+  registry: Registry;
   agent: RunningAgent;
   status(path: string): Promise<number>;
 }
@@ -105,11 +106,12 @@ async function start(
     requestTimeoutMs: 5_000,
     fileExtensions,
   };
+  const registry = new Registry();
   const agent = await runAgent(config, {
     clock,
     client,
     log: createLogger({ name: 'nodecare-agent', level: 'info' }, stream),
-    registry: new Registry(),
+    registry,
     leaseStore: store,
     random: () => 0.5,
     bootTimeMs: clock.now() - 3_600_000,
@@ -121,7 +123,7 @@ async function start(
   });
   const status = async (path: string): Promise<number> =>
     (await fetch(`http://127.0.0.1:${agent.healthPort}${path}`)).status;
-  return { api, clock, store, logs, agent, status };
+  return { api, clock, store, logs, registry, agent, status };
 }
 
 async function tcpListener(): Promise<number> {
@@ -133,6 +135,18 @@ async function tcpListener(): Promise<number> {
 }
 
 describe('runAgent', () => {
+  it('says at start that this API server serves no ResourceSlices: one log line and nodecare_agent_feature_available 0', async () => {
+    const h = await start([node('boot-1')]);
+    const line = (): LogLine | undefined => h.logs.find((l) => l.msg === 'Feature check: turned off');
+    await until(() => line() !== undefined, 'the feature check');
+    expect(line()).toMatchObject({ feature: 'resourceSlices', available: false });
+    expect(String(line()?.detail)).toMatch(
+      /not served \(needs Kubernetes 1\.34\+\): resourceSlices probes report Unknown/,
+    );
+    const metric = await h.registry.getSingleMetric('nodecare_agent_feature_available')?.get();
+    expect(metric?.values.map((v) => [v.labels.feature, v.value])).toEqual([['resourceSlices', 0]]);
+  });
+
   it('logs an ignored annotation once, not again on every Node update', async () => {
     const bad = { 'extensions.nodecare.io/Not_A_Label': 'tcp://127.0.0.1:1' };
     const h = await start([node('boot-1', bad)]);

@@ -2,7 +2,7 @@
 // runs one ExtensionRunner per extension (supervisor.ts), keeps its own heartbeat Lease (heartbeat.ts), and
 // serves health (liveness.ts) and metrics. `runAgent(config, deps)` wires them, so a test can start it in-process.
 
-import { API_FEATURES, reportFeatures } from '../lib/kube/features.ts';
+import { API_FEATURES, recordFeatures, reportFeatures } from '../lib/kube/features.ts';
 import { uptime } from 'node:os';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../lib/clock.ts';
@@ -92,7 +92,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   );
   const started = { version: packageVersion(), address: config.healthAddress, port: health.port };
   log.info({ ...started, api: client.server }, 'Started nodecare-agent');
-  void reportFeatures(client, [API_FEATURES.resourceSlices], log);
+  void reportFeatures(client, [API_FEATURES.resourceSlices], log).then((reports) =>
+    recordFeatures(reports, metrics.featureAvailable),
+  );
   watches.start();
   return {
     healthPort: health.port,

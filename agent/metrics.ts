@@ -19,6 +19,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly leaseWrites: Counter<'operation' | 'result'>;
   readonly watchErrors: Counter<'source'>;
   readonly podSource: Gauge<'source'>;
+  readonly featureAvailable: Gauge<'feature'>;
   readonly extensions: Gauge;
   readonly invalidRegistrations: Gauge;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
@@ -78,6 +79,12 @@ export class AgentMetrics implements LeaseWriterMetrics {
       name: 'nodecare_agent_pod_source',
       help: "1 for where podReady probes read this node's pods: kubelet (its Pods API socket) or apiserver (a watch of the node's pods); absent while no podReady probe is registered.",
       labelNames: ['source'],
+      registers: [registry],
+    });
+    this.featureAvailable = new Gauge({
+      name: 'nodecare_agent_feature_available',
+      help: 'Whether the API server serves an optional API this agent uses (1) or not (0), as checked at start.',
+      labelNames: ['feature'],
       registers: [registry],
     });
     this.extensions = new Gauge({

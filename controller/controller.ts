@@ -4,7 +4,7 @@
 // every write passes the leadership fence just before it is sent, and a term's in-flight work is stopped
 // and awaited before the lease is released. `runController(config, deps)` is the whole program.
 
-import { API_FEATURES, reportFeatures } from '../lib/kube/features.ts';
+import { API_FEATURES, recordFeatures, reportFeatures } from '../lib/kube/features.ts';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../lib/clock.ts';
 import { startHealthServer } from '../lib/health.ts';
@@ -82,7 +82,9 @@ export async function runController(
   const started = { port: health.port, api: client.server, leaderElect, dryRun };
   log.info({ ...started, nodeSelector: nodeSelector || '(every node)' }, 'Started nodecare-controller');
   // What this API server serves of what nodecare can use, said once (docs/install.md, "Supported versions").
-  void reportFeatures(client, Object.values(API_FEATURES), log);
+  void reportFeatures(client, Object.values(API_FEATURES), log).then((reports) =>
+    recordFeatures(reports, metrics.featureAvailable),
+  );
   cache.start();
   terms.run(work);
   elector.start(terms.elected);

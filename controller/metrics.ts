@@ -30,6 +30,7 @@ export class ControllerMetrics {
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
+  readonly featureAvailable: Gauge<'feature'>;
   private extensionPairs: { pairs(): Iterable<ExtensionPair>; declared(): ReadonlySet<string> } | undefined;
 
   constructor(registry: Registry) {
@@ -163,6 +164,12 @@ export class ControllerMetrics {
       registers,
     });
     this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
+    this.featureAvailable = new Gauge({
+      name: 'nodecare_controller_feature_available',
+      help: 'Whether the API server serves an optional API nodecare uses (1) or not (0), as checked at start.',
+      labelNames: ['feature'],
+      registers,
+    });
   }
 
   /** Where nodecare_controller_extension_nodes is computed from on each scrape. */

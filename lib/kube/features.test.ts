@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { API_FEATURES, describeFeature, detectFeatures, reportFeatures } from './features.ts';
+import { Gauge, Registry } from '../prom.ts';
+import { API_FEATURES, describeFeature, detectFeatures, recordFeatures, reportFeatures } from './features.ts';
 import { FakeApiServer } from './testing.ts';
 
 const servers: FakeApiServer[] = [];
@@ -60,5 +61,33 @@ describe('detectFeatures: what the API server serves, from discovery', () => {
     const [report] = await detectFeatures(client, [API_FEATURES.resourceSlices]);
     expect(report?.available).toBe(false);
     expect(describeFeature(report!)).toMatch(/could not be checked/);
+  });
+
+  it('recordFeatures: the gauge is 1 for served, 0 for not served, and unset where discovery failed', async () => {
+    const api = await apiServer({ '/apis/admissionregistration.k8s.io/v1': ['validatingadmissionpolicies'] });
+    const reports = await detectFeatures(api.client(), Object.values(API_FEATURES));
+    const gauge = new Gauge({ name: 'f', help: 'h', labelNames: ['feature'], registers: [new Registry()] });
+    recordFeatures(reports, gauge);
+    recordFeatures(
+      [{ feature: API_FEATURES.resourceSlices, available: false, error: new Error('timeout') }],
+      gauge,
+    );
+    const values = (await gauge.get()).values.map((v) => [v.labels.feature, v.value]);
+    expect(values).toEqual([
+      ['resourceSlices', 0],
+      ['validatingAdmissionPolicy', 1],
+      ['mutatingAdmissionPolicy', 0],
+    ]);
+    const unchecked = new Gauge({
+      name: 'g',
+      help: 'h',
+      labelNames: ['feature'],
+      registers: [new Registry()],
+    });
+    recordFeatures(
+      [{ feature: API_FEATURES.resourceSlices, available: false, error: new Error('timeout') }],
+      unchecked,
+    );
+    expect((await unchecked.get()).values).toEqual([]);
   });
 });

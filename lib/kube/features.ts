@@ -93,6 +93,18 @@ export function describeFeature(report: FeatureReport): string {
   return `${what}: not served (needs Kubernetes ${feature.since}+): ${feature.whenMissing}`;
 }
 
+/**
+ * Sets `gauge{feature}` (nodecare_{agent,controller}_feature_available) to 1 for a feature served and 0 for one
+ * not served; one discovery could not check is left unset rather than reported as missing.
+ */
+export function recordFeatures(
+  reports: readonly FeatureReport[],
+  gauge: { set(labels: { feature: string }, value: number): void },
+): void {
+  for (const report of reports)
+    if (report.error === undefined) gauge.set({ feature: report.feature.name }, report.available ? 1 : 0);
+}
+
 /** Checks `features` and logs one line each (info when available, warn when not); never throws. */
 export async function reportFeatures(
   client: Pick<KubeClient, 'get'>,

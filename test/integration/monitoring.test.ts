@@ -1,7 +1,7 @@
 // manifests/monitoring/: the Prometheus alert rules pass `promtool check rules`, their expressions pass the
 // unit tests in nodecare.rules.test.yaml (`promtool test rules`), and every nodecare metric the rules and the
 // Grafana dashboard query is one the real programs export (scraped from a controller and an agent running
-// against the real control plane). promtool is built from the Go module proxy by test/tools/build-promtool.sh
+// against the real control plane), and their feature gauges say what this version's API server serves. promtool is built from the Go module proxy by test/tools/build-promtool.sh
 // (cached); a failed build fails this file, it never skips.
 
 import { spawn } from 'node:child_process';
@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { lintMetrics } from '../../lib/metrics-lint.ts';
-import { uniqueName } from './helpers.ts';
+import { eventually, kubernetesMinor, uniqueName } from './helpers.ts';
 import { startAgent, startProgram } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -107,6 +107,29 @@ describe('manifests/monitoring', () => {
         /^nodecare_controller_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m,
       );
       expect(agentText).toMatch(/^nodecare_agent_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m);
+      // The feature check at start (lib/kube/features.ts), as this version serves each API (docs/compatibility.md).
+      const minor = kubernetesMinor();
+      const gauge = (prefix: string, feature: string, served: boolean) =>
+        `${prefix}_feature_available{feature="${feature}"} ${served ? 1 : 0}`;
+      const controllerFeatures = [
+        gauge('nodecare_controller', 'resourceSlices', minor >= 34),
+        gauge('nodecare_controller', 'validatingAdmissionPolicy', minor >= 30),
+        gauge('nodecare_controller', 'mutatingAdmissionPolicy', minor >= 36),
+      ];
+      const featureLines = async (port: number, prefix: string) =>
+        (await scrape(port)).split('\n').filter((l) => l.startsWith(`${prefix}_feature_available{`));
+      await eventually(
+        async () =>
+          (await featureLines(started.port as number, 'nodecare_controller')).sort().join() ===
+            [...controllerFeatures].sort().join() || undefined,
+        { what: `the controller's ${controllerFeatures.join(', ')}` },
+      );
+      await eventually(
+        async () =>
+          (await featureLines(agent.healthPort, 'nodecare_agent')).join() ===
+            gauge('nodecare_agent', 'resourceSlices', minor >= 34) || undefined,
+        { what: "the agent's feature gauge" },
+      );
       const available = new Set([...exported(controllerText), ...exported(agentText)]);
       const queried = metricNames([readFileSync(RULES, 'utf8'), ...exprs].join('\n'));
       for (const name of queried) expect(available, `${name} is queried but not exported`).toContain(name);

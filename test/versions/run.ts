@@ -3,7 +3,7 @@
 // of many minutes and a full integration run). For each version: its Kubernetes module is generated beside the
 // cache (test/controlplane/kube/update-gomod.sh, never committed), built once by test/controlplane/build.sh
 // (NODECARE_KUBE_DIR), and the integration suite runs on it; a file that fails or does not run is recorded as such.
-//   node test/versions/run.ts [v1.35.4 v1.36.3 ...]
+//   node test/versions/run.ts [v1.35.4 v1.36.5 ...]
 
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const DEFAULT_VERSIONS = ['v1.35.4', 'v1.36.3'];
+const DEFAULT_VERSIONS = ['v1.35.4', 'v1.36.5'];
 const DOC = join(ROOT, 'docs', 'compatibility.md');
 const BEGIN = '<!-- test:versions results: begin (written by npm run test:versions) -->';
 const END = '<!-- test:versions results: end -->';
