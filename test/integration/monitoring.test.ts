@@ -1,8 +1,9 @@
 // manifests/monitoring/: the Prometheus alert rules pass `promtool check rules`, their expressions pass the
 // unit tests in nodecare.rules.test.yaml (`promtool test rules`), and every nodecare metric the rules and the
 // Grafana dashboard query is one the real programs export (scraped from a controller and an agent running
-// against the real control plane), and their feature gauges say what this version's API server serves. promtool is built from the Go module proxy by test/tools/build-promtool.sh
-// (cached); a failed build fails this file, it never skips.
+// against the real control plane), and their feature gauges say what this version's API server serves.
+// promtool is built from the Go module proxy by test/tools/build-promtool.sh (cached); a failed build fails
+// this file, it never skips.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
