@@ -147,6 +147,32 @@ describe('runAgent', () => {
     expect(metric?.values.map((v) => [v.labels.feature, v.value])).toEqual([['resourceSlices', 0]]);
   });
 
+  it('counts its own API requests and watch events by verb and resource (nodecare_agent_api_requests_total)', async () => {
+    const h = await start([node('boot-1')]);
+    const count = async (name: string): Promise<Map<string, number>> =>
+      new Map(
+        ((await h.registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [
+          Object.values(v.labels).join(' '),
+          v.value,
+        ]),
+      );
+    // The node's watch (its list first), and discovery for the feature check.
+    await until(
+      async () => (await count('nodecare_agent_api_requests_total')).has('watch nodes'),
+      'a node watch',
+    );
+    const requests = await count('nodecare_agent_api_requests_total');
+    expect(requests.get('get discovery')).toBeGreaterThanOrEqual(1);
+    expect(
+      [...requests.keys()].every((k) => /^(get|list|watch|create|update|patch|delete) [a-z/]+$/.test(k)),
+    ).toBe(true);
+    h.api.emit(NODES, 'MODIFIED', node('boot-1', {}, 1));
+    await until(
+      async () => ((await count('nodecare_agent_api_watch_events_total')).get('nodes') ?? 0) >= 1,
+      'a node watch event',
+    );
+  });
+
   it('logs an ignored annotation once, not again on every Node update', async () => {
     const bad = { 'extensions.nodecare.io/Not_A_Label': 'tcp://127.0.0.1:1' };
     const h = await start([node('boot-1', bad)]);

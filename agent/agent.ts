@@ -46,6 +46,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const random = deps.random ?? Math.random;
   const log = deps.log.child({ node: config.nodeName });
   const metrics = new AgentMetrics(registry);
+  client.listen({
+    request: (kind) => metrics.apiRequests.inc(kind),
+    watchEvent: (resource) => metrics.apiWatchEvents.inc({ resource }),
+  });
   const leases = namespacedLeases(
     deps.leaseStore ?? new KubeLeaseStore(client),
     LEASE_NAMESPACE,

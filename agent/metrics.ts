@@ -20,6 +20,8 @@ export class AgentMetrics implements LeaseWriterMetrics {
   readonly watchErrors: Counter<'source'>;
   readonly podSource: Gauge<'source'>;
   readonly featureAvailable: Gauge<'feature'>;
+  readonly apiRequests: Counter<'verb' | 'resource'>;
+  readonly apiWatchEvents: Counter<'resource'>;
   readonly extensions: Gauge;
   readonly invalidRegistrations: Gauge;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
@@ -85,6 +87,19 @@ export class AgentMetrics implements LeaseWriterMetrics {
       name: 'nodecare_agent_feature_available',
       help: 'Whether the API server serves an optional API this agent uses (1) or not (0), as checked at start.',
       labelNames: ['feature'],
+      registers: [registry],
+    });
+    // The agent's whole cost to the API server, by kind (bounded: the few resources the agent reads and writes).
+    this.apiRequests = new Counter({
+      name: 'nodecare_agent_api_requests_total',
+      help: 'Requests this agent sent to the API server, by verb and resource; a watch counts once, however long it streams.',
+      labelNames: ['verb', 'resource'],
+      registers: [registry],
+    });
+    this.apiWatchEvents = new Counter({
+      name: 'nodecare_agent_api_watch_events_total',
+      help: "Events this agent's watches received from the API server, by resource.",
+      labelNames: ['resource'],
       registers: [registry],
     });
     this.extensions = new Gauge({

@@ -74,3 +74,25 @@ describe('KubeClient.watch', () => {
     }
   });
 });
+
+describe('KubeClient.listen', () => {
+  it('tells its listener of each request and watch event, by verb and resource', async () => {
+    const client = await watchServer([
+      JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a', resourceVersion: '5' } } }),
+      JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'a', resourceVersion: '6' } } }),
+    ]);
+    const seen: string[] = [];
+    client.listen({
+      request: ({ verb, resource }) => seen.push(`${verb} ${resource}`),
+      watchEvent: (resource) => seen.push(`event ${resource}`),
+    });
+    const stop = new AbortController();
+    let events = 0;
+    const watching = client.watch('/api/v1/pods', {}, () => ++events === 2 && stop.abort(), stop.signal);
+    await watching;
+    // The loopback never ends its answer, so the get times out; it was sent all the same.
+    await expect(client.get('/api/v1/nodes/n', { timeoutMs: 100 })).rejects.toThrow(/timed out|timeout/i);
+    expect(seen).toEqual(['watch pods', 'event pods', 'event pods', 'get nodes']);
+    await client.close();
+  });
+});

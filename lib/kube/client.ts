@@ -5,6 +5,7 @@
 
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import type { Connection } from './config.ts';
+import { requestKind, type RequestKind } from './paths.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -50,6 +51,14 @@ export interface KubeClientOptions {
   transport?: TransportKind | Transport;
 }
 
+/** Told of each request a client sends and each event its watches deliver (a process's API cost, counted). */
+export interface RequestListener {
+  /** As a request is sent; a watch is one request (verb `watch`), however long it streams. */
+  request(kind: RequestKind): void;
+  /** Each event a watch of `resource` delivers (bookmarks included). */
+  watchEvent(resource: string): void;
+}
+
 export class KubeClient {
   readonly server: string;
   private readonly connection: Connection;
@@ -58,6 +67,7 @@ export class KubeClient {
   private readonly transportKind: TransportKind | Transport;
   private readonly connections: number;
   private transportPromise: Promise<Transport> | undefined;
+  private listener: RequestListener | undefined;
 
   constructor(connection: Connection, options: KubeClientOptions = {}) {
     this.connection = connection;
@@ -66,6 +76,11 @@ export class KubeClient {
     this.maxWatchLineBytes = options.maxWatchLineBytes ?? MAX_WATCH_LINE_BYTES;
     this.transportKind = options.transport ?? 'undici';
     this.connections = options.connections ?? 32;
+  }
+
+  /** From now on, tells `listener` of every request and watch event (one listener; a metric's counters). */
+  listen(listener: RequestListener): void {
+    this.listener = listener;
   }
 
   /** Loaded on first use: a process pays only for the transport it takes. */
@@ -101,6 +116,7 @@ export class KubeClient {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const hasBody = options.body !== undefined;
+    this.listener?.request(requestKind(method, path));
     let response: TransportResponse;
     try {
       response = await (
@@ -169,8 +185,11 @@ export class KubeClient {
       );
       inactivity.unref();
     };
+    const listener = this.listener;
+    const resource = listener ? requestKind('WATCH', path).resource : '';
     try {
       touch();
+      listener?.request({ verb: 'watch', resource });
       let response: TransportResponse;
       try {
         response = await (
@@ -212,6 +231,7 @@ export class KubeClient {
             const status = event.object as { code?: number };
             throw classifyResponse(status.code ?? 500, event.object, undefined, what);
           }
+          listener?.watchEvent(resource);
           onEvent(event);
         }
       } catch (err) {
