@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AGENT_OPTIONS } from '../agent/config.ts';
+import { POD_CHANGE_EVERY_MS } from './phases/pod-source.ts';
 import { ROOT } from './procs.ts';
 import { defaultFleetProcesses, NODES_PER_FLEET_PROCESS } from './simulator.ts';
 
@@ -14,13 +15,15 @@ const USAGE = `Usage: npm run bench -- [options]
   --iterations K         rounds of the P2 change (default 1)
   --change-rate R        changes per second in P1/P2 (default 20)
   --steady-seconds T     P4/P6 window (default 180; the goals ask for at least 180)
+  --pods-api-seconds W   window of the pods-api phase: two agents, podReady pods from the kubelet's Pods
+                         API vs the API server (default 600, the longest watch timeout; 0 skips it)
   --agent-heartbeat-seconds H  the measured agent's heartbeat lease (default: the agent's own, 40)
   --fleet-processes P    processes the simulated agents are split between (1..32, default one per
                          ${NODES_PER_FLEET_PROCESS} nodes)
   --out DIR              results directory (default bench/results)
   --keep-logs            keep the programs' logs (their directory is printed at the start)
   --controller-workers W the controllers' --workers (default: the controller's own default)
-  --smoke                100 nodes in 2 fleet processes, 50 samples, 10 s window, 8 s heartbeat: checks
+  --smoke                100 nodes in 2 fleet processes, 50 samples, 10 s windows, 8 s heartbeat: checks
                          that it runs
   --help`;
 
@@ -46,6 +49,8 @@ export interface Options {
   iterations: number;
   changeRate: number;
   steadySeconds: number;
+  /** The pods-api phase's window (bench/phases/pod-source.ts); 0 skips it. */
+  podSourceSeconds: number;
   agentHeartbeatSeconds: number;
   fleetProcesses: number;
   out: string;
@@ -64,6 +69,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       iterations: { type: 'string' },
       'change-rate': { type: 'string' },
       'steady-seconds': { type: 'string' },
+      'pods-api-seconds': { type: 'string' },
       'agent-heartbeat-seconds': { type: 'string' },
       'fleet-processes': { type: 'string' },
       out: { type: 'string' },
@@ -95,6 +101,7 @@ export function parseOptions(argv: string[]): Options | undefined {
     iterations: int('iterations', values.iterations, 1, 1, 100),
     changeRate: int('change-rate', values['change-rate'], 20, 1, 1000),
     steadySeconds: int('steady-seconds', values['steady-seconds'], smoke ? 10 : 180, 5, 3600),
+    podSourceSeconds: int('pods-api-seconds', values['pods-api-seconds'], smoke ? 10 : 600, 0, 3600),
     agentHeartbeatSeconds: int(
       'agent-heartbeat-seconds',
       values['agent-heartbeat-seconds'],
@@ -132,6 +139,8 @@ export function settingsOf(
     changeRatePerSecond: opts.changeRate,
     iterations: opts.iterations,
     agentHeartbeatSeconds: opts.agentHeartbeatSeconds,
+    podsApiSeconds: opts.podSourceSeconds,
+    podChangeEveryMs: POD_CHANGE_EVERY_MS,
     controllerWorkers: opts.controllerWorkers ?? 'default',
     fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
     fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,

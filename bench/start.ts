@@ -4,7 +4,7 @@
 // requires, drives the nodes' Leases with the fleet simulator (bench/fleet.ts: the agent's real lease code,
 // many simulated agents per process, the nodes split between processes by bench/simulator.ts), runs the real
 // controller binary, and measures from observed API state (bench/observer.ts: watch arrival times). One real
-// agent process on one more node is measured for P3 and P6. The phases are bench/phases/, in the order run()
+// agent process on one more node is measured for P3 and P6, and two more for the kubelet's Pods API. The phases are bench/phases/, in the order run()
 // calls them. Prints one table and writes JSON to bench/results/. See README "Benchmark".
 
 import { cpus, totalmem } from 'node:os';
@@ -14,6 +14,7 @@ import { measureAgentLoss } from './phases/agent-loss.ts';
 import { measureChangeLatency } from './phases/changes.ts';
 import { converge } from './phases/convergence.ts';
 import { measureFailover } from './phases/failover.ts';
+import { measurePodSource } from './phases/pod-source.ts';
 import { rollupRow } from './phases/rollup.ts';
 import { setUp } from './phases/setup.ts';
 import { measureQuietWindow } from './phases/steady.ts';
@@ -33,6 +34,7 @@ async function run(opts: Options): Promise<Results> {
     const measured = await measureQuietWindow(run, cluster, leader);
     await measureAgentLoss(run, cluster, measured);
     await measureFailover(run, cluster, leader);
+    await measurePodSource(run, cluster);
   } catch (err) {
     // A phase that fails stops the run, and what was measured until then is still reported and recorded.
     failure = err instanceof Error ? err.message : String(err);

@@ -21,12 +21,14 @@ interface ResultsFile {
     measured: string;
     pass: boolean | null;
     load: number;
+    values: Record<string, number | string | null>;
   }>;
 }
 
 /**
  * Every row the benchmark reports: P1–P7 (P5, P6 and P7 twice), the two figures without a goal, the node
- * writes refused with 409 and the controller's CPU per lease renewal (issue 24).
+ * writes refused with 409, the controller's CPU per lease renewal (issue 24) and the agent's API cost with and
+ * without the kubelet's Pods API (issue 23).
  */
 const EXPECTED_ROWS = [
   'conv',
@@ -43,6 +45,7 @@ const EXPECTED_ROWS = [
   'P3',
   'P7',
   'P7',
+  'pods-api',
   'rollup',
 ];
 
@@ -84,6 +87,14 @@ describe('npm run bench -- --smoke', () => {
       // The same row is in the printed table.
       expect(stdout).toContain(row.measure);
     }
+    // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
+    // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
+    const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};
+    expect(pods['kubelet.startPodRequests'], 'kubelet source: pod requests at start').toBe(0);
+    expect(pods['kubelet.podRequestsPerHour']).toBe(0);
+    expect(pods['kubelet.podEventsPerHour']).toBe(0);
+    expect(pods['apiserver.startPodRequests'], 'API server source: list + watch').toBeGreaterThanOrEqual(2);
+    expect(pods['apiserver.podEventsPerHour']).toBeGreaterThan(0);
     expect(stdout).toMatch(/\| id +\| measure +\| goal +\| measured +\| pass +\| scale +\| load +\|/);
   }, 300_000);
 });
