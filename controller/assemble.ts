@@ -44,6 +44,7 @@ export function assembleController(
         // not be what this leader last wrote (an old leader's late write): read again.
         rollup.systemExtensionsChanged();
       },
+      systemExtensionStatusChanged: () => rollup.systemExtensionsChanged(),
       error: (source, err) => {
         metrics.watchErrors.inc({ source });
         log.warn({ err, source }, 'Watch failed; retrying with backoff');

@@ -41,6 +41,7 @@ export async function measureQuietWindow(
   const cpu0 = await procCpuMs(agentPid);
   const fleetCpu0 = await Promise.all(fleet.pids.map(procCpuMs));
   const controllerCpu0 = await procCpuMs(controllerPid);
+  const reconciles0 = await reconcileCounts(leader.metricsPort);
   const windowStart = performance.now();
   const agentRss: number[] = [];
   const controllerRss: number[] = [];
@@ -55,6 +56,7 @@ export async function measureQuietWindow(
   const fleetCpu1 = await Promise.all(fleet.pids.map(procCpuMs));
   const controllerMillicores = ((await procCpuMs(controllerPid)) - controllerCpu0) / windowS;
   const w1 = observer.writeCount();
+  const reconciles1 = await reconcileCounts(leader.metricsPort);
   agentRss.push((await procMemory(agentPid)).rssBytes);
   const controllerMem = await procMemory(controllerPid);
   controllerRss.push(controllerMem.rssBytes);
@@ -94,14 +96,22 @@ export async function measureQuietWindow(
   // leader-election renewals included) over the renewals, so an upper bound (issue 24 item 3).
   const renewals = w1.leases - w0.leases;
   const cpuMsPerRenewal = renewals > 0 ? (controllerMillicores * windowS) / renewals : 0;
+  // The node reconciles in the window (nothing changed: each is a node's lease deadline firing) and the time
+  // they took, writes included: how much of that CPU is deciding again rather than reading the renewals.
+  const reconciles = reconciles1.count - reconciles0.count;
+  const reconcileMs = (reconciles1.seconds - reconciles0.seconds) * 1000;
   rows.push({
     id: 'renewal-cpu',
     measure: 'controller CPU per lease renewal (quiet window, all its CPU)',
     goal: '≤ 0.1 ms',
-    measured: `${cpuMsPerRenewal.toFixed(3)} ms (${controllerMillicores.toFixed(1)} mCPU for ${(renewals / windowS).toFixed(1)} renewals/s)`,
+    measured: `${cpuMsPerRenewal.toFixed(3)} ms (${controllerMillicores.toFixed(1)} mCPU for ${(renewals / windowS).toFixed(1)} renewals/s; ${(reconciles / windowS).toFixed(1)} node reconciles/s taking ${(reconcileMs / windowS).toFixed(1)} ms/s)`,
     pass: cpuMsPerRenewal <= 0.1,
     load: load1(),
-    values: { cpuMsPerRenewal, controllerMillicores, renewalsPerSecond: renewals / windowS },
+    values: {
+      ...{ cpuMsPerRenewal, controllerMillicores, renewalsPerSecond: renewals / windowS },
+      reconcilesPerSecond: reconciles / windowS,
+      reconcileMsPerSecond: reconcileMs / windowS,
+    },
   });
   const maxOf = (xs: number[]): number => Math.max(...xs);
   const controllerSteady = controllerRss[controllerRss.length - 1] ?? 0;
@@ -146,4 +156,15 @@ export async function measureQuietWindow(
     values: { millicores, cpuMs: cpu1 - cpu0, windowSeconds: windowS },
   });
   return { agent, agentNode };
+}
+
+/** The controller's node reconciles so far and the seconds they took (its reconcile histogram's count and sum). */
+async function reconcileCounts(port: number): Promise<{ count: number; seconds: number }> {
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+  const read = (suffix: string): number =>
+    Number(
+      new RegExp(`^nodecare_controller_reconcile_duration_seconds_${suffix} (\\S+)$`, 'm').exec(text)?.[1] ??
+        NaN,
+    );
+  return { count: read('count'), seconds: read('sum') };
 }

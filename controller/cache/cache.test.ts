@@ -647,3 +647,65 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
     }
   });
 });
+
+describe('ClusterCache SystemExtension events (issue 24: every status write re-decided every node)', () => {
+  const SXS = `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`;
+  const sx = (generation: number, status: object, url = 'http://127.0.0.1:9879/healthz') => ({
+    metadata: {
+      name: 'cni',
+      generation,
+      resourceVersion: String(10 + generation),
+      creationTimestamp: '2026-11-25T10:00:00Z',
+    },
+    spec: { probe: { http: { url } } },
+    status,
+  });
+
+  it('a status-only write (the roll-up counts) re-decides no node; a spec change or a new rollout window does', async () => {
+    const api = await FakeApiServer.start();
+    api.serve('/api/v1/nodes');
+    api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve(SXS, [sx(1, { nodes: 3, healthy: 1 })]);
+    const seen: string[] = [];
+    const cache = new ClusterCache(api.client(), new FakeClock(), {
+      nodeChanged: () => undefined,
+      allNodesChanged: () => void seen.push('all nodes'),
+      systemExtensionStatusChanged: () => void seen.push('status'),
+      error: () => undefined,
+      skipped: () => undefined,
+    });
+    const until = async (n: number): Promise<void> => {
+      for (let waited = 0; seen.length < n; waited += 10) {
+        if (waited > 10_000) throw new Error(`timed out waiting for event ${n}: ${seen.join(', ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    try {
+      cache.start();
+      await until(1);
+      // Events reach a watch that is open.
+      for (let waited = 0; api.watchRequests(SXS).length === 0; waited += 10) {
+        if (waited > 10_000) throw new Error('no SystemExtension watch');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      api.emit(SXS, 'MODIFIED', sx(1, { nodes: 3, healthy: 2 }));
+      await until(2);
+      api.emit(SXS, 'MODIFIED', sx(2, { nodes: 3, healthy: 2 }, 'http://127.0.0.1:9880/healthz'));
+      await until(3);
+      api.emit(
+        SXS,
+        'MODIFIED',
+        sx(
+          2,
+          { rollout: { observedGeneration: 2, startedAt: '2026-11-25T10:05:00Z' } },
+          'http://127.0.0.1:9880/healthz',
+        ),
+      );
+      await until(4);
+      expect(seen).toEqual(['all nodes', 'status', 'all nodes', 'all nodes']);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
+  });
+});
