@@ -157,8 +157,11 @@ describe('runAgent', () => {
         ]),
       );
     // The node's watch (its list first), and discovery for the feature check.
+    // Counted as it is sent; the fake server has it open once it recorded it (an event before is lost).
     await until(
-      async () => (await count('nodecare_agent_api_requests_total')).has('watch nodes'),
+      async () =>
+        (await count('nodecare_agent_api_requests_total')).has('watch nodes') &&
+        h.api.watchRequests(NODES).length > 0,
       'a node watch',
     );
     const requests = await count('nodecare_agent_api_requests_total');
