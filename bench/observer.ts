@@ -34,7 +34,7 @@ export interface SeenLease {
   state: string;
 }
 
-interface RawNode {
+export interface RawNode {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
   spec?: { taints?: Array<{ key: string }> };
   status?: { conditions?: Array<{ type: string; status: string; reason?: string }> };
@@ -49,7 +49,7 @@ interface RawLease {
   };
 }
 
-function toSeenNode(raw: RawNode): SeenNode {
+export function toSeenNode(raw: RawNode): SeenNode {
   const taints = raw.spec?.taints ?? [];
   const condition = raw.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE);
   return {

@@ -23,6 +23,11 @@ const USAGE = `Usage: npm run bench -- [options]
   --out DIR              results directory (default bench/results)
   --keep-logs            keep the programs' logs (their directory is printed at the start)
   --controller-workers W the controllers' --workers (default: the controller's own default)
+  --controller-only      the controller's own cost at sizes one API server here cannot serve: the real
+                         controller against a recording sink, for each of --nodes (a comma list,
+                         100..100000 each, default 10000,20000,50000); --steady-seconds is the renewal
+                         window (default 60), --samples the changes (default 500); with --smoke
+                         200,400 nodes, 20 changes, short windows
   --smoke                100 nodes in 2 fleet processes, 50 samples, 10 s windows, 8 s heartbeat: checks
                          that it runs
   --help`;
@@ -57,7 +62,15 @@ export interface Options {
   keepLogs: boolean;
   /** The controllers' --workers; undefined: the controller's default. */
   controllerWorkers: number | undefined;
+  /** `--controller-only`: the sizes to measure against the recording sink (bench/controller-only/). */
+  controllerOnly: boolean;
+  controllerOnlySizes: number[];
+  /** --smoke: checks that it runs (short windows), measures nothing worth keeping. */
+  smoke: boolean;
 }
+
+export const CONTROLLER_ONLY_SIZES = [10_000, 20_000, 50_000];
+const CONTROLLER_ONLY_SMOKE_SIZES = [200, 400];
 
 export function parseOptions(argv: string[]): Options | undefined {
   const { values } = parseArgs({
@@ -75,6 +88,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       out: { type: 'string' },
       'keep-logs': { type: 'boolean' },
       'controller-workers': { type: 'string' },
+      'controller-only': { type: 'boolean' },
       smoke: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -93,14 +107,28 @@ export function parseOptions(argv: string[]): Options | undefined {
       problems.push(`--${name}: "${raw}" is not an integer in ${min}..${max}`);
     return n;
   };
-  const nodes = int('nodes', values.nodes, smoke ? 100 : 1000, 10, 10_000);
+  const controllerOnly = values['controller-only'] ?? false;
+  const sizes = controllerOnly ? controllerOnlySizes(values.nodes, smoke, problems) : [];
+  const nodes = controllerOnly ? (sizes[0] ?? 0) : int('nodes', values.nodes, smoke ? 100 : 1000, 10, 10_000);
   const opts: Options = {
     nodes,
     extensions: int('extensions', values.extensions, 5, 1, 20),
-    samples: int('samples', values.samples, smoke ? 50 : 250, 1, 10_000),
+    samples: int(
+      'samples',
+      values.samples,
+      controllerOnly ? (smoke ? 20 : 500) : smoke ? 50 : 250,
+      1,
+      10_000,
+    ),
     iterations: int('iterations', values.iterations, 1, 1, 100),
     changeRate: int('change-rate', values['change-rate'], 20, 1, 1000),
-    steadySeconds: int('steady-seconds', values['steady-seconds'], smoke ? 10 : 180, 5, 3600),
+    steadySeconds: int(
+      'steady-seconds',
+      values['steady-seconds'],
+      smoke ? 10 : controllerOnly ? 60 : 180,
+      5,
+      3600,
+    ),
     podSourceSeconds: int('pods-api-seconds', values['pods-api-seconds'], smoke ? 10 : 600, 0, 3600),
     agentHeartbeatSeconds: int(
       'agent-heartbeat-seconds',
@@ -122,11 +150,24 @@ export function parseOptions(argv: string[]): Options | undefined {
       values['controller-workers'] === undefined
         ? undefined
         : int('controller-workers', values['controller-workers'], 8, 1, 256),
+    controllerOnly,
+    controllerOnlySizes: sizes,
+    smoke,
   };
-  if (opts.samples > Math.floor(nodes / 2))
+  if (!controllerOnly && opts.samples > Math.floor(nodes / 2))
     problems.push(`--samples: ${opts.samples} is more than half the nodes (${Math.floor(nodes / 2)})`);
   if (problems.length > 0) throw new Error(`bad options:\n  ${problems.join('\n  ')}\n\n${USAGE}`);
   return opts;
+}
+
+function controllerOnlySizes(raw: string | undefined, smoke: boolean, problems: string[]): number[] {
+  if (raw === undefined) return smoke ? CONTROLLER_ONLY_SMOKE_SIZES : CONTROLLER_ONLY_SIZES;
+  const sizes = raw.split(',').map((part) => Number(part.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 100 || n > 100_000))
+    problems.push(
+      `--nodes: "${raw}" is not a comma list of integers in 100..100000 (with --controller-only)`,
+    );
+  return sizes;
 }
 
 /** The settings a run records with its results (what its figures depend on besides the scale). */

@@ -9,6 +9,11 @@
 
 import { cpus, totalmem } from 'node:os';
 import { say } from './common.ts';
+import {
+  renderControllerOnly,
+  runControllerOnly,
+  writeControllerOnlyResults,
+} from './controller-only/run.ts';
 import { parseOptions, settingsOf, type Options } from './options.ts';
 import { measureAgentLoss } from './phases/agent-loss.ts';
 import { measureChangeLatency } from './phases/changes.ts';
@@ -65,6 +70,13 @@ async function main(): Promise<number> {
     return 2;
   }
   if (!opts) return 0;
+  if (opts.controllerOnly) {
+    const results = await runControllerOnly(opts);
+    process.stdout.write(`${renderControllerOnly(results)}\n`);
+    const path = await writeControllerOnlyResults(opts.out, results);
+    process.stdout.write(`\nresults: ${path}\n`);
+    return results.failure === undefined ? 0 : 1;
+  }
   const results = await run(opts);
   process.stdout.write(`${renderTable(results)}\n`);
   const path = await writeResults(opts.out, results);

@@ -13,21 +13,36 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** A loopback server that answers every watch with `lines` and then keeps the stream open. */
-async function watchServer(lines: string[]): Promise<KubeClient> {
+/**
+ * A loopback server that answers every watch with `lines`, then one more line every `everyMs` (if given) while
+ * `more` says so, and keeps the stream open.
+ */
+async function watchServer(
+  lines: string[],
+  options: { everyMs?: number; more?: () => boolean; inactivityMs?: number } = {},
+): Promise<KubeClient> {
   server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     for (const line of lines) res.write(`${line}\n`);
+    if (options.everyMs === undefined) return;
+    const timer = setInterval(() => {
+      if (options.more?.() === false) return clearInterval(timer);
+      res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '7' } } })}\n`);
+    }, options.everyMs);
+    res.once('close', () => clearInterval(timer));
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  return new KubeClient({
-    server: `http://127.0.0.1:${port}`,
-    tls: {},
-    authHeaders: async () => ({}),
-    source: 'test',
-  });
+  return new KubeClient(
+    {
+      server: `http://127.0.0.1:${port}`,
+      tls: {},
+      authHeaders: async () => ({}),
+      source: 'test',
+    },
+    options.inactivityMs === undefined ? {} : { watchInactivityMs: options.inactivityMs },
+  );
 }
 
 describe('KubeClient.watch', () => {
@@ -70,6 +85,31 @@ describe('KubeClient.watch', () => {
       expect(uncaught).toEqual([]);
     } finally {
       process.off('uncaughtException', onUncaught);
+      await client.close();
+    }
+  });
+});
+
+describe('KubeClient.watch inactivity', () => {
+  it('a watch that keeps sending outlives its inactivity deadline; one that goes silent rejects with Timeout', async () => {
+    let sending = true;
+    const client = await watchServer([], { everyMs: 50, more: () => sending, inactivityMs: 300 });
+    const events: string[] = [];
+    const started = Date.now();
+    let silentSince = 0;
+    setTimeout(() => {
+      sending = false;
+      silentSince = Date.now();
+    }, 1_000);
+    try {
+      await expect(
+        client.watch('/api/v1/nodes', {}, (e) => events.push(e.type), new AbortController().signal),
+      ).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
+      // Three deadlines passed while lines came (each pushed it back); it fired only once they stopped.
+      expect(silentSince).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_000 + 300 - 60);
+      expect(events.length).toBeGreaterThanOrEqual(10);
+    } finally {
       await client.close();
     }
   });

@@ -47,6 +47,8 @@ export interface KubeClientOptions {
   userAgent?: string;
   /** Default MAX_WATCH_LINE_BYTES. */
   maxWatchLineBytes?: number;
+  /** Default WATCH_INACTIVITY_MS. */
+  watchInactivityMs?: number;
   /** Default `undici`; `node` keeps undici out of the process (the agent, docs/adr/0006); or one given. */
   transport?: TransportKind | Transport;
 }
@@ -64,6 +66,7 @@ export class KubeClient {
   private readonly connection: Connection;
   private readonly userAgent: string;
   private readonly maxWatchLineBytes: number;
+  private readonly watchInactivityMs: number;
   private readonly transportKind: TransportKind | Transport;
   private readonly connections: number;
   private transportPromise: Promise<Transport> | undefined;
@@ -74,6 +77,7 @@ export class KubeClient {
     this.server = connection.server;
     this.userAgent = options.userAgent ?? 'nodecare';
     this.maxWatchLineBytes = options.maxWatchLineBytes ?? MAX_WATCH_LINE_BYTES;
+    this.watchInactivityMs = options.watchInactivityMs ?? WATCH_INACTIVITY_MS;
     this.transportKind = options.transport ?? 'undici';
     this.connections = options.connections ?? 32;
   }
@@ -173,18 +177,15 @@ export class KubeClient {
     const local = new AbortController();
     const abortAll = (): void => local.abort(signal.reason);
     signal.addEventListener('abort', abortAll, { once: true });
-    let inactivity: NodeJS.Timeout | undefined;
-    const touch = (): void => {
-      clearTimeout(inactivity);
-      inactivity = setTimeout(
-        () =>
-          local.abort(
-            new KubeError(KubeErrorCode.Timeout, 0, `${what}: no data for ${WATCH_INACTIVITY_MS} ms`),
-          ),
-        WATCH_INACTIVITY_MS,
-      );
-      inactivity.unref();
-    };
+    // One timer for the watch's life, pushed back on every line (refresh() allocates nothing: a busy lease
+    // watch gets hundreds of lines a second).
+    const inactivityMs = this.watchInactivityMs;
+    const inactivity = setTimeout(
+      () => local.abort(new KubeError(KubeErrorCode.Timeout, 0, `${what}: no data for ${inactivityMs} ms`)),
+      inactivityMs,
+    );
+    inactivity.unref();
+    const touch = (): void => void inactivity.refresh();
     const listener = this.listener;
     const resource = listener ? requestKind('WATCH', path).resource : '';
     try {

@@ -7,6 +7,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { ControllerOnlyResults } from '../../bench/controller-only/run.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -96,5 +97,48 @@ describe('npm run bench -- --smoke', () => {
     expect(pods['apiserver.startPodRequests'], 'API server source: list + watch').toBeGreaterThanOrEqual(2);
     expect(pods['apiserver.podEventsPerHour']).toBeGreaterThan(0);
     expect(stdout).toMatch(/\| id +\| measure +\| goal +\| measured +\| pass +\| scale +\| load +\|/);
+  }, 300_000);
+
+  it('--controller-only runs the real controller against the recording sink at 200 and 400 nodes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));
+    try {
+      const child = spawn(
+        process.execPath,
+        [join(ROOT, 'bench', 'main.ts'), '--controller-only', '--smoke', `--out=${dir}`],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code, `bench exited ${code}\n${stderr.split('\n').slice(-30).join('\n')}`).toBe(0);
+      const files = await readdir(dir);
+      expect(files).toEqual([expect.stringMatching(/-controller-only-200-400x5\.json$/)]);
+      const results = JSON.parse(
+        await readFile(join(dir, files[0] as string), 'utf8'),
+      ) as ControllerOnlyResults;
+      expect(results.sizes.map((s) => [s.nodes, s.leases])).toEqual([
+        [200, 1200],
+        [400, 2400],
+      ]);
+      for (const size of results.sizes) {
+        // Every node converged and every change (a failure, then its recovery) was answered by a node write.
+        expect(size.convergedMs, `${size.nodes}`).not.toBeNull();
+        expect(size.missed).toBe(0);
+        expect(size.changes).toBe(2 * 20);
+        expect(size.renewalsPerSecond).toBeGreaterThan(0);
+        // At least the first pass's label and condition for every node, and nothing else wrote the nodes.
+        expect(size.nodeWrites).toBeGreaterThanOrEqual(2 * size.nodes);
+        expect(size.conflicts).toBeLessThanOrEqual(size.nodeWrites / 100);
+        // Only the optional APIs the controller checks for and turns off (DRA, admission policies) went unserved.
+        for (const path of Object.keys(size.unserved))
+          expect(path).toMatch(/^GET \/apis\/(resource\.k8s\.io|admissionregistration\.k8s\.io)\/v1$/);
+      }
+      expect(results.fits.steadyRssBytes?.r2).toBeTypeOf('number');
+      expect(stdout).toContain('linear fits through the sizes');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 300_000);
 });
