@@ -130,6 +130,10 @@ class SinkProcess {
         resolve(e as Extract<SinkEvent, { evt: E }>);
       };
       this.listeners.push(listener);
+      this.child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`the sink exited (${signal ?? `code ${code}`}) while waiting for ${evt}`));
+      });
     });
   }
 

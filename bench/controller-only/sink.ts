@@ -653,12 +653,22 @@ export class Sink {
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     for (const e of c.history) if (e.rv > from) res.write(c.line(e.type, e.item));
     const seconds = Number(url.searchParams.get('timeoutSeconds') ?? 1800);
-    const w: Watch = { res, timer: setTimeout(() => res.end(), seconds * 1000) };
-    c.watches.add(w);
-    res.once('close', () => {
+    // At its timeout the watch ends (the client watches again from its last resourceVersion): out of the set
+    // first, so that nothing is written after the end.
+    const end = (): void => {
       clearTimeout(w.timer);
       c.watches.delete(w);
-    });
+    };
+    const w: Watch = {
+      res,
+      timer: setTimeout(() => {
+        end();
+        res.end();
+      }, seconds * 1000),
+    };
+    c.watches.add(w);
+    res.once('close', end);
+    res.on('error', end);
   }
 
   /** GET, POST, PUT, PATCH or DELETE of one object (`sub` 'status': its status subresource). */

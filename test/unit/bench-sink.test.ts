@@ -188,4 +188,25 @@ describe('the recording sink', () => {
     ).rejects.toMatchObject({ status: 405 });
     expect(sink.snapshotStats().unserved).toEqual({ 'GET /apis/resource.k8s.io/v1': 1 });
   });
+
+  it('ends a watch at its timeoutSeconds and keeps streaming renewals to the others', async () => {
+    const { sink, client } = await start(20, 1);
+    sink.setRenewals(true);
+    const list = await client.get<{ metadata: { resourceVersion: string } }>(LEASES);
+    const from = { resourceVersion: list.metadata.resourceVersion };
+    const abort = new AbortController();
+    let longEvents = 0;
+    const long = client.watch(LEASES, from, () => void longEvents++, abort.signal);
+    let shortEvents = 0;
+    const started = Date.now();
+    await client.watch(LEASES, { ...from, timeoutSeconds: 1 }, () => void shortEvents++, abort.signal);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(shortEvents).toBeGreaterThan(0);
+    // Renewal ticks after the end write to the open watch only (a write after the end would throw here).
+    const before = longEvents;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(longEvents).toBeGreaterThan(before);
+    abort.abort();
+    await long;
+  });
 });
