@@ -159,7 +159,7 @@ export async function measureQuietWindow(
 }
 
 /** The controller's node reconciles so far and the seconds they took (its reconcile histogram's count and sum). */
-async function reconcileCounts(port: number): Promise<{ count: number; seconds: number }> {
+export async function reconcileCounts(port: number): Promise<{ count: number; seconds: number }> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
   const read = (suffix: string): number =>
     Number(
