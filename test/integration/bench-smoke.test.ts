@@ -50,6 +50,21 @@ const EXPECTED_ROWS = [
   'rollup',
 ];
 
+/** Runs `npm run bench` with `args`; expects exit 0 (else shows the end of its stderr) and returns its stdout. */
+async function runBench(args: string[]): Promise<string> {
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'main.ts'), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  expect(code, `bench exited ${code}\n${stderr.split('\n').slice(-30).join('\n')}`).toBe(0);
+  return stdout;
+}
+
 describe('npm run bench -- --smoke', () => {
   let out = '';
   afterAll(async () => {
@@ -58,16 +73,7 @@ describe('npm run bench -- --smoke', () => {
 
   it('runs at 100 nodes and reports every row with a pass verdict for every goal', async () => {
     out = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));
-    const child = spawn(process.execPath, [join(ROOT, 'bench', 'main.ts'), '--smoke', `--out=${out}`], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    expect(code, `bench exited ${code}\n${stderr.split('\n').slice(-30).join('\n')}`).toBe(0);
+    const stdout = await runBench(['--smoke', `--out=${out}`]);
 
     const files = await readdir(out);
     expect(files).toHaveLength(1);
@@ -102,17 +108,7 @@ describe('npm run bench -- --smoke', () => {
   it('--controller-only runs the real controller against the recording sink at 200 and 400 nodes', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));
     try {
-      const child = spawn(
-        process.execPath,
-        [join(ROOT, 'bench', 'main.ts'), '--controller-only', '--smoke', `--out=${dir}`],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code, `bench exited ${code}\n${stderr.split('\n').slice(-30).join('\n')}`).toBe(0);
+      const stdout = await runBench(['--controller-only', '--smoke', `--out=${dir}`]);
       const files = await readdir(dir);
       expect(files).toEqual([expect.stringMatching(/-controller-only-200-400x5\.json$/)]);
       const results = JSON.parse(
