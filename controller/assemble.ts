@@ -104,7 +104,12 @@ export function assembleController(
     suspended: (name) => reconciler.suspended(name),
     breakerTripped: () => reconciler.trippedExtensions.size > 0,
   });
-  const queue = reconcileQueue((name) => reconciler.reconcile(name), { clock, log, metrics, config });
+  const queue = reconcileQueue((name, cause) => reconciler.reconcile(name, cause), {
+    clock,
+    log,
+    metrics,
+    config,
+  });
   const work: TermWork = {
     synced: () => cache.synced,
     nodeCount: () => cache.nodes.store.size,

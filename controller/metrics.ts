@@ -13,6 +13,7 @@ export class ControllerMetrics {
   readonly nodes: Gauge<'state'>;
   readonly reconcileDuration: Histogram;
   readonly reconciles: Counter<'result'>;
+  readonly deadlineRearms: Counter;
   readonly nodeWrites: Counter<'kind' | 'result'>;
   readonly events: Counter<'reason'>;
   readonly breakerTripped: Gauge<'extension'>;
@@ -52,6 +53,11 @@ export class ControllerMetrics {
       name: 'nodecare_controller_reconciles_total',
       help: 'Node reconciles by result.',
       labelNames: ['result'],
+      registers,
+    });
+    this.deadlineRearms = new Counter({
+      name: 'nodecare_controller_deadline_rearms_total',
+      help: "Node deadlines that came when only lease renewals had arrived since the node's decision: requeued at the renewed expiry without deciding.",
       registers,
     });
     this.nodeWrites = new Counter({

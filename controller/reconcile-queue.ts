@@ -20,10 +20,10 @@ export function reconcileQueue(
 ): WorkQueue {
   const { clock, log, metrics, config } = deps;
   const queue: WorkQueue = new WorkQueue(
-    async (name) => {
+    async (name, cause) => {
       metrics.queueDepth.set(queue.depth);
       try {
-        const result = await reconcile(name);
+        const result = await reconcile(name, cause);
         metrics.reconciles.inc({ result: 'ok' });
         return result;
       } catch (err) {

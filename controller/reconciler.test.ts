@@ -13,7 +13,7 @@ import {
   NODE_CONDITION_TYPE,
   NodeAnnotation,
 } from '../api/names.ts';
-import { ProbeReason } from '../api/reasons.ts';
+import { ControllerReason, ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
@@ -58,7 +58,11 @@ function rawNode(overrides: { taints?: object[]; bootstrapped?: boolean } = {}):
   };
 }
 
-function lease(extension: string | undefined, renewedAtMs: number): LeaseObject {
+function lease(
+  extension: string | undefined,
+  renewedAtMs: number,
+  state: ExtensionState = ExtensionState.Healthy,
+): LeaseObject {
   return buildLease({
     node: { name: NODE, uid: UID },
     extension,
@@ -66,9 +70,7 @@ function lease(extension: string | undefined, renewedAtMs: number): LeaseObject 
     leaseDurationSeconds: LEASE_SECONDS,
     renewTime: new Date(renewedAtMs),
     bootId: BOOT,
-    record: extension
-      ? { state: ExtensionState.Healthy, reason: ProbeReason.ProbeSucceeded, message: '', since: '' }
-      : undefined,
+    record: extension ? { state, reason: ProbeReason.ProbeSucceeded, message: '', since: '' } : undefined,
   });
 }
 
@@ -439,5 +441,144 @@ describe('lease durations (regression: a 25-day lease reconciled its node ~900 t
     const { requeueAfterMs } = await t.reconciler.reconcile(NODE);
     expect(requeueAfterMs).toBeGreaterThan(0);
     expect(requeueAfterMs).toBeLessThanOrEqual(MAX_LEASE_DURATION_SECONDS * 1000);
+  });
+});
+
+describe('deadlines re-armed from renewed leases (docs/adr/0009)', () => {
+  type Setup = ReturnType<typeof setup>;
+  const RENEW_EVERY_MS = 30_000;
+  const counter = async (metric: {
+    get(): Promise<{ values: Array<{ value: number; metricName?: string }> }>;
+  }) =>
+    (await metric.get()).values.find((v) => v.metricName === undefined || v.metricName.endsWith('_count'))
+      ?.value ?? 0;
+  const rearms = (t: Setup) => counter(t.metrics.deadlineRearms);
+  const decisions = (t: Setup) => counter(t.metrics.reconcileDuration);
+
+  /** The agent renews `extensions` (undefined: its heartbeat) as the watch delivers it: renewTime only. */
+  function renewal(
+    t: Setup,
+    extensions: Array<string | undefined>,
+    atMs: number,
+    state?: ExtensionState,
+  ): void {
+    for (const ext of extensions) {
+      const renewed = lease(ext, atMs, state);
+      t.api.putLease(renewed);
+      const cached = toCachedLease(renewed)!;
+      // Not a change for any node: nothing enqueues it (LeaseIndex.updated).
+      expect(t.cache.leases.updated(cached, cached)).toBeUndefined();
+    }
+  }
+
+  /**
+   * Decides the node, then runs its deadlines as the work queue does (cause 'deadline') up to `untilMs`, the
+   * agent renewing `renewed` every 30 s meanwhile.
+   */
+  async function runDeadlines(
+    t: Setup,
+    untilMs: number,
+    renewed: Array<string | undefined>,
+    state?: ExtensionState,
+  ): Promise<void> {
+    let { requeueAfterMs } = await t.reconciler.reconcile(NODE);
+    let nextRenewalMs = t.clock.now() + RENEW_EVERY_MS;
+    while (requeueAfterMs !== undefined && t.clock.now() + requeueAfterMs <= untilMs) {
+      const dueMs = t.clock.now() + requeueAfterMs;
+      for (; nextRenewalMs <= dueMs; nextRenewalMs += RENEW_EVERY_MS) {
+        await t.clock.advance(nextRenewalMs - t.clock.now());
+        renewal(t, renewed, nextRenewalMs, state);
+      }
+      await t.clock.advance(dueMs - t.clock.now());
+      t.sync();
+      ({ requeueAfterMs } = await t.reconciler.reconcile(NODE, 'deadline'));
+    }
+  }
+
+  it('a lease expiry that a renewal moved: re-armed at the new expiry, with no decision and no request', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    expect((await t.reconciler.reconcile(NODE)).requeueAfterMs).toBe(LEASE_SECONDS * 1000);
+    t.sync();
+    const calls = t.api.calls.length;
+    await t.clock.advance(25_000);
+    renewal(t, [undefined, 'web'], T0 + 25_000);
+    await t.clock.advance(15_000); // the expiry the decision saw
+    expect(await t.reconciler.reconcile(NODE, 'deadline')).toEqual({ requeueAfterMs: 25_000 });
+    expect(t.api.calls).toHaveLength(calls);
+    expect(await rearms(t)).toBe(1);
+    expect(await decisions(t)).toBe(1);
+    // Nothing renewed since: the expiry really passed, and the node is decided (and the lease read live).
+    await t.clock.advance(25_000);
+    await t.reconciler.reconcile(NODE, 'deadline');
+    expect(await decisions(t)).toBe(2);
+    expect(t.api.calls.filter((c) => c.op === 'getLease').length).toBeGreaterThan(0);
+    expect(t.taints()).toContainEqual(expect.objectContaining({ key: RUNTIME }));
+  });
+
+  it("an extension's lease not renewed while the heartbeat was: decided at its expiry and tainted", async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await runDeadlines(t, T0 + LEASE_SECONDS * 1000, [undefined]);
+    expect(await rearms(t)).toBe(0);
+    expect(await decisions(t)).toBe(2);
+    expect(t.taints()).toContainEqual(expect.objectContaining({ key: RUNTIME }));
+  });
+
+  it("a change always decides: the cause is the work queue's, never guessed", async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    await t.clock.advance(25_000);
+    renewal(t, [undefined, 'web'], T0 + 25_000);
+    await t.clock.advance(15_000);
+    await t.reconciler.reconcile(NODE, 'change');
+    expect(await rearms(t)).toBe(0);
+    expect(await decisions(t)).toBe(2);
+  });
+
+  it('the missing-lease grace is not moved by renewals: decided when it ends', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    const web = toCachedLease(lease('web', T0))!;
+    t.cache.leases.deleted(web);
+    t.api.leases.delete(web.name);
+    await runDeadlines(t, T0 + 120_000, [undefined]); // the heartbeat renews; no web lease ever comes
+    expect(await rearms(t)).toBeGreaterThan(0);
+    expect(await decisions(t)).toBe(2);
+    expect([...t.reconciler.rollupPairs()][0]).toMatchObject({
+      state: ExtensionState.Unknown,
+      reason: ControllerReason.LeaseMissing,
+    });
+  });
+
+  it('the bootstrap timeout is not moved by renewals: decided when it comes', async () => {
+    // Created at T0 - 60 s with the bootstrap taint, its extension live but Unhealthy: bootstrap waits.
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    const unhealthy = lease('web', T0, ExtensionState.Unhealthy);
+    t.api.putLease(unhealthy);
+    t.cache.leases.added(toCachedLease(unhealthy)!);
+    const timeoutAtMs = T0 - 60_000 + 900_000;
+    await runDeadlines(t, timeoutAtMs - 1, [undefined, 'web'], ExtensionState.Unhealthy);
+    await settle();
+    expect(await decisions(t)).toBe(1);
+    expect(t.reasons()).not.toContain('BootstrapTimeout');
+    await runDeadlines(t, timeoutAtMs, [undefined, 'web'], ExtensionState.Unhealthy);
+    await settle();
+    expect(t.reasons()).toContain('BootstrapTimeout');
+    expect(await rearms(t)).toBeGreaterThan(20); // one per heartbeat expiry for 14 minutes
+  });
+
+  it('a decision that failed leaves nothing to re-arm: its deadline decides again', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    expect((await t.reconciler.reconcile(NODE)).requeueAfterMs).toBe(LEASE_SECONDS * 1000);
+    // The node changes (a reboot puts the bootstrap taint back); deciding it again fails to write.
+    t.api.putNode(rawNode({ taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] }));
+    t.sync();
+    t.api.failNext('patchNode', new KubeError(KubeErrorCode.ServerError, 500, 'injected'));
+    await expect(t.reconciler.reconcile(NODE)).rejects.toBeInstanceOf(KubeError);
+    const patches = t.api.calls.filter((c) => c.op === 'patchNode').length;
+    renewal(t, [undefined, 'web'], T0 + 20_000);
+    await t.clock.advance(LEASE_SECONDS * 1000);
+    await t.reconciler.reconcile(NODE, 'deadline');
+    expect(await rearms(t)).toBe(0);
+    expect(t.api.calls.filter((c) => c.op === 'patchNode').length).toBeGreaterThan(patches);
   });
 });

@@ -1,6 +1,8 @@
 // Reconciles one node (docs/conventions.md 1 and 3): take its name, read the view and decide (node-decider.ts),
 // hand the decision to the writer (writes/), record events for the changes the writes really made, keep the
-// ledger (ledger.ts: states, roll-up pairs, the breaker) and return the next deadline to requeue at.
+// ledger (ledger.ts: states, roll-up pairs, the breaker) and return the next deadline to requeue at. A deadline
+// that comes when only lease renewals arrived since the decision is re-armed at the renewed expiry instead
+// (docs/adr/0009): the decision would be the same but for its deadline.
 
 import type { ParsedSystemExtension } from '../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
@@ -8,20 +10,26 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
-import type { NodeDecision, NodeState } from './decide/index.ts';
+import type { DeadlineParts, NodeDecision, NodeState } from './decide/index.ts';
 import { DecisionLedger } from './ledger.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { NodeDecider } from './node-decider.ts';
 import type { SourcedPair } from './rollup/index.ts';
 import { TaintDurations } from './taint-durations.ts';
-import type { ReconcileResult } from './workqueue.ts';
+import type { ReconcileCause, ReconcileResult } from './workqueue.ts';
 import { clusterEventRecorder, isTaintEvent, NodeWriter, type EventRecorder } from './writes/index.ts';
 import type { Fence, NodeApi } from './writes/index.ts';
 
 /** What the reconciler reads from the caches (ClusterCache; FakeCache in unit tests). */
 export type ReconcilerCache = Pick<
   ClusterCache,
-  'node' | 'nodeNames' | 'leasesOf' | 'observeLive' | 'systemExtensionList' | 'noteWritten'
+  | 'node'
+  | 'nodeNames'
+  | 'leasesOf'
+  | 'leaseExpiresAtMs'
+  | 'observeLive'
+  | 'systemExtensionList'
+  | 'noteWritten'
 >;
 
 export interface ReconcilerDeps {
@@ -46,6 +54,8 @@ export class Reconciler {
   private readonly decider: NodeDecider;
   private readonly writer: NodeWriter;
   private readonly durations: TaintDurations;
+  /** What each node's last decision's deadline was made of, until the node is decided again. */
+  private readonly deadlines = new Map<string, DeadlineParts>();
 
   constructor(deps: ReconcilerDeps) {
     const { cache, api, fence, clock, log, metrics, config } = deps;
@@ -100,12 +110,23 @@ export class Reconciler {
     this.decider.reset();
     this.ledger.reset();
     this.durations.reset();
+    this.deadlines.clear();
     for (const name of this.deps.cache.nodeNames()) this.ledger.record(name, this.decider.decide(name));
     this.ledger.evaluateBreaker(this.deps.clock.now());
   }
 
-  async reconcile(name: string): Promise<ReconcileResult> {
+  /**
+   * `cause` 'deadline': only the deadline this node's last reconcile returned came since (the work queue
+   * knows); the node may be re-armed instead of decided.
+   */
+  async reconcile(name: string, cause: ReconcileCause = 'change'): Promise<ReconcileResult> {
     const { cache, clock, log, metrics, events } = this.deps;
+    if (cause === 'deadline') {
+      const rearmed = this.rearm(name);
+      if (rearmed) return rearmed;
+    }
+    // Until this decision is carried out, the node has no deadline to re-arm: a failure decides it again.
+    this.deadlines.delete(name);
     const started = performance.now();
     // A rollout window that ended is judged by the breaker before any node is decided as enforced.
     if (this.ledger.evaluateBreaker(clock.now())) this.deps.onBreakerChange();
@@ -148,7 +169,36 @@ export class Reconciler {
     this.contribute(name, decision);
     metrics.reconcileDuration.observe((performance.now() - started) / 1000);
     const deadline = decision.nextDeadlineMs;
-    return deadline === undefined ? {} : { requeueAfterMs: Math.max(0, deadline - clock.now()) };
+    if (deadline === undefined) return {};
+    this.deadlines.set(name, decision.deadlines);
+    return { requeueAfterMs: Math.max(0, deadline - clock.now()) };
+  }
+
+  /**
+   * The node's deadline came and nothing but lease renewals arrived since its last decision. A renewal of a
+   * live lease changes nothing a decision reads but that lease's expiry (LeaseIndex.updated does not even
+   * enqueue the node for it), so when no deadline has really passed (every lease among them was renewed
+   * and no fixed deadline such as a grace end, the bootstrap timeout or a rollout window's end came), the
+   * decision now would be the last one with a later deadline: requeue at that deadline without deciding.
+   * Undefined when the node must be decided.
+   */
+  private rearm(name: string): ReconcileResult | undefined {
+    const { cache, clock, metrics } = this.deps;
+    const parts = this.deadlines.get(name);
+    if (!parts) return undefined;
+    const now = clock.now();
+    let next = parts.fixedMs ?? Number.POSITIVE_INFINITY;
+    if (next <= now) return undefined;
+    for (const lease of parts.leases) {
+      const expiresAtMs = cache.leaseExpiresAtMs(lease, name);
+      if (expiresAtMs === undefined || expiresAtMs <= now) return undefined;
+      next = Math.min(next, expiresAtMs);
+    }
+    if (!Number.isFinite(next)) return undefined;
+    // The breaker is judged at each node's deadline, as when it was decided.
+    if (this.ledger.evaluateBreaker(now)) this.deps.onBreakerChange();
+    metrics.deadlineRearms.inc();
+    return { requeueAfterMs: next - now };
   }
 
   /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */

@@ -204,4 +204,8 @@ export class FakeCache implements ReconcilerCache {
   leasesOf(nodeName: string): NodeLeases {
     return this.leases.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });
   }
+
+  leaseExpiresAtMs(leaseName: string, nodeName: string): number | undefined {
+    return this.leases.expiresAtMs(leaseName, nodeName);
+  }
 }

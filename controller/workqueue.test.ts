@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../lib/clock.ts';
 import { FakeClock } from '../lib/testing.ts';
-import { WorkQueue, type ReconcileResult } from './workqueue.ts';
+import { WorkQueue, type ReconcileCause, type ReconcileFn, type ReconcileResult } from './workqueue.ts';
 
-function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, concurrency = 2) {
+function setup(reconcile: ReconcileFn, concurrency = 2) {
   const clock = new FakeClock();
   const errors: Array<{ key: string; retryInMs: number }> = [];
   const queue = new WorkQueue(reconcile, {
@@ -158,5 +158,92 @@ describe('a requeue far in the future (regression: a 25-day lease reconciled its
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('WorkQueue cause: a deadline alone, or a change (docs/adr/0009)', () => {
+  /** Records each run's cause; the first run of each key asks for `deadlineMs`, later runs as `next` says. */
+  function recording(next: (run: number) => ReconcileResult | void | Promise<never>) {
+    const runs: Array<{ key: string; cause: ReconcileCause; at: number }> = [];
+    const t = setup(async (key, cause) => {
+      runs.push({ key, cause, at: t.clock.now() });
+      return next(runs.length);
+    });
+    return { ...t, runs };
+  }
+
+  it('a key that runs only because its own deadline came runs as a deadline', async () => {
+    const { clock, queue, runs } = recording(() => ({ requeueAfterMs: 1_000 }));
+    queue.add('n');
+    await queue.idle();
+    await clock.advance(1_000);
+    await queue.idle();
+    await clock.advance(1_000);
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'deadline', 'deadline']);
+  });
+
+  it('an add while the deadline is pending, or after it came but before the run, makes the run a change', async () => {
+    const { clock, queue, runs } = recording(() => ({ requeueAfterMs: 1_000 }));
+    queue.add('n');
+    await queue.idle();
+    queue.add('n'); // a change before the deadline: runs now, as a change
+    await queue.idle();
+    await clock.advance(1_000);
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'change', 'deadline']);
+  });
+
+  it('an add while the key runs makes the next run a change, even with its deadline already due', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const causes: ReconcileCause[] = [];
+    const { queue } = setup(async (_key, cause) => {
+      causes.push(cause);
+      if (causes.length > 1) return undefined;
+      await gate;
+      return { requeueAfterMs: 0 };
+    }, 1);
+    queue.add('n');
+    await new Promise((r) => setImmediate(r));
+    queue.add('n');
+    release();
+    await queue.idle();
+    await new Promise((r) => setImmediate(r));
+    await queue.idle();
+    expect(causes).toEqual(['change', 'change']);
+  });
+
+  it('a deadline already due when the run returns (requeueAfterMs 0) runs the key again as a deadline', async () => {
+    const { queue, runs } = recording((run) => (run === 1 ? { requeueAfterMs: 0 } : undefined));
+    queue.add('n');
+    await queue.idle();
+    await new Promise((r) => setImmediate(r));
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'deadline']);
+  });
+
+  it("a failure's retry runs as a change, also when it merges with a deadline that was pending", async () => {
+    const { clock, queue, runs } = recording((run) => {
+      if (run === 2) return Promise.reject(new Error('boom'));
+      return { requeueAfterMs: 10_000 };
+    });
+    queue.add('n');
+    await queue.idle();
+    queue.add('n'); // fails: retried after 50 ms, before the 10 s deadline still pending
+    await queue.idle();
+    await clock.advance(50);
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'change', 'change']);
+    // A deadline later than a pending change leaves that change a change.
+    queue.addAfter('m', 100);
+    queue.add('m'); // runs now and asks for its 10 s deadline
+    await queue.idle();
+    await clock.advance(100);
+    await queue.idle();
+    expect(runs.slice(-2)).toEqual([
+      { key: 'm', cause: 'change', at: clock.now() - 100 },
+      { key: 'm', cause: 'change', at: clock.now() },
+    ]);
   });
 });

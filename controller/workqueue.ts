@@ -2,7 +2,9 @@
 // keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs again
 // once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
 // pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has
-// been running for too long (a hung request, a promise that never settles).
+// been running for too long (a hung request, a promise that never settles). A key that runs only because the
+// deadline its last reconcile asked for came (nothing added it since) runs with cause 'deadline', so the
+// reconcile can tell "time passed" from "something changed" (docs/adr/0009).
 
 import type { Clock, Timer } from '../lib/clock.ts';
 
@@ -11,7 +13,13 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
 }
 
-export type ReconcileFn = (key: string) => Promise<ReconcileResult | void>;
+/**
+ * Why a key runs: 'deadline' when only the deadline its last successful reconcile returned came since that
+ * reconcile; 'change' for anything else (an add, a failure's retry, an add while it ran).
+ */
+export type ReconcileCause = 'change' | 'deadline';
+
+export type ReconcileFn = (key: string, cause: ReconcileCause) => Promise<ReconcileResult | void>;
 
 export interface WorkQueueOptions {
   clock: Clock;
@@ -29,7 +37,9 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly delayed = new Map<string, { at: number; timer: Timer }>();
+  private readonly delayed = new Map<string, { at: number; timer: Timer; cause: ReconcileCause }>();
+  /** Queued keys whose only cause is their deadline. */
+  private readonly deadlineOnly = new Set<string>();
   private readonly failures = new Map<string, number>();
   /** Key → clock when its reconcile started. */
   private readonly startedAt = new Map<string, number>();
@@ -47,6 +57,11 @@ export class WorkQueue {
   }
 
   add(key: string): void {
+    this.deadlineOnly.delete(key);
+    this.enqueue(key);
+  }
+
+  private enqueue(key: string): void {
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
@@ -59,17 +74,44 @@ export class WorkQueue {
 
   /** Adds the key after `delayMs`; a no-op while stopped (start() enqueues what matters anew). */
   addAfter(key: string, delayMs: number): void {
+    this.schedule(key, delayMs, 'change');
+  }
+
+  /**
+   * Keeps the earliest pending time per key; the key's cause is 'deadline' only when every schedule merged
+   * into it was a deadline.
+   */
+  private schedule(key: string, delayMs: number, cause: ReconcileCause): void {
     if (!this.running) return;
-    if (delayMs <= 0) return this.add(key);
-    const at = this.options.clock.now() + delayMs;
     const pending = this.delayed.get(key);
-    if (pending && pending.at <= at) return;
+    const merged: ReconcileCause = pending?.cause === 'change' ? 'change' : cause;
+    if (delayMs <= 0) {
+      pending?.timer.cancel();
+      this.delayed.delete(key);
+      return this.fire(key, merged);
+    }
+    const at = this.options.clock.now() + delayMs;
+    if (pending && pending.at <= at) {
+      pending.cause = merged;
+      return;
+    }
     pending?.timer.cancel();
     const timer = this.options.clock.setTimer(delayMs, () => {
+      const due = this.delayed.get(key)?.cause ?? merged;
       this.delayed.delete(key);
-      this.add(key);
+      this.fire(key, due);
     });
-    this.delayed.set(key, { at, timer });
+    this.delayed.set(key, { at, timer, cause: merged });
+  }
+
+  /** A scheduled time came: a deadline alone leaves a key that is already queued or running as it is. */
+  private fire(key: string, cause: ReconcileCause): void {
+    if (cause === 'change') return this.add(key);
+    if (this.queued.has(key)) return;
+    // A running reconcile returns the next deadline itself.
+    if (this.processing.has(key)) return;
+    this.deadlineOnly.add(key);
+    this.enqueue(key);
   }
 
   /** Forgets a key's failure history and pending deadline (the object is gone). */
@@ -77,6 +119,7 @@ export class WorkQueue {
     this.failures.delete(key);
     this.delayed.get(key)?.timer.cancel();
     this.delayed.delete(key);
+    this.deadlineOnly.delete(key);
   }
 
   start(): void {
@@ -91,6 +134,7 @@ export class WorkQueue {
     this.delayed.clear();
     this.queue.length = 0;
     this.queued.clear();
+    this.deadlineOnly.clear();
     this.dirty.clear();
     await this.idle();
   }
@@ -115,7 +159,7 @@ export class WorkQueue {
       this.queued.delete(key);
       this.processing.add(key);
       this.active++;
-      void this.run(key);
+      void this.run(key, this.deadlineOnly.delete(key) ? 'deadline' : 'change');
     }
     if (this.active === 0 && (this.queue.length === 0 || !this.running)) {
       const waiters = this.idleWaiters;
@@ -124,24 +168,27 @@ export class WorkQueue {
     }
   }
 
-  private async run(key: string): Promise<void> {
+  private async run(key: string, cause: ReconcileCause): Promise<void> {
     this.startedAt.set(key, this.options.clock.now());
+    let next: { delayMs: number; cause: ReconcileCause } | undefined;
     try {
-      const result = await this.reconcile(key);
+      const result = await this.reconcile(key, cause);
       this.failures.delete(key);
-      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+      if (result?.requeueAfterMs !== undefined) next = { delayMs: result.requeueAfterMs, cause: 'deadline' };
     } catch (err) {
       const attempt = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, attempt);
       const { initialBackoffMs = 50, maxBackoffMs = 30_000 } = this.options;
       const delay = Math.min(maxBackoffMs, initialBackoffMs * 2 ** (attempt - 1));
       this.options.onError?.(key, err, delay);
-      this.addAfter(key, delay);
+      next = { delayMs: delay, cause: 'change' };
     } finally {
       this.startedAt.delete(key);
       this.processing.delete(key);
       this.active--;
       if (this.dirty.delete(key) && this.running) this.add(key);
+      // After the key left `processing`: a deadline already due queues it at once.
+      if (next) this.schedule(key, next.delayMs, next.cause);
       this.pump();
     }
   }

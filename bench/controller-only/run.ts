@@ -8,17 +8,20 @@
 //   converge   controller start → every node's taints, label and condition match its leases
 //   idle       the controller's CPU in a window with no renewals (not a floor: the deadline re-checks of the
 //              nodes it decided while converging fall due in it)
-//   renewals   its CPU per streamed renewal, all-in (window CPU / renewals), and its node reconciles in that
-//              window (deadline re-checks, from its own reconcile histogram)
+//   renewals   its CPU per streamed renewal, all-in (window CPU / renewals), its node reconciles in that
+//              window (deadline re-checks, from its own reconcile histogram) and the node deadlines it
+//              re-armed from a renewed lease without deciding (docs/adr/0009)
 //   changes    one extension of `samples` nodes fails, then recovers, at --change-rate: latency from the
 //              lease change streamed to the node write that answers it, and CPU per change above renewals
 //
-// Then a least-squares line through the sizes for memory and convergence, with R².
+// Then a least-squares line through the sizes for memory and convergence, with R², and the floor Node.js
+// itself sets: the RSS of an empty Node.js process with the controller's V8 flags.
 
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { build, load1, say, sleep } from '../common.ts';
 import { freePorts } from '../../test/controlplane/controlplane.ts';
@@ -52,6 +55,8 @@ export interface SizeResult {
   /** The controller's node reconciles in the renewal window (deadline re-checks: nothing else changes). */
   reconcilesPerSecond: number;
   reconcileMsPerSecond: number;
+  /** Node deadlines that came with only renewals since the node's decision: re-armed without deciding. */
+  rearmsPerSecond: number;
   changes: number;
   cpuPerChangeMs: number;
   failP50Ms: number | null;
@@ -81,7 +86,32 @@ export interface ControllerOnlyResults {
   settings: Record<string, unknown>;
   sizes: SizeResult[];
   fits: { steadyRssBytes?: Fit; peakRssBytes?: Fit; convergedMs?: Fit; idleMilliCpu?: Fit };
+  /** RSS of an empty Node.js process with the controller's V8 flags (nodeFloorRss). */
+  nodeFloorRssBytes?: number;
   failure?: string;
+}
+
+/**
+ * The memory floor Node.js sets (issue 24 item 3): the RSS of a Node.js process of the binary that runs the
+ * controller, with the controller's own V8 flags (dist/controller/runtime-flags.js, imported first as the
+ * controller does) and nothing else, after `settleMs`.
+ */
+export async function nodeFloorRss(settleMs = 3_000): Promise<number> {
+  const flags = pathToFileURL(
+    join(import.meta.dirname, '..', '..', 'dist', 'controller', 'runtime-flags.js'),
+  );
+  const child = spawn(process.execPath, ['--import', flags.href, '-e', 'setInterval(() => {}, 1 << 30)'], {
+    stdio: 'ignore',
+  });
+  try {
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`the empty Node.js process exited (${code})`))),
+    );
+    await Promise.race([sleep(settleMs), exited]);
+    return (await procMemory(child.pid ?? 0)).rssBytes;
+  } finally {
+    child.kill('SIGKILL');
+  }
 }
 
 /** Least squares through (x, y); undefined for fewer than two distinct x. */
@@ -280,6 +310,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       cpuPerRenewalMs: renewals > 0 ? (cpu1 - cpu0) / renewals : 0,
       reconcilesPerSecond: (r1.count - r0.count) / windowS,
       reconcileMsPerSecond: ((r1.seconds - r0.seconds) * 1000) / windowS,
+      rearmsPerSecond: (r1.rearms - r0.rearms) / windowS,
       changes: changeCount,
       cpuPerChangeMs: changeCount > 0 ? Math.max(0, changeCpu) / changeCount : 0,
       failP50Ms: percentile(result.failLatencies, 50) ?? null,
@@ -317,6 +348,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     'renewals',
     'CPU/renewal',
     'reconciles',
+    're-armed',
     'CPU/change',
     'fail p50 / p99',
     'node writes (409)',
@@ -332,6 +364,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     `${s.renewalsPerSecond.toFixed(0)}/s, ${s.renewalMilliCpu.toFixed(0)} mCPU`,
     `${s.cpuPerRenewalMs.toFixed(3)} ms`,
     `${s.reconcilesPerSecond.toFixed(0)}/s, ${s.reconcileMsPerSecond.toFixed(0)} ms/s`,
+    `${s.rearmsPerSecond.toFixed(0)}/s`,
     `${s.cpuPerChangeMs.toFixed(2)} ms`,
     `${fmtMs(s.failP50Ms)} / ${fmtMs(s.failP99Ms)}${s.missed ? `, ${s.missed} missed` : ''}`,
     `${s.nodeWrites} (${s.conflicts})`,
@@ -368,6 +401,13 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
       (v) => `${v.toFixed(1)} mCPU`,
       (v) => `${(v * 1000).toFixed(2)} µCPU`,
     )}`,
+    ...(results.nodeFloorRssBytes === undefined
+      ? []
+      : [
+          `Node.js floor (an empty Node.js process with the controller's V8 flags): ${mib(results.nodeFloorRssBytes)}; steady RSS above it: ${results.sizes
+            .map((s) => `${s.nodes} nodes ${mib(s.steadyRssBytes - (results.nodeFloorRssBytes ?? 0))}`)
+            .join(', ')}`,
+        ]),
     ...(Object.keys(results.sizes.at(-1)?.unserved ?? {}).length > 0
       ? [`requests the sink does not serve (answered 404): ${JSON.stringify(results.sizes.at(-1)?.unserved)}`]
       : []),
@@ -397,6 +437,10 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
   await build();
   const sizes: SizeResult[] = [];
   let failure: string | undefined;
+  const nodeFloorRssBytes = await nodeFloorRss();
+  say(
+    `Node.js floor: an empty Node.js process with the controller's V8 flags holds ${mib(nodeFloorRssBytes)}`,
+  );
   try {
     for (const nodes of opts.controllerOnlySizes) sizes.push(await measureSize(opts, nodes, logDir));
   } catch (err) {
@@ -428,6 +472,7 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
       convergedMs: linearFit(points((s) => s.convergedMs)),
       idleMilliCpu: linearFit(points((s) => s.idleMilliCpu)),
     },
+    nodeFloorRssBytes,
     ...(failure !== undefined ? { failure } : {}),
   };
 }

@@ -158,13 +158,19 @@ export async function measureQuietWindow(
   return { agent, agentNode };
 }
 
-/** The controller's node reconciles so far and the seconds they took (its reconcile histogram's count and sum). */
-export async function reconcileCounts(port: number): Promise<{ count: number; seconds: number }> {
+/**
+ * The controller's node reconciles so far and the seconds they took (its reconcile histogram's count and sum),
+ * and the node deadlines it re-armed without deciding (docs/adr/0009).
+ */
+export async function reconcileCounts(
+  port: number,
+): Promise<{ count: number; seconds: number; rearms: number }> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
-  const read = (suffix: string): number =>
-    Number(
-      new RegExp(`^nodecare_controller_reconcile_duration_seconds_${suffix} (\\S+)$`, 'm').exec(text)?.[1] ??
-        NaN,
-    );
-  return { count: read('count'), seconds: read('sum') };
+  const read = (name: string): number =>
+    Number(new RegExp(`^nodecare_controller_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return {
+    count: read('reconcile_duration_seconds_count'),
+    seconds: read('reconcile_duration_seconds_sum'),
+    rearms: read('deadline_rearms_total'),
+  };
 }

@@ -181,6 +181,11 @@ export class ClusterCache {
     return this.index.observeLive(lease);
   }
 
+  /** When the believed lease `leaseName` of the node expires (LeaseIndex.expiresAtMs). */
+  leaseExpiresAtMs(leaseName: string, nodeName: string): number | undefined {
+    return this.index.expiresAtMs(leaseName, nodeName);
+  }
+
   /** The node's extension leases by extension name, and its agent heartbeat. */
   leasesOf(nodeName: string): NodeLeases {
     return this.index.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });

@@ -94,6 +94,17 @@ export class LeaseIndex {
     return true;
   }
 
+  /**
+   * When the believed lease `name` of `node` expires by this controller's clock (undefined when there is no
+   * such lease): where a renewal moved a node's deadline to (docs/adr/0009).
+   */
+  expiresAtMs(name: string, node: string): number | undefined {
+    const lease = this.leases.get(name);
+    const observedAt = this.observedAt.get(name);
+    if (lease?.node !== node || observedAt === undefined) return undefined;
+    return observedAt + lease.leaseDurationSeconds * 1000;
+  }
+
   /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
   refreshObservations(): void {
     const now = this.clock.now();

@@ -5,7 +5,7 @@ import { buildCondition, describeNotHealthy, joinCapped, MAX_CONDITION_MESSAGE }
 import type { AgentStatus } from './extension-state.ts';
 import { NodeState } from './node-state.ts';
 
-const reporting: AgentStatus = { kind: 'reporting', expiresAtMs: 1 };
+const reporting: AgentStatus = { kind: 'reporting', lease: 'x', expiresAtMs: 1 };
 const awaiting: AgentStatus = { kind: 'awaiting', graceEndsMs: 1 };
 const expired: AgentStatus = { kind: 'notReporting', cause: 'expired', staleLease: 'x' };
 const healthy = (name: string) => ({

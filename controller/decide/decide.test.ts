@@ -1534,7 +1534,13 @@ describe('decideNode: bootstrap timeout', () => {
 });
 
 describe('decideNode: next deadline', () => {
-  const deadlineCases: Array<{ name: string; input: DecisionInput; deadline: number | undefined }> = [
+  // `parts`: which deadlines a lease renewal moves (the leases) and the earliest one it does not (fixedMs).
+  const deadlineCases: Array<{
+    name: string;
+    input: DecisionInput;
+    deadline: number | undefined;
+    parts: NodeDecision['deadlines'];
+  }> = [
     {
       name: 'deadline = earliest lease expiry',
       input: input({
@@ -1548,6 +1554,7 @@ describe('decideNode: next deadline', () => {
         ]),
       }),
       deadline: NOW + 10 * SECOND,
+      parts: { leases: [extensionLeaseName(NODE, 'csi'), GPU_LEASE, AGENT_LEASE], fixedMs: undefined },
     },
     {
       name: 'deadline = agent heartbeat expiry when it comes first',
@@ -1559,11 +1566,13 @@ describe('decideNode: next deadline', () => {
         leases: leases(NOW, { gpu: {} }),
       }),
       deadline: NOW + 5 * SECOND,
+      parts: { leases: [GPU_LEASE, AGENT_LEASE], fixedMs: undefined },
     },
     {
       name: 'deadline = end of the agent grace while awaiting the agent',
       input: input({ now: NOW, required: [ext('gpu')] }),
       deadline: NOW + 2 * MINUTE,
+      parts: { leases: [], fixedMs: NOW + 2 * MINUTE },
     },
     {
       name: 'deadline = end of the missing-lease grace',
@@ -1578,6 +1587,7 @@ describe('decideNode: next deadline', () => {
         ),
       }),
       deadline: NOW + 20 * SECOND,
+      parts: { leases: [AGENT_LEASE], fixedMs: NOW + 20 * SECOND },
     },
     {
       name: 'deadline = bootstrap timeout when it comes first',
@@ -1590,6 +1600,7 @@ describe('decideNode: next deadline', () => {
         previous: memory({ gpu: unhealthyGpu }, { bootstrapStartedMs: T0 }),
       }),
       deadline: T0 + 900 * SECOND,
+      parts: { leases: [GPU_LEASE, AGENT_LEASE], fixedMs: T0 + 900 * SECOND },
     },
     {
       name: 'no deadline when the agent is gone beyond its grace (only a new report can change the answer)',
@@ -1602,6 +1613,7 @@ describe('decideNode: next deadline', () => {
         previous: memory({ gpu: ExtensionState.Healthy }),
       }),
       deadline: undefined,
+      parts: { leases: [], fixedMs: undefined },
     },
     {
       name: 'no deadline once timed out with nothing reporting',
@@ -1612,10 +1624,13 @@ describe('decideNode: next deadline', () => {
         previous: memory({ gpu: ExtensionState.Unknown }, { bootstrapStartedMs: T0 - 60 * MINUTE }),
       }),
       deadline: undefined,
+      parts: { leases: [], fixedMs: undefined },
     },
   ];
-  it.each(deadlineCases)('$name', ({ input: i, deadline }) => {
-    expect(decideNode(i).nextDeadlineMs).toBe(deadline);
+  it.each(deadlineCases)('$name', ({ input: i, deadline, parts }) => {
+    const decision = decideNode(i);
+    expect(decision.nextDeadlineMs).toBe(deadline);
+    expect(decision.deadlines).toEqual(parts);
   });
 
   it('deciding again at the deadline changes the answer', () => {

@@ -128,11 +128,15 @@ function decideInService(input: DecisionInput): NodeDecision {
     });
     const holdsBootstrap = extension.policy.critical && extension.policy.enforcement === Enforcement.Enforce;
     const rollout = inRollout(extension.rollout, { bootstrapPending, runtimeTainted, now });
+    const rolloutEndsMs = rollout?.mode === 'Grace' ? rollout.endsMs : undefined;
+    const fixed = j.expiringLease === undefined ? j.deadlineMs : undefined;
     return {
       extension,
       holdsBootstrap,
       staleLease: j.staleLease,
-      deadlineMs: rollout?.mode === 'Grace' ? minDefined(j.deadlineMs, rollout.endsMs) : j.deadlineMs,
+      deadlineMs: minDefined(j.deadlineMs, rolloutEndsMs),
+      expiringLease: j.expiringLease,
+      fixedDeadlineMs: minDefined(fixed, rolloutEndsMs),
       verdict: {
         name: extension.name,
         state: j.state,
@@ -213,6 +217,7 @@ function decideInService(input: DecisionInput): NodeDecision {
       events,
       // Nothing changes by time alone: the node changes when the kubelet's Ready does.
       nextDeadlineMs: undefined,
+      deadlines: { leases: [], fixedMs: undefined },
       staleLeases: [],
       extensions: verdicts.map((v) => ({ ...v, ...notTrusted(kubelet, v) })),
       kubeletNotReady: kubelet,
@@ -279,12 +284,21 @@ function decideInService(input: DecisionInput): NodeDecision {
   events.push(...conflictEvents);
 
   const deadlines = judged.map((j) => j.deadlineMs);
-  if (agent.kind === 'reporting') deadlines.push(agent.expiresAtMs);
+  // The same deadlines split by whether a lease renewal moves them (the work queue re-arms those, adr/0009).
+  const fixedDeadlines = judged.map((j) => j.fixedDeadlineMs);
+  const renewable = judged.flatMap((j) => (j.expiringLease === undefined ? [] : [j.expiringLease]));
+  if (agent.kind === 'reporting') {
+    deadlines.push(agent.expiresAtMs);
+    renewable.push(agent.lease);
+  }
   if (agent.kind === 'awaiting') deadlines.push(agent.graceEndsMs);
+  if (agent.kind === 'awaiting') fixedDeadlines.push(agent.graceEndsMs);
   if (bootstrapping && bootstrapStartedMs !== undefined && !bootstrapTimedOut) {
     deadlines.push(bootstrapStartedMs + timeoutMs);
+    fixedDeadlines.push(bootstrapStartedMs + timeoutMs);
   }
   const future = deadlines.filter((d): d is number => d !== undefined && d > now);
+  const fixedFuture = fixedDeadlines.filter((d): d is number => d !== undefined && d > now);
 
   const memory: NodeMemory = {
     bootId: node.bootId,
@@ -305,6 +319,7 @@ function decideInService(input: DecisionInput): NodeDecision {
     desiredAnnotations: bootstrapping ? {} : { bootstrappedBootId: node.bootId },
     events,
     nextDeadlineMs: future.length > 0 ? Math.min(...future) : undefined,
+    deadlines: { leases: renewable, fixedMs: fixedFuture.length > 0 ? Math.min(...fixedFuture) : undefined },
     staleLeases: [
       ...(agent.kind === 'notReporting' && agent.staleLease ? [agent.staleLease] : []),
       ...judged.flatMap((j) => (j.staleLease ? [j.staleLease] : [])),
@@ -343,8 +358,8 @@ function withRolloutNote(message: string, rollout: ExtensionRollout): string {
   return message ? `${message} (${note})` : note;
 }
 
-function minDefined(a: number | undefined, b: number): number {
-  return a === undefined ? b : Math.min(a, b);
+function minDefined(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function parseTime(text: string | undefined): number | undefined {

@@ -37,6 +37,10 @@ export interface Judged {
   holdsBootstrap: boolean;
   staleLease: string | undefined;
   deadlineMs: number | undefined;
+  /** The Lease whose expiry is among deadlineMs's candidates (a renewal moves it). */
+  expiringLease: string | undefined;
+  /** The earliest of deadlineMs's candidates no renewal moves (a grace end, a rollout window's end). */
+  fixedDeadlineMs: number | undefined;
 }
 
 /** `The kubelet reports Ready=Unknown since … (NodeStatusUnknown: …); nodecare holds …` */

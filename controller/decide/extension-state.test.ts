@@ -15,7 +15,7 @@ describe('judgeAgent', () => {
       name: 'heartbeat of this boot, live → reporting until it expires',
       heartbeat: agent(NOW - 10 * SECOND),
       graceEndsMs: GRACE_OVER,
-      status: { kind: 'reporting', expiresAtMs: NOW + 30 * SECOND },
+      status: { kind: 'reporting', lease: agentLeaseName(NODE), expiresAtMs: NOW + 30 * SECOND },
     },
     {
       name: 'heartbeat of this boot, not renewed for its duration → not reporting (expired), even within the grace',
@@ -59,7 +59,7 @@ describe('judgeAgent', () => {
 });
 
 describe('judgeExtension', () => {
-  const reporting: AgentStatus = { kind: 'reporting', expiresAtMs: NOW + 10 * SECOND };
+  const reporting: AgentStatus = { kind: 'reporting', lease: 'x', expiresAtMs: NOW + 10 * SECOND };
   const gpuLease = extensionLeaseName(NODE, 'gpu');
   const fresh = (overrides: Parameters<typeof lease>[1] = {}) =>
     seen(lease('gpu', overrides), NOW - 10 * SECOND);
@@ -136,6 +136,7 @@ describe('judgeExtension', () => {
         message: 'No lease has been written.',
         staleLease: undefined,
         deadlineMs: GRACE_ENDS,
+        expiringLease: undefined,
       },
     },
     {
@@ -220,6 +221,7 @@ describe('judgeExtension', () => {
         message: 'The lease has no valid nodecare.io/state annotation.',
         staleLease: undefined,
         deadlineMs: NOW + 30 * SECOND,
+        expiringLease: gpuLease,
       },
     },
     ...[
@@ -239,6 +241,7 @@ describe('judgeExtension', () => {
         message: 'as written',
         staleLease: undefined,
         deadlineMs: NOW + 30 * SECOND,
+        expiringLease: gpuLease,
       },
     })),
   ])('$name', ({ extension, lease: l, agent: a, graceEndsMs, expected }) => {

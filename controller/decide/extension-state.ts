@@ -8,7 +8,7 @@ import type { EffectiveState, RequiredExtension, SeenLease } from './types.ts';
 
 /** The agent's heartbeat for the node's current boot. */
 export type AgentStatus =
-  | { kind: 'reporting'; expiresAtMs: number }
+  | { kind: 'reporting'; lease: string; expiresAtMs: number }
   /** Not reported on this boot yet, within the missing-lease grace. */
   | { kind: 'awaiting'; graceEndsMs: number }
   | { kind: 'notReporting'; cause: 'absent' | 'expired'; staleLease: string | undefined };
@@ -29,7 +29,7 @@ export function judgeAgent(
 ): AgentStatus {
   if (agent && agent.lease.bootId === bootId) {
     const expiresAtMs = leaseExpiresAtMs(agent);
-    if (now < expiresAtMs) return { kind: 'reporting', expiresAtMs };
+    if (now < expiresAtMs) return { kind: 'reporting', lease: agent.lease.name, expiresAtMs };
     return { kind: 'notReporting', cause: 'expired', staleLease: agent.lease.name };
   }
   if (now < graceEndsMs) return { kind: 'awaiting', graceEndsMs };
@@ -41,15 +41,18 @@ export interface ExtensionJudgement extends EffectiveState {
   staleLease: string | undefined;
   /** When this judgement changes by time alone (grace end or lease expiry), if it can. */
   deadlineMs: number | undefined;
+  /** The Lease whose expiry deadlineMs is (a renewal moves it); undefined for a grace end. */
+  expiringLease: string | undefined;
 }
 
 function judged(
   state: ExtensionState,
   reason: string,
   message: string,
-  extra: Partial<Pick<ExtensionJudgement, 'staleLease' | 'deadlineMs'>> = {},
+  extra: Partial<Pick<ExtensionJudgement, 'staleLease' | 'deadlineMs' | 'expiringLease'>> = {},
 ): ExtensionJudgement {
-  return { state, reason, message, staleLease: extra.staleLease, deadlineMs: extra.deadlineMs };
+  const { staleLease, deadlineMs, expiringLease } = extra;
+  return { state, reason, message, staleLease, deadlineMs, expiringLease };
 }
 
 export const AGENT_MESSAGES = {
@@ -108,8 +111,11 @@ export function judgeExtension(
       ExtensionState.Unknown,
       ControllerReason.LeaseStateInvalid,
       `The lease has no valid ${LeaseAnnotation.state} annotation.`,
-      { deadlineMs: expiresAtMs },
+      { deadlineMs: expiresAtMs, expiringLease: seen.lease.name },
     );
   }
-  return judged(seen.lease.state, seen.lease.reason, seen.lease.message, { deadlineMs: expiresAtMs });
+  return judged(seen.lease.state, seen.lease.reason, seen.lease.message, {
+    deadlineMs: expiresAtMs,
+    expiringLease: seen.lease.name,
+  });
 }

@@ -34,6 +34,7 @@ export { extensionRollout, RolloutWindows } from './rollout.ts';
 export { CONTROLLER_SUSPEND, taintChanges } from './suspend.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
+  DeadlineParts,
   DecisionInput,
   DecisionPolicy,
   DesiredCondition,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { extensionLeaseName } from '../../api/lease.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { parseSystemExtension } from '../../api/registration.ts';
 import { ProbeReason } from '../../api/reasons.ts';
@@ -14,6 +15,7 @@ import {
   input,
   leases,
   MINUTE,
+  NODE,
   node,
   RUNTIME_TAINT,
   SECOND,
@@ -45,6 +47,9 @@ describe('a SystemExtension rolling out on existing nodes (spec.rollout)', () =>
     expect(during.extensions[0]).toMatchObject({ blocking: false, rollout: GRACE });
     expect(during.extensions[0]?.message).toContain('rollout grace until');
     expect(during.nextDeadlineMs).toBeLessThanOrEqual(GRACE.endsMs);
+    // The window's end is a deadline no lease renewal moves: the work queue must not re-arm past it.
+    expect(during.deadlines.fixedMs).toBe(GRACE.endsMs);
+    expect(during.deadlines.leases).toContain(extensionLeaseName(NODE, 'gpu'));
     const after = decideNode(rolledOut(GRACE, { now: GRACE.endsMs }));
     expect(after.desiredTaints.runtime).toBe(true);
     expect(after.extensions[0]?.rollout).toBeUndefined();

@@ -195,6 +195,11 @@ export interface NodeEvent {
   annotations?: Readonly<Record<string, string>>;
 }
 
+export interface DeadlineParts {
+  leases: readonly string[];
+  fixedMs: number | undefined;
+}
+
 export interface NodeDecision {
   state: NodeState;
   /** Whether each nodecare taint (key from the policy, effect NoSchedule) should be on the node. */
@@ -207,6 +212,12 @@ export interface NodeDecision {
   events: NodeEvent[];
   /** The earliest future time at which the same inputs could give another answer. */
   nextDeadlineMs: number | undefined;
+  /**
+   * What nextDeadlineMs is made of (docs/adr/0009): `leases`, the Leases whose expiry is one of the
+   * deadlines (a renewal moves it later), and `fixedMs`, the earliest deadline no renewal moves (a grace end,
+   * the bootstrap timeout, a rollout window's end).
+   */
+  deadlines: DeadlineParts;
   /** Names of Leases judged expired that this decision acts on: re-read them live before writing. */
   staleLeases: string[];
   /** Every required extension, sorted by name (while NotReady each is Unknown / NodeNotReady). */
