@@ -259,6 +259,35 @@ describe('LeaseIndex (regression: the controller believed any Lease)', () => {
   });
 });
 
+describe('LeaseIndex: a renewal is renewTime and resourceVersion only, any other field is a change', () => {
+  const renewed = { renewTime: '2026-01-01T00:00:09.000000Z', resourceVersion: '999' };
+  it.each([
+    { field: 'state', value: 'Unhealthy' },
+    { field: 'reason', value: 'ProbeFailed' },
+    { field: 'message', value: 'broken' },
+    { field: 'since', value: '2026-01-01T00:00:05Z' },
+    { field: 'bootId', value: 'boot-2' },
+    { field: 'holderIdentity', value: 'someone-else' },
+    { field: 'leaseDurationSeconds', value: 80 },
+    { field: 'ownerUid', value: undefined },
+  ])('a renewal that also changes $field queues its node', ({ field, value }) => {
+    const { index, cached } = setup();
+    const known = cached(lease('gpu', 0));
+    index.added(known);
+    expect(index.updated({ ...known, ...renewed }, known)).toBeUndefined();
+    expect(index.updated({ ...known, ...renewed, [field]: value }, known)).toBe(NODE.name);
+  });
+
+  it('an absent field equals an undefined one', () => {
+    const { index, cached } = setup();
+    const heartbeat = cached(lease(undefined, 0)); // extension and state: undefined
+    expect(heartbeat).toHaveProperty('extension', undefined);
+    index.added(heartbeat);
+    const { extension: _extension, state: _state, ...absent } = { ...heartbeat, ...renewed };
+    expect(index.updated(absent as CachedLease, heartbeat)).toBeUndefined();
+  });
+});
+
 describe('LeaseIndex bounds what one node can make the controller hold (issue 20 item 2)', () => {
   it(`files at most ${MAX_LEASES_PER_NODE} Leases per node; more are ignored as TooManyLeases, reported once, filed when room is made`, () => {
     const { index, ignored, counts, cached } = setup();

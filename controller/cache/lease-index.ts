@@ -2,17 +2,23 @@
 // staleness is judged from it: reset to "now" for every lease on start-up and on becoming leader, docs/design.md
 // section 5). Fed by the lease watch and by live re-reads; leases that are not the agent's own are ignored.
 
-import { LeaseRole, type ObservedLease } from '../../api/index.ts';
+import { LeaseRole } from '../../api/index.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SeenLease } from '../decide/index.ts';
 import { LeaseProblem, MAX_LEASES_PER_NODE, type CachedLease } from '../ingest.ts';
 
-/** True when a lease update changed nothing but renewTime (and the resourceVersion that comes with it). */
-function onlyRenewed(lease: ObservedLease, old: ObservedLease): boolean {
-  return (
-    JSON.stringify({ ...lease, renewTime: '', resourceVersion: '' }) ===
-    JSON.stringify({ ...old, renewTime: '', resourceVersion: '' })
-  );
+/**
+ * True when a lease update changed nothing but renewTime (and the resourceVersion that comes with it). Every
+ * field is a string, a number or undefined; an undefined field equals an absent one. Compared in place, with
+ * no copy: this runs on every renewal the watch delivers (hundreds a second at 5,000 nodes).
+ */
+function onlyRenewed(lease: CachedLease, old: CachedLease): boolean {
+  const now = lease as unknown as Readonly<Record<string, unknown>>;
+  const was = old as unknown as Readonly<Record<string, unknown>>;
+  for (const key in now)
+    if (key !== 'renewTime' && key !== 'resourceVersion' && now[key] !== was[key]) return false;
+  for (const key in was) if (!(key in now) && was[key] !== undefined) return false;
+  return true;
 }
 
 export interface NodeLeases {
