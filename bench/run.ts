@@ -92,13 +92,21 @@ export async function openRun(opts: Options): Promise<{ run: BenchRun; close(): 
     say('interrupted; stopping');
     void stop().finally(() => process.exit(130));
   };
+  // A phase can start a program while stop() runs (Ctrl-C while the fleet starts went on to start a
+  // controller, which outlived the run): none is left behind when this process exits.
+  const killLeft = (): void => {
+    for (const { child } of run.programs)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  process.once('exit', killLeft);
   const close = async (): Promise<void> => {
     say('stopping');
     await stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('exit', killLeft);
     if (!opts.keepLogs) await rm(logDir, { recursive: true, force: true }).catch(() => undefined);
   };
   return { run, close };
