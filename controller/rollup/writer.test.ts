@@ -13,7 +13,13 @@ import { RollupReason, RollupStatus, type RollupCondition } from './condition.ts
 import { ERR_CONFIGURATION_PROBLEM, HIBERNATED_MESSAGE, SUCCESS_MESSAGE } from './evaluate.ts';
 import { OWNED_TYPES_ANNOTATION } from './store.ts';
 import { FakeRollupApi } from './testing.ts';
-import { GARDENER_RESYNC_MS, ROLLUP_MIN_INTERVAL_MS, RollupWriter, type SourcedPair } from './writer.ts';
+import {
+  GARDENER_RESYNC_MS,
+  ROLLUP_COST_FACTOR,
+  ROLLUP_MIN_INTERVAL_MS,
+  RollupWriter,
+  type SourcedPair,
+} from './writer.ts';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 
@@ -29,7 +35,13 @@ function pair(node: string, extension: string, state: ExtensionState, extra: Par
   };
 }
 
-function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string, number> } = {}) {
+function setup(
+  options: {
+    gardenerCluster?: string;
+    thresholdsMs?: Record<string, number>;
+    elapsedMs?: () => number;
+  } = {},
+) {
   const clock = new FakeClock(T0);
   const api = new FakeRollupApi();
   const world = {
@@ -57,6 +69,7 @@ function setup(options: { gardenerCluster?: string; thresholdsMs?: Record<string
       },
       thresholdsMs: options.thresholdsMs ?? { EveryNodeReady: 10_000 },
       gardenerCluster: options.gardenerCluster,
+      ...(options.elapsedMs ? { elapsedMs: options.elapsedMs } : {}),
     });
   const writer = make();
   const condition = (type = 'EveryNodeReady'): RollupCondition | undefined =>
@@ -136,6 +149,23 @@ describe('RollupWriter', () => {
     await step(ROLLUP_MIN_INTERVAL_MS);
     expect(api.writes.slice(writes)).toEqual(['replaceClusterHealthStatus', 'patchSystemExtensionStatus']);
     expect(api.object?.status?.extensions?.[0]?.healthy).toBe(52);
+  });
+
+  it('spaces evaluations by the loop time they hold: one that took 300 ms is followed by none for 3 s (ADR 0009)', async () => {
+    // Each reading of the loop clock is 150 ms after the last: reading the pairs and evaluating take 150 ms each.
+    let loopMs = 0;
+    const { api, world, writer, step } = setup({ elapsedMs: () => (loopMs += 150) });
+    writer.start();
+    await step(0);
+    const writes = api.writes.length;
+    world.pairs = [...world.pairs, pair('node-c', 'gpu', ExtensionState.Healthy)];
+    writer.markDirty();
+    await step(ROLLUP_MIN_INTERVAL_MS);
+    await step(ROLLUP_COST_FACTOR * 300 - ROLLUP_MIN_INTERVAL_MS - 1);
+    expect(api.writes.length).toBe(writes);
+    await step(1);
+    expect(api.writes.slice(writes)).toEqual(['replaceClusterHealthStatus', 'patchSystemExtensionStatus']);
+    expect(api.object?.status?.extensions?.[0]?.healthy).toBe(3);
   });
 
   it('turns a failure Progressing at once, then False when the threshold runs out without another change', async () => {

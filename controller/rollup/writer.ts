@@ -41,6 +41,13 @@ import {
 
 /** At most one evaluation this often (a burst of node changes is one write). */
 export const ROLLUP_MIN_INTERVAL_MS = 1_000;
+/**
+ * An evaluation that held the event loop for c ms (reading every pair, evaluating the conditions) is followed
+ * by none sooner than this × c: however large the fleet, the roll-up takes at most a tenth of the loop while
+ * changes come, and the node decisions the rest (docs/adr/0009). Below 100 ms an evaluation, the interval
+ * stays ROLLUP_MIN_INTERVAL_MS.
+ */
+export const ROLLUP_COST_FACTOR = 10;
 /** How often the Gardener Cluster object is read again, by default (--gardener-resync-seconds). */
 export const GARDENER_RESYNC_MS = 30_000;
 const MAX_BACKOFF_MS = 30_000;
@@ -61,6 +68,8 @@ export interface RollupWriterDeps {
   /** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
   gardenerResyncMs?: number;
   minIntervalMs?: number;
+  /** A monotonic ms clock the loop time an evaluation holds is measured on (default performance.now). */
+  elapsedMs?: () => number;
 }
 
 function sameExtensionCounts(a: readonly ExtensionCounts[], b: readonly ExtensionCounts[]): boolean {
@@ -109,6 +118,8 @@ export class RollupWriter {
   private shootReadMs = -Infinity;
   private dirty = false;
   private lastRunMs = -Infinity;
+  /** The event-loop time the last evaluation held: what spaces the next one (ROLLUP_COST_FACTOR). */
+  private costMs = 0;
   private failures = 0;
   private timer: Timer | undefined;
   private deadlineTimer: Timer | undefined;
@@ -138,6 +149,7 @@ export class RollupWriter {
     this.shootReadMs = -Infinity;
     this.failures = 0;
     this.lastRunMs = -Infinity;
+    this.costMs = 0;
     this.invalidReported = false;
     this.droppedReported = '';
     this.markDirty();
@@ -165,7 +177,8 @@ export class RollupWriter {
   private schedule(extraDelayMs: number): void {
     if (this.timer || !this.active) return;
     const { clock } = this.deps;
-    const delay = Math.max(extraDelayMs, this.lastRunMs + this.minIntervalMs - clock.now(), 0);
+    const spacingMs = Math.max(this.minIntervalMs, ROLLUP_COST_FACTOR * this.costMs);
+    const delay = Math.max(extraDelayMs, this.lastRunMs + spacingMs - clock.now(), 0);
     this.timer = clock.setTimer(delay, () => {
       this.timer = undefined;
       this.run();
@@ -186,7 +199,10 @@ export class RollupWriter {
     const { log } = this.deps;
     try {
       await this.refreshShoot();
+      const elapsed = this.deps.elapsedMs ?? (() => performance.now());
+      const read = elapsed();
       const pairs = [...this.deps.source.pairs()];
+      this.costMs = elapsed() - read;
       await this.writeClusterHealth(pairs);
       const rolloutEndsMs = await this.extensionCounts.write(pairs, this.deps.clock.now());
       // A Grace window ending changes a status by time alone: evaluate again then (+1 s: past its second).
@@ -239,7 +255,8 @@ export class RollupWriter {
       if (this.current === undefined) this.current = (await api.getClusterHealth()) ?? null;
       const object = this.current ?? undefined;
       const nowMs = clock.now();
-      const started = performance.now();
+      const elapsed = this.deps.elapsedMs ?? (() => performance.now());
+      const started = elapsed();
       const result = evaluateRollup({
         pairs,
         previous: object?.status?.conditions ?? [],
@@ -249,7 +266,9 @@ export class RollupWriter {
         workerless: this.shoot.workerless,
         nowMs,
       });
-      metrics.rollupDuration.observe((performance.now() - started) / 1000);
+      const evaluatedMs = elapsed() - started;
+      this.costMs += evaluatedMs;
+      metrics.rollupDuration.observe(evaluatedMs / 1000);
       this.reportDropped(result.droppedTypes, result.droppedExtensions);
       const pending = [
         result.nextDeadlineMs,
