@@ -382,7 +382,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     f
       ? `${name}: ${unit(f.intercept)} + ${per(f.slope)} per node (R² ${f.r2.toFixed(3)})`
       : `${name}: needs two sizes`;
-  const { fits } = results;
+  const { fits, nodeFloorRssBytes: floor } = results;
   return [
     `nodecare controller-only benchmark (the real controller, a recording sink for an API server), ${results.startedAt}`,
     `machine: ${results.machine}`,
@@ -401,11 +401,11 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
       (v) => `${v.toFixed(1)} mCPU`,
       (v) => `${(v * 1000).toFixed(2)} µCPU`,
     )}`,
-    ...(results.nodeFloorRssBytes === undefined
+    ...(floor === undefined
       ? []
       : [
-          `Node.js floor (an empty Node.js process with the controller's V8 flags): ${mib(results.nodeFloorRssBytes)}; steady RSS above it: ${results.sizes
-            .map((s) => `${s.nodes} nodes ${mib(s.steadyRssBytes - (results.nodeFloorRssBytes ?? 0))}`)
+          `Node.js floor (an empty Node.js process with the controller's V8 flags): ${mib(floor)}; steady RSS above it: ${results.sizes
+            .map((s) => `${s.nodes} nodes ${mib(s.steadyRssBytes - floor)}`)
             .join(', ')}`,
         ]),
     ...(Object.keys(results.sizes.at(-1)?.unserved ?? {}).length > 0

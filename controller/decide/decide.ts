@@ -291,8 +291,10 @@ function decideInService(input: DecisionInput): NodeDecision {
     deadlines.push(agent.expiresAtMs);
     renewable.push(agent.lease);
   }
-  if (agent.kind === 'awaiting') deadlines.push(agent.graceEndsMs);
-  if (agent.kind === 'awaiting') fixedDeadlines.push(agent.graceEndsMs);
+  if (agent.kind === 'awaiting') {
+    deadlines.push(agent.graceEndsMs);
+    fixedDeadlines.push(agent.graceEndsMs);
+  }
   if (bootstrapping && bootstrapStartedMs !== undefined && !bootstrapTimedOut) {
     deadlines.push(bootstrapStartedMs + timeoutMs);
     fixedDeadlines.push(bootstrapStartedMs + timeoutMs);

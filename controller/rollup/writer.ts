@@ -108,6 +108,7 @@ function isRereadError(err: unknown): boolean {
 export class RollupWriter {
   private readonly deps: RollupWriterDeps;
   private readonly minIntervalMs: number;
+  private readonly elapsedMs: () => number;
   private readonly resyncMs: number;
   private active = false;
   /** The ClusterHealth object as last read or written; null: it does not exist; undefined: read it first. */
@@ -134,6 +135,7 @@ export class RollupWriter {
   constructor(deps: RollupWriterDeps) {
     this.deps = deps;
     this.minIntervalMs = deps.minIntervalMs ?? ROLLUP_MIN_INTERVAL_MS;
+    this.elapsedMs = deps.elapsedMs ?? (() => performance.now());
     this.resyncMs = deps.gardenerResyncMs ?? GARDENER_RESYNC_MS;
     this.extensionCounts = new SystemExtensionCountsWriter({
       ...deps,
@@ -199,10 +201,9 @@ export class RollupWriter {
     const { log } = this.deps;
     try {
       await this.refreshShoot();
-      const elapsed = this.deps.elapsedMs ?? (() => performance.now());
-      const read = elapsed();
+      const read = this.elapsedMs();
       const pairs = [...this.deps.source.pairs()];
-      this.costMs = elapsed() - read;
+      this.costMs = this.elapsedMs() - read;
       await this.writeClusterHealth(pairs);
       const rolloutEndsMs = await this.extensionCounts.write(pairs, this.deps.clock.now());
       // A Grace window ending changes a status by time alone: evaluate again then (+1 s: past its second).
@@ -255,8 +256,7 @@ export class RollupWriter {
       if (this.current === undefined) this.current = (await api.getClusterHealth()) ?? null;
       const object = this.current ?? undefined;
       const nowMs = clock.now();
-      const elapsed = this.deps.elapsedMs ?? (() => performance.now());
-      const started = elapsed();
+      const started = this.elapsedMs();
       const result = evaluateRollup({
         pairs,
         previous: object?.status?.conditions ?? [],
@@ -266,7 +266,7 @@ export class RollupWriter {
         workerless: this.shoot.workerless,
         nowMs,
       });
-      const evaluatedMs = elapsed() - started;
+      const evaluatedMs = this.elapsedMs() - started;
       this.costMs += evaluatedMs;
       metrics.rollupDuration.observe(evaluatedMs / 1000);
       this.reportDropped(result.droppedTypes, result.droppedExtensions);
