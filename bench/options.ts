@@ -173,9 +173,15 @@ function controllerOnlySizes(raw: string | undefined, smoke: boolean, problems: 
 /** The settings a run records with its results (what its figures depend on besides the scale). */
 export function settingsOf(
   opts: Options,
-  recorded: { controllerEnv: Record<string, string>; fleetStartWrites: Record<string, number> },
+  recorded: {
+    controllerEnv: Record<string, string>;
+    fleetStartWrites: Record<string, number>;
+    plane?: { version: string };
+  },
 ): Record<string, unknown> {
   return {
+    // The control plane's Kubernetes version (NODECARE_KUBE_DIR builds another, docs/benchmark.md).
+    kubernetes: recorded.plane?.version ?? 'not started',
     apiserverFlags: SCALE_FLAGS,
     changeRatePerSecond: opts.changeRate,
     iterations: opts.iterations,

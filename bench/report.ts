@@ -61,7 +61,7 @@ export function renderTable(results: Results): string {
     `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   return [
     `nodecare benchmark, ${scale} (nodes × extensions), ${results.startedAt}`,
-    `machine: ${results.machine}`,
+    `machine: ${results.machine}; Kubernetes ${String(results.settings.kubernetes ?? 'unknown')}`,
     '',
     line(header),
     `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,

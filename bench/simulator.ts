@@ -9,6 +9,14 @@ import type { FleetCommand, FleetEvent, FleetInit, SimState } from './fleet.ts';
 
 /** Nodes per simulator process when --fleet-processes is not given. */
 export const NODES_PER_FLEET_PROCESS = 1000;
+/** How often the fleet start says how far it got. */
+const FLEET_PROGRESS_MS = 30_000;
+/**
+ * Fewer than this fraction of the leases created in FLEET_STALL_MS: the fleet start has stalled (the renewals of
+ * the agents already started take all the API server gives).
+ */
+const FLEET_STALL_MS = 120_000;
+const FLEET_STALL_FRACTION = 0.01;
 /** API connections of the whole simulator, shared out between its processes (at least 8 each). */
 const FLEET_CONNECTIONS = 64;
 
@@ -87,7 +95,10 @@ export class Simulator {
   /** Node name → the process simulating it. */
   private readonly owner = new Map<string, FleetProcess>();
 
+  private readonly say: (line: string) => void;
+
   constructor(count: number, say: (line: string) => void) {
+    this.say = say;
     this.processes = Array.from(
       { length: count },
       (_, i) => new FleetProcess(`fleet simulator ${i + 1}/${count}`, say),
@@ -101,9 +112,55 @@ export class Simulator {
   /**
    * Deals the nodes out round-robin (so each process gets as many of the bootstrapping cohort as of the
    * rest) and resolves once every process has written all its leases: the lease count and the slowest
-   * process's time.
+   * process's time. Says how far it got every FLEET_PROGRESS_MS, and fails when no lease was created for
+   * FLEET_STALL_MS: the API server then takes no more than the renewals of the agents already started, and
+   * waiting longer changes nothing.
    */
   async start(init: SimulatorInit, timeoutMs: number): Promise<{ leases: number; elapsedMs: number }> {
+    const expected = init.nodes.length * (init.extensions.length + 1);
+    const t0 = performance.now();
+    const seen: Array<{ atMs: number; created: number }> = [{ atMs: t0, created: 0 }];
+    let lastWrites = 0;
+    let watching: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      watching = setInterval(() => {
+        void this.stats(10_000).then(
+          (writes) => {
+            const created = writes.create_ok ?? 0;
+            const all = Object.values(writes).reduce((a, b) => a + b, 0);
+            const failed = Object.entries(writes).filter(([k]) => !k.endsWith('_ok'));
+            this.say(
+              `fleet start: ${created} of ${expected} leases created, ${Math.round(((all - lastWrites) * 1000) / FLEET_PROGRESS_MS)} writes/s${failed.length ? `; failed: ${failed.map(([k, v]) => `${k} ${v}`).join(', ')}` : ''}`,
+            );
+            lastWrites = all;
+            const now = performance.now();
+            seen.push({ atMs: now, created });
+            const before = seen.findLast((s) => now - s.atMs >= FLEET_STALL_MS);
+            if (before && created - before.created < FLEET_STALL_FRACTION * expected)
+              reject(
+                new Error(
+                  `the fleet start stalled: ${created} of ${expected} leases created, ${created - before.created} in the last ${Math.round((now - before.atMs) / 1000)} s. ` +
+                    'The API server takes no more writes than the renewals of the agents already started: ' +
+                    'this machine serves fewer nodes than --nodes (the control plane is the pinned version; ' +
+                    'docs/benchmark.md says how to run another)',
+                ),
+              );
+          },
+          () => undefined,
+        );
+      }, FLEET_PROGRESS_MS);
+    });
+    try {
+      return await Promise.race([this.startAll(init, timeoutMs), stalled]);
+    } finally {
+      clearInterval(watching);
+    }
+  }
+
+  private async startAll(
+    init: SimulatorInit,
+    timeoutMs: number,
+  ): Promise<{ leases: number; elapsedMs: number }> {
     const P = this.processes.length;
     const shares = this.processes.map((): SimulatorInit['nodes'] => []);
     for (const [i, node] of init.nodes.entries()) {

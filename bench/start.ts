@@ -20,6 +20,7 @@ import { measureChangeLatency } from './phases/changes.ts';
 import { converge } from './phases/convergence.ts';
 import { measureFailover } from './phases/failover.ts';
 import { measurePodSource } from './phases/pod-source.ts';
+import { measureRestart } from './phases/restart.ts';
 import { rollupRow } from './phases/rollup.ts';
 import { setUp } from './phases/setup.ts';
 import { measureQuietWindow } from './phases/steady.ts';
@@ -38,7 +39,8 @@ async function run(opts: Options): Promise<Results> {
     await measureChangeLatency(run, cluster, leader);
     const measured = await measureQuietWindow(run, cluster, leader);
     await measureAgentLoss(run, cluster, measured);
-    await measureFailover(run, cluster, leader);
+    const leading = await measureFailover(run, cluster, leader);
+    await measureRestart(run, cluster, leader, leading);
     await measurePodSource(run, cluster);
   } catch (err) {
     // A phase that fails stops the run, and what was measured until then is still reported and recorded.

@@ -1,5 +1,5 @@
 // P7: the leader is killed (SIGKILL) and then stopped (SIGTERM) with a standby running: how long until the
-// standby writes a node change made at that moment.
+// standby writes a node change made at that moment. Returns the controller leading at the end.
 import { leaderOf, load1, over, ready, say } from '../common.ts';
 import { startBinary, type Program } from '../procs.ts';
 import { fmtMs } from '../report.ts';
@@ -9,7 +9,7 @@ export async function measureFailover(
   run: BenchRun,
   cluster: BenchCluster,
   leader: BenchLeader,
-): Promise<void> {
+): Promise<Program> {
   const { opts, rows, logDir, programs, controllerEnv } = run;
   const { client, observer, fleet, others } = cluster;
   const E = opts.extensions;
@@ -72,4 +72,5 @@ export async function measureFailover(
     load: load1(),
     values: { ms: graceful.ms ?? null, leadingMs: graceful.leadingMs ?? null },
   });
+  return graceful.standby;
 }

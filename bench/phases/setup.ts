@@ -88,7 +88,7 @@ export async function setUp(run: BenchRun): Promise<BenchCluster> {
   const started = await fleet.start(init, 30 * 60_000);
   Object.assign(fleetStartWrites, await fleet.stats(60_000));
   say(
-    `fleet wrote ${started.leases} leases in ${fmtMs(started.elapsedMs)} (${JSON.stringify(fleetStartWrites)})`,
+    `fleet created ${fleetStartWrites.create_ok ?? 0} of ${started.leases} leases in ${fmtMs(started.elapsedMs)} (${JSON.stringify(fleetStartWrites)})`,
   );
   return { plane, client, observer, fleet, init, extensions, cohort, others };
 }

@@ -28,8 +28,8 @@ interface ResultsFile {
 
 /**
  * Every row the benchmark reports: P1–P7 (P5, P6 and P7 twice), the two figures without a goal, the node
- * writes refused with 409, the controller's CPU per lease renewal (issue 24) and the agent's API cost with and
- * without the kubelet's Pods API (issue 23).
+ * writes refused with 409, the controller's CPU per lease renewal and its restart (issue 24) and the agent's
+ * API cost with and without the kubelet's Pods API (issue 23).
  */
 const EXPECTED_ROWS = [
   'conv',
@@ -46,6 +46,7 @@ const EXPECTED_ROWS = [
   'P3',
   'P7',
   'P7',
+  'restart',
   'pods-api',
   'rollup',
 ];
@@ -94,6 +95,16 @@ describe('npm run bench -- --smoke', () => {
       // The same row is in the printed table.
       expect(stdout).toContain(row.measure);
     }
+    // The quiet window read the control plane's own CPU (the load its figures were taken under).
+    const p4 = results.rows.find((r) => r.id === 'P4')?.values ?? {};
+    expect(p4.apiserverCores).toBeGreaterThan(0);
+    expect(p4.etcdCores).toBeGreaterThan(0);
+    // The controller started after the leader stopped found every failure written while none ran: each of the
+    // 50 failed nodes tainted, every other node still ready.
+    const restart = results.rows.find((r) => r.id === 'restart')?.values ?? {};
+    expect(restart.changed).toBe(50);
+    expect(restart.notConverged).toBe(0);
+    expect(restart.ms).toBeTypeOf('number');
     // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
     // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
     const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};
