@@ -112,9 +112,9 @@ export class Simulator {
   /**
    * Deals the nodes out round-robin (so each process gets as many of the bootstrapping cohort as of the
    * rest) and resolves once every process has written all its leases: the lease count and the slowest
-   * process's time. Says how far it got every FLEET_PROGRESS_MS, and fails when no lease was created for
-   * FLEET_STALL_MS: the API server then takes no more than the renewals of the agents already started, and
-   * waiting longer changes nothing.
+   * process's time. Says how far it got every FLEET_PROGRESS_MS, and fails when fewer than
+   * FLEET_STALL_FRACTION of the leases were created in FLEET_STALL_MS: the API server then takes no more than
+   * the renewals of the agents already started, and waiting longer changes nothing.
    */
   async start(init: SimulatorInit, timeoutMs: number): Promise<{ leases: number; elapsedMs: number }> {
     const expected = init.nodes.length * (init.extensions.length + 1);
