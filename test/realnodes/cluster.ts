@@ -168,6 +168,9 @@ export async function watchView(
     done = true;
     await sampler;
   }
+  // One more view after `during` ended: the sampler may have slept through the change `during` waited for,
+  // and the last view must be the node as `during` left it.
+  seen.push(viewOf(await getNode(node)));
   return seen;
 }
 
