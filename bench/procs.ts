@@ -115,21 +115,3 @@ export async function procCpuMs(pid: number): Promise<number> {
   // After the command: state(0) ppid(1) ... utime(11) stime(12).
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
 }
-
-/**
- * The control plane's own processes, by what they run (the harness records their pids in `<dir>/pids`): their
- * CPU is the load the benchmark's figures are taken under.
- */
-export async function controlPlanePids(dir: string): Promise<{ apiserver?: number; etcd?: number }> {
-  const pids = (await readFile(join(dir, 'pids'), 'utf8').catch(() => ''))
-    .split('\n')
-    .map(Number)
-    .filter((pid) => Number.isInteger(pid) && pid > 0);
-  const found: { apiserver?: number; etcd?: number } = {};
-  for (const pid of pids) {
-    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (argv[1] === 'kube-apiserver') found.apiserver = pid;
-    else if (/(^|\/)etcd$/.test(argv[0] ?? '')) found.etcd = pid;
-  }
-  return found;
-}

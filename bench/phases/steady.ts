@@ -3,7 +3,7 @@
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { createNode, fmtMiB1, load1, over, ready, say, sleep, type CreatedNode } from '../common.ts';
 import { RSS_SAMPLE_MS } from '../options.ts';
-import { controlPlanePids, procCpuMs, procMemory, startBinary, type Program } from '../procs.ts';
+import { procCpuMs, procMemory, startBinary, type Program } from '../procs.ts';
 import { fmtMiB } from '../report.ts';
 import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
@@ -42,7 +42,7 @@ export async function measureQuietWindow(
   const fleetCpu0 = await Promise.all(fleet.pids.map(procCpuMs));
   const controllerCpu0 = await procCpuMs(controllerPid);
   // The control plane's CPU over the same window: the load every figure of this run is taken under.
-  const cp = await controlPlanePids(plane.dir);
+  const cp = plane.pids();
   const cpCpu = async (pid: number | undefined): Promise<number> => (pid ? procCpuMs(pid) : NaN);
   const apiserverCpu0 = await cpCpu(cp.apiserver);
   const etcdCpu0 = await cpCpu(cp.etcd);
@@ -60,7 +60,8 @@ export async function measureQuietWindow(
   const cpu1 = await procCpuMs(agentPid);
   const fleetCpu1 = await Promise.all(fleet.pids.map(procCpuMs));
   const controllerMillicores = ((await procCpuMs(controllerPid)) - controllerCpu0) / windowS;
-  const apiserverCores = ((await cpCpu(cp.apiserver)) - apiserverCpu0) / 1000 / windowS;
+  const apiserverCpuMs = (await cpCpu(cp.apiserver)) - apiserverCpu0;
+  const apiserverCores = apiserverCpuMs / 1000 / windowS;
   const etcdCores = ((await cpCpu(cp.etcd)) - etcdCpu0) / 1000 / windowS;
   const w1 = observer.writeCount();
   const reconciles1 = await reconcileCounts(leader.metricsPort);
@@ -79,7 +80,7 @@ export async function measureQuietWindow(
     N * windowS * (4 / init.heartbeatDurationSeconds + E / init.extensionRenewSeconds);
   const fleetCores = fleetCpu1.map((c, i) => (c - (fleetCpu0[i] ?? 0)) / 1000 / windowS);
   // The API server's CPU per write it took in the window (nearly all lease renewals): what one write costs it.
-  const apiserverMsPerWrite = (apiserverCores * 1000 * windowS) / Math.max(1, writes);
+  const apiserverMsPerWrite = apiserverCpuMs / Math.max(1, writes);
   say(
     `quiet window: ${w1.leases - w0.leases} lease writes (the fleet's cadence asks for about ${Math.round(fleetLeaseWritesExpected)}); fleet processes' CPU ${fleetCores.map((c) => c.toFixed(2)).join(', ')} cores; kube-apiserver ${apiserverCores.toFixed(2)} cores (${apiserverMsPerWrite.toFixed(2)} ms per write), etcd ${etcdCores.toFixed(2)} cores`,
   );

@@ -96,6 +96,8 @@ export interface ControlPlane {
   realNodes?: RealNodesPki;
   /** Runs the bundled kubectl against this control plane. */
   kubectl(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** The process ids of etcd and kube-apiserver as they run now (the benchmark reads their CPU). */
+  pids(): { etcd?: number; apiserver?: number };
   /** Stops kube-apiserver (SIGTERM, then SIGKILL) and starts it again on the same port. */
   restartApiServer(downMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -362,6 +364,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     auditLogPath,
     realNodes: pkiHandle,
     kubectl: (args, input) => runKubectl(kubeBin, kubeconfigPath, args, input),
+    pids: () => ({ etcd: etcd.process?.pid, apiserver: apiserver.process?.pid }),
     async restartApiServer(downMs = 0) {
       await stopComponent(apiserver);
       started.splice(started.indexOf(apiserver), 1);
