@@ -113,6 +113,9 @@ export async function createNode(client: KubeClient, name: string): Promise<Crea
 export const ready = (n: SeenNode): boolean =>
   n.label === 'healthy' && !n.bootstrapTaint && !n.runtimeTaint && n.condition === 'True';
 export const bootstrapping = (n: SeenNode): boolean => n.bootstrapTaint && n.label === 'progressing';
+/** A ready node one of whose extensions failed: runtime taint, `False`, `unhealthy`. */
+export const failedNode = (n: SeenNode): boolean =>
+  n.runtimeTaint && n.condition === 'False' && n.label === 'unhealthy' && !n.bootstrapTaint;
 
 /** Latency of `samples` changes fired at `rate` per second: lease written (observed) → node state observed. */
 export async function measureChanges(

@@ -13,6 +13,9 @@
 //              re-armed from a renewed lease without deciding (docs/adr/0009)
 //   changes    one extension of `samples` nodes fails, then recovers, at --change-rate: latency from the
 //              lease change streamed to the node write that answers it, and CPU per change above renewals
+//   restart    P8: the controller stops (SIGTERM); while none runs, one extension of `samples` ready nodes
+//              fails; a new controller starts: its start → every node's taints, label and condition match
+//              again, when its caches synced, and its CPU until then
 //
 // Then a least-squares line through the sizes for memory and convergence, with R², and the floor Node.js
 // itself sets: the RSS of an empty Node.js process with the controller's V8 flags.
@@ -66,6 +69,13 @@ export interface SizeResult {
   /** Node writes the sink took (patches of nodes and nodes/status) and those refused with 409. */
   nodeWrites: number;
   conflicts: number;
+  /** P8: a new controller's start → every node converged, with `restartChanged` nodes failed while none ran. */
+  restartMs: number;
+  /** Its start → its log line 'Caches synced' (null when the line was not found). */
+  restartSyncedMs: number | null;
+  /** Its CPU until it converged. */
+  restartCpuMs: number;
+  restartChanged: number;
   requests: Record<string, number>;
   unserved: Record<string, number>;
   load: number;
@@ -224,16 +234,17 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
     const converged = sink.next('converged', 10 * 60_000 + nodes * 20);
     say(`${nodes} × ${E}: ${listed} leases; starting the controller; waiting for every node to converge`);
     const t0 = Date.now();
+    const controllerArgs = (): string[] => [
+      `--kubeconfig=${kubeconfig}`,
+      '--identity=bench-controller-only',
+      `--health-port=${healthPort}`,
+      '--leader-elect=false',
+      ...(opts.controllerWorkers === undefined ? [] : [`--workers=${opts.controllerWorkers}`]),
+    ];
     controller = startBinary(
       `controller-only-${nodes}`,
       'controller',
-      [
-        `--kubeconfig=${kubeconfig}`,
-        '--identity=bench-controller-only',
-        `--health-port=${healthPort}`,
-        '--leader-elect=false',
-        ...(opts.controllerWorkers === undefined ? [] : [`--workers=${opts.controllerWorkers}`]),
-      ],
+      controllerArgs(),
       logDir,
       controllerEnv(),
     );
@@ -296,6 +307,37 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
     const changeCount = result.failLatencies.length + result.recoverLatencies.length;
     const s2 = await sink.stats();
     const nodeWrite = (k: string): boolean => k === 'patch nodes' || k === 'patch nodes/status';
+
+    // P8, the restart: this controller stops (SIGTERM); while none runs, `samples` nodes fail; a new one starts.
+    await controller.stop(10_000);
+    const failedWhileDown = sink.next('restart', 60_000);
+    sink.send({ cmd: 'restart', count: samples });
+    const { changed: restartChanged } = await failedWhileDown;
+    const reconverged = sink.next('converged', 10 * 60_000 + nodes * 20);
+    const restartedAt = Date.now();
+    controller = startBinary(
+      `controller-only-${nodes}-restart`,
+      'controller',
+      controllerArgs(),
+      logDir,
+      controllerEnv(),
+    );
+    const restarted = controller;
+    const { atEpochMs: reconvergedAt } = await Promise.race([
+      reconverged,
+      restarted.exited.then((code) => {
+        throw new Error(
+          `the restarted controller exited (${code}) before converging (see ${restarted.logPath})`,
+        );
+      }),
+    ]);
+    const restartMs = reconvergedAt - restartedAt;
+    const restartCpuMs = await procCpuMs(restarted.child.pid ?? 0);
+    const synced = await restarted.waitForLog('Caches synced', 1_000).catch(() => undefined);
+    const restartSyncedMs = synced ? Date.parse(String(synced.time)) - restartedAt : null;
+    say(
+      `${nodes} × ${E}: restart with ${restartChanged} nodes failed while none ran: converged in ${fmtMs(restartMs)} (caches synced after ${fmtMs(restartSyncedMs)}), ${fmtMs(restartCpuMs)} of controller CPU`,
+    );
     return {
       nodes,
       extensions: E,
@@ -319,6 +361,10 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       missed: result.missed,
       nodeWrites: sum(s2.requests, nodeWrite),
       conflicts: sum(s2.conflicts, (k) => k === 'nodes' || k === 'nodes/status'),
+      restartMs,
+      restartSyncedMs,
+      restartCpuMs,
+      restartChanged,
       requests: s2.requests,
       unserved: s2.unserved,
       load: load1(),
@@ -352,6 +398,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     'CPU/change',
     'fail p50 / p99',
     'node writes (409)',
+    'restart (synced)',
     'load',
   ];
   const body = results.sizes.map((s) => [
@@ -368,6 +415,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     `${s.cpuPerChangeMs.toFixed(2)} ms`,
     `${fmtMs(s.failP50Ms)} / ${fmtMs(s.failP99Ms)}${s.missed ? `, ${s.missed} missed` : ''}`,
     `${s.nodeWrites} (${s.conflicts})`,
+    `${fmtMs(s.restartMs)} (${fmtMs(s.restartSyncedMs)})`,
     s.load.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));

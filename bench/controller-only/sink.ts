@@ -28,7 +28,7 @@ import {
   buildLease,
 } from '../../api/index.ts';
 import { requestKind } from '../../lib/kube/paths.ts';
-import { bootstrapping, extensionSpecs, nodeBody, ready } from '../common.ts';
+import { bootstrapping, extensionSpecs, failedNode, nodeBody, ready } from '../common.ts';
 import type { SimState } from '../fleet.ts';
 import { toSeenNode, type RawNode, type SeenNode } from '../observer.ts';
 
@@ -54,6 +54,7 @@ export type SinkCommand =
   | SinkInit
   | { cmd: 'renewals'; on: boolean }
   | { cmd: 'changes'; count: number; ratePerSecond: number; timeoutMs: number }
+  | { cmd: 'restart'; count: number }
   | { cmd: 'stats' }
   | { cmd: 'stop' };
 
@@ -80,6 +81,7 @@ export type SinkEvent =
   | { evt: 'ready'; port: number; listed: number }
   | { evt: 'converged'; atEpochMs: number }
   | { evt: 'changes'; result: ChangeResult }
+  | { evt: 'restart'; changed: number }
   | { evt: 'stats'; stats: SinkStats }
   | { evt: 'error'; message: string };
 
@@ -365,6 +367,29 @@ export class Sink {
     }
     await Promise.all(pending);
     return { failLatencies, recoverLatencies, missed };
+  }
+
+  /**
+   * The restart case (P8), while no controller runs: one extension of `count` ready nodes fails, spread over
+   * the extensions (`i % E`, so the breaker stays closed) and over the fleet. Those nodes are now expected
+   * tainted, False and unhealthy, every other node as before; convergence is judged again from the nodes as
+   * they are, and `onConverged` fires once more when every node matches.
+   */
+  restart(count: number): number {
+    const candidates = this.nodeNames.slice(this.init.cohort);
+    const step = Math.max(1, Math.floor(candidates.length / count));
+    const picked = Array.from({ length: Math.min(count, candidates.length) }, (_, i) => i * step);
+    for (const [i, k] of picked.entries()) {
+      const node = this.init.cohort + k;
+      this.setLeaseState(node, i % this.init.extensions, 'Unhealthy');
+      this.expected.set(this.nodeNames[node]!, failedNode);
+    }
+    this.matching.clear();
+    for (const [name, expected] of this.expected) {
+      if (expected(toSeenNode(this.nodes.items.get(name) as RawNode))) this.matching.add(name);
+    }
+    this.convergedAt = undefined;
+    return picked.length;
   }
 
   stop(): void {
@@ -776,6 +801,9 @@ if (
               evt: 'changes',
               result: await sink.changes(cmd.count, cmd.ratePerSecond, cmd.timeoutMs),
             });
+          break;
+        case 'restart':
+          if (sink) reply({ evt: 'restart', changed: sink.restart(cmd.count) });
           break;
         case 'stats':
           if (sink) reply({ evt: 'stats', stats: sink.snapshotStats() });

@@ -6,7 +6,7 @@
 // fleet no controller ever converged (the `conv` row) writes every node twice; this one writes only the
 // changed nodes, and the rest of its time is listing and deciding the fleet.
 import { extensionLeaseName } from '../../api/index.ts';
-import { load1, over, ready, say } from '../common.ts';
+import { failedNode, load1, over, ready, say } from '../common.ts';
 import type { SeenNode } from '../observer.ts';
 import { startBinary, type Program } from '../procs.ts';
 import { fmtMs } from '../report.ts';
@@ -14,9 +14,6 @@ import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
 /** The goal of issue 24 item 2: convergence after a controller start. */
 export const RESTART_GOAL_MS = 10_000;
-
-const failed = (n: SeenNode): boolean =>
-  n.runtimeTaint && n.condition === 'False' && n.label === 'unhealthy' && !n.bootstrapTaint;
 
 export async function measureRestart(
   run: BenchRun,
@@ -43,7 +40,7 @@ export async function measureRestart(
 
   const expected = new Map<string, (n: SeenNode) => boolean>();
   for (const n of [...cohort, ...others]) expected.set(n.name, ready);
-  for (const n of changed) expected.set(n.name, failed);
+  for (const n of changed) expected.set(n.name, failedNode);
   const t0 = performance.now();
   const startedAtMs = Date.now();
   const restarted = startBinary(

@@ -138,6 +138,10 @@ describe('npm run bench -- --smoke', () => {
         // At least the first pass's label and condition for every node, and nothing else wrote the nodes.
         expect(size.nodeWrites).toBeGreaterThanOrEqual(2 * size.nodes);
         expect(size.conflicts).toBeLessThanOrEqual(size.nodeWrites / 100);
+        // The restart (P8): the nodes that failed while no controller ran were found and written.
+        expect(size.restartChanged).toBe(20);
+        expect(size.restartMs).toBeGreaterThan(0);
+        expect(size.restartSyncedMs).toBeGreaterThan(0);
         // Only the optional APIs the controller checks for and turns off (DRA, admission policies) went unserved.
         for (const path of Object.keys(size.unserved))
           expect(path).toMatch(/^GET \/apis\/(resource\.k8s\.io|admissionregistration\.k8s\.io)\/v1$/);
