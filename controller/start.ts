@@ -2,8 +2,8 @@
 
 // First: V8's heap settings, before anything else loads (docs/adr/0007).
 import './runtime-flags.ts';
-import { Registry } from 'prom-client';
 import { systemClock } from '../lib/clock.ts';
+import { Registry } from '../lib/prom.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import { loadConnection } from '../lib/kube/config.ts';
 import { createLogger } from '../lib/log.ts';
