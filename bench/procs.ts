@@ -4,7 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -114,4 +114,28 @@ export async function procCpuMs(pid: number): Promise<number> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command: state(0) ppid(1) ... utime(11) stime(12).
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+}
+
+/**
+ * CPU time (user + system, ms) of the process's threads by what they do: Node.js's main thread (the event loop),
+ * V8's worker threads (concurrent and parallel garbage collection, background compilation) and the rest
+ * (libuv's thread pool, signal and inspector threads). Read from /proc/<pid>/task/<tid>: the thread names
+ * Node.js gives them.
+ */
+export async function procThreadCpuMs(pid: number): Promise<{ main: number; v8: number; other: number }> {
+  const split = { main: 0, v8: 0, other: 0 };
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const [comm, stat] = await Promise.all([
+      readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8').catch(() => ''),
+      readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => ''),
+    ]);
+    if (stat === '') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+    const name = comm.trim();
+    if (tid === String(pid)) split.main += ms;
+    else if (name.startsWith('V8Worker')) split.v8 += ms;
+    else split.other += ms;
+  }
+  return split;
 }

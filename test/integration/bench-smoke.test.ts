@@ -99,6 +99,13 @@ describe('npm run bench -- --smoke', () => {
     const p4 = results.rows.find((r) => r.id === 'P4')?.values ?? {};
     expect(p4.apiserverCores).toBeGreaterThan(0);
     expect(p4.etcdCores).toBeGreaterThan(0);
+    // The controller's CPU there, split by thread: its event loop ran, and the parts are within the whole (each
+    // thread's reading is rounded to a 10 ms tick: up to ~8 mCPU over the 10 s window).
+    const cpu = results.rows.find((r) => r.id === 'renewal-cpu')?.values ?? {};
+    expect(cpu.mainThreadMillicores).toBeGreaterThan(0);
+    const parts =
+      Number(cpu.mainThreadMillicores) + Number(cpu.v8WorkerMillicores) + Number(cpu.otherThreadMillicores);
+    expect(parts).toBeLessThanOrEqual(Number(cpu.controllerMillicores) + 10);
     // The controller started after the leader stopped found every failure written while none ran: each of the
     // 50 failed nodes tainted, every other node still ready.
     const restart = results.rows.find((r) => r.id === 'restart')?.values ?? {};
