@@ -108,12 +108,16 @@ export async function procMemory(pid: number): Promise<ProcMemory> {
   return { rssBytes: kb('VmRSS'), peakRssBytes: kb('VmHWM') };
 }
 
-/** CPU time (user + system) the process has used, in ms. */
-export async function procCpuMs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+/** CPU time (user + system, ms) of a `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat` line. */
+function statCpuMs(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command: state(0) ppid(1) ... utime(11) stime(12).
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+}
+
+/** CPU time (user + system) the process has used, in ms. */
+export async function procCpuMs(pid: number): Promise<number> {
+  return statCpuMs(await readFile(`/proc/${pid}/stat`, 'utf8'));
 }
 
 /**
@@ -130,12 +134,32 @@ export async function procThreadCpuMs(pid: number): Promise<{ main: number; v8: 
       readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => ''),
     ]);
     if (stat === '') continue;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+    const ms = statCpuMs(stat);
     const name = comm.trim();
     if (tid === String(pid)) split.main += ms;
     else if (name.startsWith('V8Worker')) split.v8 += ms;
     else split.other += ms;
   }
   return split;
+}
+
+/** ms from `sinceEpochMs` to the time of `program`'s log line `msg` (waiting up to `timeoutMs`); undefined if none. */
+export async function loggedAfterMs(
+  program: Program,
+  msg: string,
+  sinceEpochMs: number,
+  timeoutMs = 1_000,
+): Promise<number | undefined> {
+  const line = await program.waitForLog(msg, timeoutMs).catch(() => undefined);
+  return line ? Date.parse(String(line.time)) - sinceEpochMs : undefined;
+}
+
+/** `promise`, or an error naming `what` if `program` exits first. */
+export function unlessExited<T>(promise: Promise<T>, program: Program, what: string): Promise<T> {
+  return Promise.race([
+    promise,
+    program.exited.then((code): never => {
+      throw new Error(`${program.name} exited (${code}) before ${what} (see ${program.logPath})`);
+    }),
+  ]);
 }

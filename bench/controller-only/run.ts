@@ -30,7 +30,7 @@ import { build, load1, say, sleep } from '../common.ts';
 import { freePorts } from '../../test/controlplane/controlplane.ts';
 import type { Options } from '../options.ts';
 import { reconcileCounts } from '../phases/steady.ts';
-import { procCpuMs, procMemory, startBinary, type Program } from '../procs.ts';
+import { loggedAfterMs, procCpuMs, procMemory, startBinary, unlessExited, type Program } from '../procs.ts';
 import { fmtMs, percentile } from '../report.ts';
 import type { ChangeResult, SinkCommand, SinkEvent, SinkInit, SinkStats } from './sink.ts';
 
@@ -252,12 +252,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
     let convergedMs: number | null = null;
     let cpuToConvergeMs = 0;
     try {
-      const { atEpochMs } = await Promise.race([
-        converged,
-        controller.exited.then((code) => {
-          throw new Error(`the controller exited (${code}) before converging (see ${controller?.logPath})`);
-        }),
-      ]);
+      const { atEpochMs } = await unlessExited(converged, controller, 'converging');
       convergedMs = atEpochMs - t0;
       cpuToConvergeMs = await procCpuMs(pid);
       say(`${nodes} × ${E}: converged in ${fmtMs(convergedMs)}, ${fmtMs(cpuToConvergeMs)} of controller CPU`);
@@ -322,19 +317,10 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       logDir,
       controllerEnv(),
     );
-    const restarted = controller;
-    const { atEpochMs: reconvergedAt } = await Promise.race([
-      reconverged,
-      restarted.exited.then((code) => {
-        throw new Error(
-          `the restarted controller exited (${code}) before converging (see ${restarted.logPath})`,
-        );
-      }),
-    ]);
+    const { atEpochMs: reconvergedAt } = await unlessExited(reconverged, controller, 'converging');
     const restartMs = reconvergedAt - restartedAt;
-    const restartCpuMs = await procCpuMs(restarted.child.pid ?? 0);
-    const synced = await restarted.waitForLog('Caches synced', 1_000).catch(() => undefined);
-    const restartSyncedMs = synced ? Date.parse(String(synced.time)) - restartedAt : null;
+    const restartCpuMs = await procCpuMs(controller.child.pid ?? 0);
+    const restartSyncedMs = (await loggedAfterMs(controller, 'Caches synced', restartedAt)) ?? null;
     say(
       `${nodes} × ${E}: restart with ${restartChanged} nodes failed while none ran: converged in ${fmtMs(restartMs)} (caches synced after ${fmtMs(restartSyncedMs)}), ${fmtMs(restartCpuMs)} of controller CPU`,
     );

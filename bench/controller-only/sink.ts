@@ -332,12 +332,7 @@ export class Sink {
    * taint) and recovers as soon as it has it (the taint must go).
    */
   async changes(count: number, ratePerSecond: number, timeoutMs: number): Promise<ChangeResult> {
-    const candidates = this.nodeNames.slice(this.init.cohort);
-    const step = Math.max(1, Math.floor(candidates.length / count));
-    const picked = Array.from(
-      { length: Math.min(count, candidates.length) },
-      (_, i) => candidates[i * step]!,
-    );
+    const picked = this.spreadReadyNodes(count);
     let missed = 0;
     const failLatencies: number[] = [];
     const recoverLatencies: number[] = [];
@@ -360,10 +355,10 @@ export class Sink {
     };
     const pending: Promise<void>[] = [];
     const t0 = performance.now();
-    for (const [i, name] of picked.entries()) {
+    for (const [i, node] of picked.entries()) {
       const wait = t0 + (i * 1000) / ratePerSecond - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(change(this.nodeNames.indexOf(name), name));
+      pending.push(change(node, this.nodeNames[node]!));
     }
     await Promise.all(pending);
     return { failLatencies, recoverLatencies, missed };
@@ -376,11 +371,8 @@ export class Sink {
    * they are, and `onConverged` fires once more when every node matches.
    */
   restart(count: number): number {
-    const candidates = this.nodeNames.slice(this.init.cohort);
-    const step = Math.max(1, Math.floor(candidates.length / count));
-    const picked = Array.from({ length: Math.min(count, candidates.length) }, (_, i) => i * step);
-    for (const [i, k] of picked.entries()) {
-      const node = this.init.cohort + k;
+    const picked = this.spreadReadyNodes(count);
+    for (const [i, node] of picked.entries()) {
       this.setLeaseState(node, i % this.init.extensions, 'Unhealthy');
       this.expected.set(this.nodeNames[node]!, failedNode);
     }
@@ -390,6 +382,14 @@ export class Sink {
     }
     this.convergedAt = undefined;
     return picked.length;
+  }
+
+  /** Indexes of `count` nodes past the bootstrapping cohort, spread evenly over the fleet. */
+  private spreadReadyNodes(count: number): number[] {
+    const { cohort } = this.init;
+    const ready = this.nodeNames.length - cohort;
+    const step = Math.max(1, Math.floor(ready / count));
+    return Array.from({ length: Math.min(count, ready) }, (_, i) => cohort + i * step);
   }
 
   stop(): void {

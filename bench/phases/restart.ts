@@ -8,7 +8,7 @@
 import { extensionLeaseName } from '../../api/index.ts';
 import { failedNode, load1, over, ready, say } from '../common.ts';
 import type { SeenNode } from '../observer.ts';
-import { startBinary, type Program } from '../procs.ts';
+import { loggedAfterMs, startBinary, type Program } from '../procs.ts';
 import { fmtMs } from '../report.ts';
 import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
@@ -53,12 +53,8 @@ export async function measureRestart(
   programs.push(restarted);
   const convergence = await observer.converged(expected, 120_000 + opts.nodes * 20);
   const ms = convergence.atMs === undefined ? undefined : convergence.atMs - t0;
-  const logged = async (msg: string): Promise<number | undefined> => {
-    const line = await restarted.waitForLog(msg, 1_000).catch(() => undefined);
-    return line ? Date.parse(String(line.time)) - startedAtMs : undefined;
-  };
-  const syncedMs = await logged('Caches synced');
-  const leadingMs = await logged('Reconciling as leader');
+  const syncedMs = await loggedAfterMs(restarted, 'Caches synced', startedAtMs);
+  const leadingMs = await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs);
   rows.push({
     id: 'restart',
     measure: `controller restart → every node converged (${S} nodes failed while none ran)`,
