@@ -60,16 +60,16 @@ export const AGENT_OPTIONS = {
   },
   'heartbeat-duration-seconds': {
     type: 'integer',
-    description: 'Duration of the agent heartbeat lease; it is renewed every quarter of it (kubelet: 40).',
-    default: 40,
+    description: 'Duration of the agent heartbeat lease; it is renewed every third of it.',
+    default: 60,
     min: 8,
     max: MAX_RENEW_SECONDS,
   },
   'extension-renew-seconds': {
     type: 'integer',
     description:
-      'Renewal interval of unchanged extension leases (changes are written at once); their duration is 3x this.',
-    default: 120,
+      'Renewal interval of unchanged extension leases (a change of state is written at once, of the message alone within 120 s); their duration is 3x this.',
+    default: 600,
     min: 5,
     max: MAX_RENEW_SECONDS,
   },

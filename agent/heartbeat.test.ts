@@ -1,4 +1,4 @@
-// The heartbeat with a fake clock and a recording writer: written at once, then a quarter duration apart
+// The heartbeat with a fake clock and a recording writer: written at once, then a third of its duration apart
 // within the jitter, nothing while the Node is unknown, rewritten at once on request, nothing after stop.
 
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ function setup(random = 0.5) {
   const heartbeat = new Heartbeat({
     clock,
     random: () => random,
-    durationSeconds: 40,
+    durationSeconds: 60,
     target: () => target,
     writer: { write: async (lease) => void written.push(lease) },
   });
@@ -24,24 +24,24 @@ function setup(random = 0.5) {
 }
 
 describe('Heartbeat', () => {
-  it('writes the agent lease (no extension, this boot, its duration) at once and every quarter duration', async () => {
+  it('writes the agent lease (no extension, this boot, its duration) at once and every third of its duration', async () => {
     const { clock, heartbeat, written } = setup();
     expect(heartbeat.started).toBe(false);
     heartbeat.now();
     await Promise.resolve();
     expect(heartbeat.started).toBe(true);
     expect(written).toHaveLength(1);
-    expect(written[0]).toMatchObject({ extension: undefined, bootId: 'b', leaseDurationSeconds: 40 });
+    expect(written[0]).toMatchObject({ extension: undefined, bootId: 'b', leaseDurationSeconds: 60 });
     expect(heartbeat.lastOkMs).toBe(clock.now());
-    await clock.advance(9_999);
+    await clock.advance(19_999);
     expect(written).toHaveLength(1);
     await clock.advance(1);
     expect(written).toHaveLength(2);
   });
 
   it.each([
-    [0, 9_600],
-    [1, 10_400],
+    [0, 19_200],
+    [1, 20_800],
   ])('with random() = %s the next one comes after %s ms (±4%%)', async (random, delayMs) => {
     const { clock, heartbeat, written } = setup(random);
     heartbeat.now();

@@ -1,4 +1,4 @@
-// The agent's own heartbeat Lease: written a quarter of its duration apart, with jitter, so the controller can
+// The agent's own heartbeat Lease: written a third of its duration apart, with jitter, so the controller can
 // tell "the extension fails" from "the agent is gone". A heartbeat of an earlier boot or Node object counts as
 // absent, so the supervisor has it rewritten at once (`now`).
 
@@ -7,6 +7,13 @@ import type { LeaseWriter } from './leases/writer.ts';
 import type { LeaseTarget } from './runner.ts';
 
 const HEARTBEAT_JITTER = 0.04;
+
+/**
+ * Heartbeat writes per lease duration: a write that fails (its deadline, then retries with backoff) still has
+ * two more intervals before the lease expires. The kubelet writes its node lease four times per 40 s; three
+ * per 60 s halves the writes for a third more time to notice a gone agent (docs/adr/0010).
+ */
+export const HEARTBEAT_RENEWALS_PER_DURATION = 3;
 
 export interface HeartbeatDeps {
   clock: Clock;
@@ -57,7 +64,7 @@ export class Heartbeat {
           if (!this.stopped) this.lastOk = clock.now();
         });
     }
-    const intervalMs = (durationSeconds * 1000) / 4;
+    const intervalMs = (durationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION;
     const jittered = intervalMs * (1 - HEARTBEAT_JITTER + 2 * HEARTBEAT_JITTER * random());
     this.timer = clock.setTimer(jittered, () => this.now());
   }

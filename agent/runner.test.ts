@@ -17,7 +17,8 @@ import { FakeLeaseStore } from '../lib/kube/testing.ts';
 import { LeaseWriter } from './leases/writer.ts';
 import { AgentMetrics } from './metrics.ts';
 import type { ProbeContext, ProbeResult } from './probes/types.ts';
-import { ExtensionRunner, type RunnerDeps } from './runner.ts';
+import { HEARTBEAT_RENEWALS_PER_DURATION } from './heartbeat.ts';
+import { ExtensionRunner, MESSAGE_REFRESH_MS, type RunnerDeps } from './runner.ts';
 
 const NODE = { name: 'node-a', uid: 'uid-a' };
 const DEFAULT_RENEW_MS = AGENT_OPTIONS['extension-renew-seconds'].default * 1000;
@@ -168,7 +169,7 @@ describe('ExtensionRunner', () => {
       reason: 'ConnectionRefused',
       message: 'connection refused (127.0.0.1:8080)',
     });
-    // The renewal (due 120 s after the last write) would have come 70 s later.
+    // The renewal (due a renewal interval after the last write) would have come much later.
     expect(h.store.writes[1]!.atMs - h.store.writes[0]!.atMs).toBeLessThan(DEFAULT_RENEW_MS);
 
     result = OK; // recovery is a state change too, written by the probe that sees it (60.5 s)
@@ -184,42 +185,56 @@ describe('ExtensionRunner', () => {
     await h.clock.advance(3_600_000);
     expect(h.probes).toBeGreaterThanOrEqual(360);
     const times = writeTimes(h, t0);
-    // Created Healthy by the first probe, then one renewal per 120 s.
-    expect(times.slice(0, 2)).toEqual([0.5, 120.5]);
+    // Created Healthy by the first probe, then one renewal per interval.
+    const renewS = DEFAULT_RENEW_MS / 1000;
+    expect(times.slice(0, 2)).toEqual([0.5, 0.5 + renewS]);
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
-    for (const gap of gaps) expect(gap).toBe(DEFAULT_RENEW_MS / 1000);
-    expect(times).toHaveLength(1 + 29);
+    for (const gap of gaps) expect(gap).toBe(renewS);
+    expect(times).toHaveLength(1 + Math.floor((3_600 - 0.5) / renewS));
     expect(h.store.writes.every((w) => w.state === 'Healthy')).toBe(true);
   });
 
   it('renews on its own timer when the probe period is longer than the renewal interval', async () => {
     const h = harness(async () => OK);
     const t0 = h.clock.now();
-    const slow = registration({ probe: { tcp: { port: 8080 } }, periodSeconds: 600, startupGraceSeconds: 0 });
+    const slow = registration({
+      probe: { tcp: { port: 8080 } },
+      periodSeconds: 3600,
+      startupGraceSeconds: 0,
+    });
+    expect(slow.valid && slow.spec.periodSeconds * 1000).toBeGreaterThan(DEFAULT_RENEW_MS);
     h.runner('slow', slow);
-    await h.clock.advance(1_800_000);
+    await h.clock.advance(10_800_000);
     const times = writeTimes(h, t0);
     expect(times[0]).toBe(0.5);
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
     // Every renewal comes one interval after the previous write: the lease (3 intervals long) never runs
     // on less than two intervals of margin.
     for (const gap of gaps) expect(gap).toBe(DEFAULT_RENEW_MS / 1000);
-    expect(times.length).toBeGreaterThanOrEqual(1 + 14);
+    expect(times).toHaveLength(1 + Math.floor((10_800 - 0.5) / (DEFAULT_RENEW_MS / 1000)));
   });
 
-  it('does not write a change of message alone before the renewal; the renewal carries the newest message', async () => {
+  it('writes a change of message alone MESSAGE_REFRESH_MS after the last write, with the newest message', async () => {
     let n = 0;
-    const h = harness(async () => ({ ...OK, message: `HTTP 200 in ${++n} ms` }));
+    let chatty = true;
+    const h = harness(async () => ({ ...OK, message: `HTTP 200 in ${chatty ? ++n : n} ms` }));
     const t0 = h.clock.now();
     h.runner('web', WEB);
+    expect(MESSAGE_REFRESH_MS).toBeLessThan(DEFAULT_RENEW_MS);
     await h.clock.advance(119_000); // 12 probes, each with a new message
     expect(h.probes).toBe(12);
     expect(writeTimes(h, t0)).toEqual([0.5]);
     expect(h.store.writes[0]?.message).toBe('HTTP 200 in 1 ms');
 
-    await h.clock.advance(2_000); // the probe at 120.5 s is the first one after the renewal fell due
+    await h.clock.advance(2_000); // the probe at 120.5 s is the first one after the refresh fell due
     expect(writeTimes(h, t0)).toEqual([0.5, 120.5]);
     expect(h.store.writes[1]?.message).toBe('HTTP 200 in 13 ms');
+
+    // The message stays as written: nothing more until the renewal, a whole interval after that write.
+    chatty = false;
+    await h.clock.advance(DEFAULT_RENEW_MS);
+    expect(writeTimes(h, t0)).toEqual([0.5, 120.5, 120.5 + DEFAULT_RENEW_MS / 1000]);
+    expect(h.store.writes[2]?.message).toBe('HTTP 200 in 13 ms');
   });
 
   it('publishes an invalid registration as Unknown / InvalidRegistration at once, never probes it, and keeps renewing it', async () => {
@@ -242,9 +257,10 @@ describe('ExtensionRunner', () => {
     });
     expect(runner.record.state).toBe('Unknown');
 
-    await h.clock.advance(600_000);
+    await h.clock.advance(3 * DEFAULT_RENEW_MS);
     expect(h.probes).toBe(0);
-    expect(writeTimes(h, t0)).toEqual([0, 120, 240, 360, 480, 600]);
+    const renewS = DEFAULT_RENEW_MS / 1000;
+    expect(writeTimes(h, t0)).toEqual([0, renewS, 2 * renewS, 3 * renewS]);
     expect(h.store.writes.every((w) => w.reason === 'InvalidRegistration')).toBe(true);
   });
 
@@ -330,9 +346,10 @@ describe('ExtensionRunner', () => {
     expect(
       h.store.writes.slice(startUpWrites).every((w) => w.op === 'replace' && w.state === 'Healthy'),
     ).toBe(true);
-    // The heartbeat is not part of the runner: runAgent renews it every quarter of its duration (±4 % jitter),
-    // i.e. 40 s / 4 = every 10 s by default, one write each.
-    const heartbeatIntervalSeconds = AGENT_OPTIONS['heartbeat-duration-seconds'].default / 4;
+    // The heartbeat is not part of the runner: runAgent renews it every third of its duration (±4 % jitter),
+    // i.e. 60 s / 3 = every 20 s by default, one write each.
+    const heartbeatIntervalSeconds =
+      AGENT_OPTIONS['heartbeat-duration-seconds'].default / HEARTBEAT_RENEWALS_PER_DURATION;
     const heartbeatPerSecond = 1 / heartbeatIntervalSeconds;
     const extensionPerSecond = extensionWrites / (hourMs / 1000);
     const total = extensionPerSecond + heartbeatPerSecond;
@@ -340,7 +357,7 @@ describe('ExtensionRunner', () => {
       total,
       `extension leases ${extensionWrites} writes/h = ${extensionPerSecond.toFixed(3)}/s + heartbeat 1 per ${heartbeatIntervalSeconds} s = ${heartbeatPerSecond.toFixed(3)}/s`,
     ).toBeLessThanOrEqual(0.2);
-    // 5 leases × one renewal per 120 s (give or take one renewal each at the edges of the hour).
+    // 5 leases × one renewal per interval (give or take one renewal each at the edges of the hour).
     expect(Math.abs(extensionWrites - 5 * (hourMs / DEFAULT_RENEW_MS))).toBeLessThanOrEqual(5);
     expect(h.probes).toBeGreaterThanOrEqual(5 * 390 - 10);
   });

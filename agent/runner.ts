@@ -1,7 +1,7 @@
 // One extension on one node: the probe loop (with jitter), the threshold state machine (state.ts) and the
-// Lease that carries the result. A change of state or reason is written at once; everything else (including
-// a message that changed alone) rides on the renewal cadence, which keeps the write budget (docs/design.md P4) no
-// matter how chatty a probe's messages are.
+// Lease that carries the result. A change of state or reason is written at once; a message that changed alone
+// waits until MESSAGE_REFRESH_MS after the last write, and an unchanged lease is renewed on its own, longer
+// cadence. That keeps the write budget (docs/design.md P4) no matter how chatty a probe's messages are.
 
 import type {
   DesiredLease,
@@ -42,6 +42,12 @@ export interface RunnerDeps {
 }
 
 const JITTER = 0.1;
+
+/**
+ * A message that changed alone (a latency, a device count) is written this long after the last write at the
+ * latest, however long the renewal interval: the renewal keeps the Lease alive, this keeps its words current.
+ */
+export const MESSAGE_REFRESH_MS = 120_000;
 
 export class ExtensionRunner {
   readonly name: string;
@@ -209,7 +215,8 @@ export class ExtensionRunner {
 
   /**
    * Writes the lease when state or reason changed, when the lease's node or boot changed (a lease of an
-   * earlier boot or an earlier Node object holds the node until rewritten), or when the renewal is due.
+   * earlier boot or an earlier Node object holds the node until rewritten), when the message changed and
+   * MESSAGE_REFRESH_MS passed since the last write, or when the renewal is due.
    */
   private publish(): void {
     const record = this.machine.published;
@@ -224,7 +231,11 @@ export class ExtensionRunner {
       last.reason !== record.reason ||
       lastTarget?.bootId !== target.bootId ||
       lastTarget.node.uid !== target.node.uid;
-    if (!urgent && now - this.lastWrittenMs < this.deps.renewIntervalMs) return;
+    const dueAfterMs =
+      last && last.message !== record.message
+        ? Math.min(MESSAGE_REFRESH_MS, this.deps.renewIntervalMs)
+        : this.deps.renewIntervalMs;
+    if (!urgent && now - this.lastWrittenMs < dueAfterMs) return;
     this.lastWrittenMs = now;
     this.lastWrittenRecord = record;
     this.lastWrittenTarget = target;

@@ -1,12 +1,13 @@
 // The benchmark's fleet simulator: many simulated agents in one process (bench/simulator.ts forks several), each
 // writing its heartbeat Lease and one Lease per extension through the agent's real lease code
 // (agent/leases/writer.ts LeaseWriter over lib/kube/leases.ts, api/lease.ts buildLease) at the agent's default
-// cadence: heartbeat every quarter of --heartbeat-duration-seconds (±4 %), unchanged extension leases every
+// cadence: heartbeat every third of --heartbeat-duration-seconds (±4 %), unchanged extension leases every
 // --extension-renew-seconds, state changes at once. The parent tells it which extension changes state.
 
 import { pino } from 'pino';
 import { LEASE_NAMESPACE, type NodeRef, type ProbeStateRecord } from '../api/index.ts';
 import { KubeLeaseStore, namespacedLeases } from '../lib/kube/leases.ts';
+import { HEARTBEAT_RENEWALS_PER_DURATION } from '../agent/heartbeat.ts';
 import { LeaseWriter } from '../agent/leases/writer.ts';
 import { systemClock, type Timer } from '../lib/clock.ts';
 import { KubeClient } from '../lib/kube/client.ts';
@@ -102,7 +103,7 @@ class SimAgent {
       bootId: this.bootId,
       record: undefined,
     });
-    const intervalMs = (heartbeatDurationSeconds * 1000) / 4;
+    const intervalMs = (heartbeatDurationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION;
     this.heartbeatTimer = systemClock.setTimer(
       intervalMs * (1 - HEARTBEAT_JITTER + 2 * HEARTBEAT_JITTER * Math.random()),
       () => void this.heartbeat(),

@@ -17,7 +17,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --steady-seconds T     P4/P6 window (default 180; the goals ask for at least 180)
   --pods-api-seconds W   window of the pods-api phase: two agents, podReady pods from the kubelet's Pods
                          API vs the API server (default 600, the longest watch timeout; 0 skips it)
-  --agent-heartbeat-seconds H  the measured agent's heartbeat lease (default: the agent's own, 40)
+  --agent-heartbeat-seconds H  the measured agent's heartbeat lease (default: the agent's own, 60)
   --fleet-processes P    processes the simulated agents are split between (1..32, default one per
                          ${NODES_PER_FLEET_PROCESS} nodes)
   --out DIR              results directory (default bench/results)

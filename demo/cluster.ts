@@ -37,7 +37,7 @@ import {
 
 const ROOT = join(import.meta.dirname, '..');
 
-/** A short heartbeat (the minimum), so a killed agent is noticed in seconds rather than 40 s. */
+/** A short heartbeat (the minimum), so a killed agent is noticed in seconds rather than 60 s. */
 export const HEARTBEAT_SECONDS = 8;
 const AGENT_ARGS = [
   `--heartbeat-duration-seconds=${HEARTBEAT_SECONDS}`,

@@ -37,7 +37,7 @@ import type { ChangeResult, SinkCommand, SinkEvent, SinkInit, SinkStats } from '
 /** Bootstrapping at the start (their last extension Progressing), as in `npm run bench`: 5 % of the nodes. */
 const COHORT_SHARE = 0.05;
 /**
- * A window with no renewal at all, shorter than the heartbeat lease's 40 s so that no lease expires in it;
+ * A window with no renewal at all, shorter than the heartbeat lease's 60 s so that no lease expires in it;
  * and after convergence, before measuring, the first wave's events and the roll-up settle. Short with --smoke.
  */
 const windows = (smoke: boolean): { idleMs: number; settleMs: number } =>

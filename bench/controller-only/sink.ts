@@ -11,7 +11,7 @@
 //
 // The fleet is the benchmark's own (bench/common.ts nodeBody, extensionSpecs; api/lease.ts buildLease): N
 // nodes, E SystemExtensions every node requires, a heartbeat Lease and E extension Leases per node, renewed
-// at the agent's default cadence (heartbeat every quarter of its duration, extensions every
+// at the agent's default cadence (heartbeat every third of its duration, extensions every
 // --extension-renew-seconds), evenly spread.
 
 import { randomUUID } from 'node:crypto';
@@ -27,6 +27,7 @@ import {
   SYSTEM_EXTENSION,
   buildLease,
 } from '../../api/index.ts';
+import { HEARTBEAT_RENEWALS_PER_DURATION } from '../../agent/heartbeat.ts';
 import { requestKind } from '../../lib/kube/paths.ts';
 import { bootstrapping, extensionSpecs, failedNode, nodeBody, ready } from '../common.ts';
 import type { SimState } from '../fleet.ts';
@@ -453,7 +454,8 @@ export class Sink {
     if (!this.renewing) return;
     const { nodes, extensions, heartbeatDurationSeconds, extensionRenewSeconds } = this.init;
     const cur = this.renewCursor;
-    cur.heartbeatDebt += (nodes * TICK_MS) / ((heartbeatDurationSeconds * 1000) / 4);
+    cur.heartbeatDebt +=
+      (nodes * TICK_MS) / ((heartbeatDurationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION);
     cur.extensionDebt += (nodes * extensions * TICK_MS) / (extensionRenewSeconds * 1000);
     const stride = extensions + 1;
     for (; cur.heartbeatDebt >= 1; cur.heartbeatDebt--) {

@@ -1,6 +1,7 @@
 // P4, P5 and P6 in one quiet window: a real agent (dist/agent/main.js) on one more node, then the API writes per
 // node, the controller's CPU per lease renewal and its memory, and the agent's memory and CPU.
 import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { HEARTBEAT_RENEWALS_PER_DURATION } from '../../agent/heartbeat.ts';
 import { createNode, fmtMiB1, load1, over, ready, say, sleep, type CreatedNode } from '../common.ts';
 import { RSS_SAMPLE_MS } from '../options.ts';
 import { procCpuMs, procMemory, procThreadCpuMs, startBinary, type Program } from '../procs.ts';
@@ -82,7 +83,9 @@ export async function measureQuietWindow(
   const perNode = writes / (N + 1) / windowS;
   // Whether the simulator kept up: the lease writes its cadence asks for in the window, and its CPU.
   const fleetLeaseWritesExpected =
-    N * windowS * (4 / init.heartbeatDurationSeconds + E / init.extensionRenewSeconds);
+    N *
+    windowS *
+    (HEARTBEAT_RENEWALS_PER_DURATION / init.heartbeatDurationSeconds + E / init.extensionRenewSeconds);
   const fleetCores = fleetCpu1.map((c, i) => (c - (fleetCpu0[i] ?? 0)) / 1000 / windowS);
   // The API server's CPU per write it took in the window (nearly all lease renewals): what one write costs it.
   const apiserverMsPerWrite = apiserverCpuMs / Math.max(1, writes);

@@ -24,6 +24,7 @@ import {
   agentLeaseName,
   extensionLeaseName,
 } from '../../api/index.ts';
+import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { PROTO_FILES, service } from '../../agent/probes/proto.ts';
 import { serveGrpc } from '../../agent/probes/testing.ts';
 import { adminKubeConfig, eventually, uniqueName, FAST_PROBING, createSystemExtension } from './helpers.ts';
@@ -143,7 +144,9 @@ describe('nodecare-agent', () => {
       name: agentLeaseName(nodeName),
       namespace: LEASE_NAMESPACE,
     });
-    expect(heartbeatLease.spec?.leaseDurationSeconds).toBe(40);
+    expect(heartbeatLease.spec?.leaseDurationSeconds).toBe(
+      AGENT_OPTIONS['heartbeat-duration-seconds'].default,
+    );
 
     await new Promise<void>((r) => web.server.close(() => r()));
     web.server.closeAllConnections();

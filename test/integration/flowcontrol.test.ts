@@ -25,6 +25,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE_NAMESPACE, agentLeaseName, buildLease, type LeaseObject } from '../../api/index.ts';
+import { HEARTBEAT_RENEWALS_PER_DURATION } from '../../agent/heartbeat.ts';
 import { KubeLeaseStore, namespacedLeases } from '../../lib/kube/leases.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
@@ -46,9 +47,9 @@ const SERVER_FLAGS = ['--max-requests-inflight=20', '--max-mutating-requests-inf
 const FLOOD_MS = 20_000;
 /** The residual's flood: long enough for several renewals to time out. */
 const UPDATE_FLOOD_MS = 10_000;
-/** --heartbeat-duration-seconds=8, the shortest the agent accepts, renewed every quarter of it. */
+/** --heartbeat-duration-seconds=8, the shortest the agent accepts, renewed as often per duration as the agent does. */
 const HEARTBEAT_SECONDS = 8;
-const RENEW_EVERY_MS = (HEARTBEAT_SECONDS * 1000) / 4;
+const RENEW_EVERY_MS = (HEARTBEAT_SECONDS * 1000) / HEARTBEAT_RENEWALS_PER_DURATION;
 /** The agent's --request-timeout-seconds default: a renewal slower than this is a failed renewal. */
 const REQUEST_TIMEOUT_MS = 5_000;
 /** Requests holding a seat by sending their body a byte a second. */
