@@ -116,14 +116,20 @@ export function assembleController(
     start: () => {
       cache.refreshObservations();
       // Decides every node and judges the breaker over all of them before the queue's first write.
-      reconciler.reset();
+      const pressing = reconciler.reset();
       queue.start();
+      // The nodes whose decision they do not show yet go first: a change made while no replica led is
+      // written before the rest are decided again (the queue keeps a key's first place).
+      for (const name of pressing) queue.add(name);
       enqueueAll();
       evictor.start();
       // After reset(): the first evaluation sees every node decided, never a partial cluster.
       rollup.start();
       const { dryRun } = config;
-      log.info({ nodes: cache.nodes.store.size, dryRun, eviction: evictor.enabled }, 'Reconciling as leader');
+      log.info(
+        { nodes: cache.nodes.store.size, pressing: pressing.length, dryRun, eviction: evictor.enabled },
+        'Reconciling as leader',
+      );
     },
     stop: async () => void (await Promise.all([queue.stop(), evictor.stop(), rollup.stop()])),
   };

@@ -182,6 +182,28 @@ describe('breaker at the start of leadership (regression: tripped on partial cou
   });
 });
 
+describe('the nodes a term writes first', () => {
+  it('reset() returns the nodes whose decision they do not show: every node at first, then only what changed between terms', async () => {
+    const cluster = new Cluster();
+    for (const name of NODES) cluster.node(name, ExtensionState.Healthy);
+    cluster.cache.leases.refreshObservations();
+    // Never written by a controller: no node shows its condition yet.
+    expect(cluster.reconciler.reset()).toEqual(NODES);
+    await cluster.lead(NODES);
+
+    // Between terms node-7's gpu fails; the next term finds it and only it.
+    cluster.node('node-7', ExtensionState.Unhealthy);
+    cluster.cache.leases.refreshObservations();
+    expect(cluster.reconciler.reset()).toEqual(['node-7']);
+    await cluster.lead(['node-7']);
+    expect(cluster.api.nodes.get('node-7')?.spec?.taints?.map((t) => t.key)).toEqual([
+      DEFAULT_RUNTIME_TAINT_KEY,
+    ]);
+    cluster.cache.leases.refreshObservations();
+    expect(cluster.reconciler.reset()).toEqual([]);
+  });
+});
+
 describe('breaker across leadership terms (regression: counts of an earlier term leaked)', () => {
   it('nodes deleted while another replica led are not counted in the next term', async () => {
     const cluster = new Cluster();
