@@ -62,6 +62,8 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'cloud-provider',
   'max-node-startup-time',
   'max-total-unready-percentage',
+  // kube-controller-manager (docs/adr/0010: when Kubernetes notices a gone kubelet)
+  'node-monitor-grace-period',
   // Node.js and V8 (docs/adr on the agent's and controller's footprint)
   'max-semi-space-size',
   'max-old-space-size',
