@@ -30,8 +30,9 @@ export function assembleController(
   const { fence } = terms;
   const port = { timeoutMs: config.requestTimeoutMs, signal: () => terms.signal };
   const api = new KubeNodeApi(client, port);
+  /** A sweep: every node, behind any node added by itself (a change, a retry) meanwhile. */
   const enqueueAll = (): void => {
-    for (const name of cache.nodeNames()) queue.add(name);
+    for (const name of cache.nodeNames()) queue.addSweep(name);
   };
   const cache: ClusterCache = new ClusterCache(
     client,
@@ -119,7 +120,7 @@ export function assembleController(
       const pressing = reconciler.reset();
       queue.start();
       // The nodes whose decision they do not show yet go first: a change made while no replica led is
-      // written before the rest are decided again (the queue keeps a key's first place).
+      // written before the rest are decided again, and so is one that arrives during that sweep.
       for (const name of pressing) queue.add(name);
       enqueueAll();
       evictor.start();

@@ -137,6 +137,66 @@ describe('WorkQueue', () => {
   });
 });
 
+describe('WorkQueue sweeps: every node behind the keys added one by one (P7: a change during the first sweep of a term)', () => {
+  /** A queue of concurrency 1 held by `busy` until release(), so the order of what was queued shows. */
+  function held() {
+    const seen: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { queue } = setup(async (key) => {
+      seen.push(key);
+      if (key === 'busy') await gate;
+    }, 1);
+    queue.add('busy');
+    return { queue, seen, release };
+  }
+
+  it('runs a key added during a sweep before the sweep, and the sweep in its order', async () => {
+    const { queue, seen, release } = held();
+    for (const key of ['s1', 's2', 's3', 's4']) queue.addSweep(key);
+    queue.add('changed');
+    expect(queue.depth).toBe(5);
+    release();
+    await queue.idle();
+    expect(seen).toEqual(['busy', 'changed', 's1', 's2', 's3', 's4']);
+  });
+
+  it('add() of a swept key moves it ahead, and it runs once', async () => {
+    const { queue, seen, release } = held();
+    for (const key of ['s1', 's2', 's3']) queue.addSweep(key);
+    queue.add('s3');
+    queue.add('s3');
+    queue.addSweep('s3');
+    expect(queue.depth).toBe(3);
+    release();
+    await queue.idle();
+    expect(seen).toEqual(['busy', 's3', 's1', 's2']);
+  });
+
+  it('a key swept again after it ran runs again; a sweep of a running key runs it once more afterwards', async () => {
+    const { queue, seen, release } = held();
+    queue.addSweep('busy'); // running: marked dirty
+    queue.addSweep('s1');
+    release();
+    await queue.idle();
+    queue.addSweep('s1');
+    await queue.idle();
+    expect(seen.filter((k) => k === 'busy')).toHaveLength(2);
+    expect(seen.filter((k) => k === 's1')).toHaveLength(2);
+  });
+
+  it('stop() drops the sweep with the rest', async () => {
+    const { queue, seen, release } = held();
+    for (const key of ['s1', 's2']) queue.addSweep(key);
+    queue.add('a');
+    const stopped = queue.stop();
+    expect(queue.depth).toBe(0);
+    release();
+    await stopped;
+    expect(seen).toEqual(['busy']);
+  });
+});
+
 describe('a requeue far in the future (regression: a 25-day lease reconciled its node ~900 times a second)', () => {
   it('the work queue on the real clock reconciles the key once, not in a loop', async () => {
     // vitest's fake timers run a delay over 2^31-1 ms after 1 ms, as setTimeout does.

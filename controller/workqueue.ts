@@ -4,7 +4,10 @@
 // pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has
 // been running for too long (a hung request, a promise that never settles). A key that runs only because the
 // deadline its last reconcile asked for came (nothing added it since) runs with cause 'deadline', so the
-// reconcile can tell "time passed" from "something changed" (docs/adr/0009).
+// reconcile can tell "time passed" from "something changed" (docs/adr/0009). A sweep (`addSweep`: every
+// node at the start of a leadership term, after a SystemExtension or breaker change) waits behind keys added
+// one by one, as controller-runtime's priority queue puts the initial list behind later events: a change that
+// comes during a sweep of 5,000 nodes is not reconciled after all of them.
 
 import type { Clock, Timer } from '../lib/clock.ts';
 
@@ -34,6 +37,10 @@ export class WorkQueue {
   private readonly options: WorkQueueOptions;
   private readonly reconcile: ReconcileFn;
   private readonly queue: string[] = [];
+  /** Swept keys, in order; an entry whose key is no longer in `swept` was promoted or ran: skipped. */
+  private readonly sweepQueue: string[] = [];
+  /** Keys queued by a sweep only (a subset of `queued`). */
+  private readonly swept = new Set<string>();
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
@@ -53,7 +60,7 @@ export class WorkQueue {
   }
 
   get depth(): number {
-    return this.queue.length;
+    return this.queue.length + this.swept.size;
   }
 
   add(key: string): void {
@@ -61,15 +68,45 @@ export class WorkQueue {
     this.enqueue(key);
   }
 
-  private enqueue(key: string): void {
+  /** Adds a key as part of a sweep: after every key added otherwise; an add() of it meanwhile moves it ahead. */
+  addSweep(key: string): void {
+    this.deadlineOnly.delete(key);
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
     }
     if (this.queued.has(key)) return;
     this.queued.add(key);
+    this.swept.add(key);
+    this.sweepQueue.push(key);
+    this.pump();
+  }
+
+  private enqueue(key: string): void {
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.swept.delete(key)) {
+      // Promoted: its sweep entry is skipped when reached.
+      this.queue.push(key);
+      this.pump();
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
     this.queue.push(key);
     this.pump();
+  }
+
+  /** The next key to run: one added by itself first, then the sweep's; undefined when none is queued. */
+  private next(): string | undefined {
+    if (this.queue.length > 0) return this.queue.shift();
+    while (this.sweepQueue.length > 0) {
+      const key = this.sweepQueue.shift() as string;
+      if (this.swept.delete(key)) return key;
+    }
+    return undefined;
   }
 
   /** Adds the key after `delayMs`; a no-op while stopped (start() enqueues what matters anew). */
@@ -133,6 +170,8 @@ export class WorkQueue {
     for (const { timer } of this.delayed.values()) timer.cancel();
     this.delayed.clear();
     this.queue.length = 0;
+    this.sweepQueue.length = 0;
+    this.swept.clear();
     this.queued.clear();
     this.deadlineOnly.clear();
     this.dirty.clear();
@@ -149,19 +188,20 @@ export class WorkQueue {
 
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void> {
-    if (this.active === 0 && (this.queue.length === 0 || !this.running)) return Promise.resolve();
+    if (this.active === 0 && (this.depth === 0 || !this.running)) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   private pump(): void {
-    while (this.running && this.active < this.options.concurrency && this.queue.length > 0) {
-      const key = this.queue.shift() as string;
+    while (this.running && this.active < this.options.concurrency) {
+      const key = this.next();
+      if (key === undefined) break;
       this.queued.delete(key);
       this.processing.add(key);
       this.active++;
       void this.run(key, this.deadlineOnly.delete(key) ? 'deadline' : 'change');
     }
-    if (this.active === 0 && (this.queue.length === 0 || !this.running)) {
+    if (this.active === 0 && (this.depth === 0 || !this.running)) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
       for (const resolve of waiters) resolve();
