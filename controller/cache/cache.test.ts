@@ -20,6 +20,7 @@ import { FakeApiServer } from '../../lib/kube/testing.ts';
 import { createLogger } from '../../lib/log.ts';
 import {
   ClusterCache,
+  LEASE_LIST_PAGE_SIZE,
   LeaseIndex,
   LeaseProblem,
   MAX_LEASES_PER_NODE,
@@ -620,16 +621,16 @@ describe('Source (regression: after an API outage the caches never reported "not
   });
 });
 
-describe('ClusterCache poison objects (regression: dropped silently)', () => {
-  const NODES = '/api/v1/nodes';
+const NODES = '/api/v1/nodes';
 
-  async function until(check: () => boolean, what: string): Promise<void> {
-    for (let waited = 0; !check(); waited += 10) {
-      if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let waited = 0; !check(); waited += 10) {
+    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
 
+describe('ClusterCache poison objects (regression: dropped silently)', () => {
   it('logs a skipped object once and counts every skip by source', async () => {
     const api = await FakeApiServer.start();
     // status.conditions that is not a list makes the node's ingest throw.
@@ -670,6 +671,35 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
           err: expect.anything(),
         }),
       ]);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
+  });
+});
+
+describe('ClusterCache list pages (issue 24: a 5,000-node LIST of leases in pages of 500 took 18 s under load)', () => {
+  it("lists leases LEASE_LIST_PAGE_SIZE to a page and nodes in the reflector's 500", async () => {
+    const api = await FakeApiServer.start();
+    api.serve(NODES, [{ metadata: { name: 'a' } }]);
+    api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
+    const cache = new ClusterCache(api.client(), new FakeClock(), {
+      nodeChanged: () => undefined,
+      allNodesChanged: () => undefined,
+      error: () => undefined,
+      ignored: () => undefined,
+      ignoredCount: () => undefined,
+      skipped: () => undefined,
+    });
+    try {
+      cache.start();
+      await until(() => cache.synced, 'the first sync');
+      expect(LEASE_LIST_PAGE_SIZE).toBe(2_000);
+      const limits = (path: string): Array<string | null> =>
+        api.listRequests(path).map((r) => r.query.get('limit'));
+      expect(limits(leasesPath(LEASE_NAMESPACE))).toEqual(['2000']);
+      expect(limits(NODES)).toEqual(['500']);
     } finally {
       await cache.stop();
       await api.close();
