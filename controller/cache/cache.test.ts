@@ -31,6 +31,7 @@ import {
   newerResourceVersion,
   WrittenNodes,
   type CachedLease,
+  type CacheEvents,
 } from './index.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
@@ -623,6 +624,17 @@ describe('Source (regression: after an API outage the caches never reported "not
 
 const NODES = '/api/v1/nodes';
 
+/** A ClusterCache over `api` whose events do nothing but what `events` sets. */
+function clusterCacheOver(api: FakeApiServer, events: Partial<CacheEvents> = {}): ClusterCache {
+  return new ClusterCache(api.client(), new FakeClock(), {
+    nodeChanged: () => undefined,
+    allNodesChanged: () => undefined,
+    error: () => undefined,
+    skipped: () => undefined,
+    ...events,
+  });
+}
+
 async function until(check: () => boolean, what: string): Promise<void> {
   for (let waited = 0; !check(); waited += 10) {
     if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
@@ -646,14 +658,7 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
     const metrics = new ControllerMetrics(new Registry());
     const skips = async (): Promise<unknown> =>
       (await metrics.watchObjectsSkipped.get()).values.map((v) => [v.labels.source, v.value]);
-    const cache = new ClusterCache(api.client(), new FakeClock(), {
-      nodeChanged: () => undefined,
-      allNodesChanged: () => undefined,
-      error: () => undefined,
-      ignored: () => undefined,
-      ignoredCount: () => undefined,
-      skipped: skippedObjectReporter(log, metrics),
-    });
+    const cache = clusterCacheOver(api, { skipped: skippedObjectReporter(log, metrics) });
     try {
       cache.start();
       await until(() => cache.synced, 'the first sync');
@@ -684,14 +689,7 @@ describe('ClusterCache list pages (issue 24: a 5,000-node LIST of leases in page
     api.serve(NODES, [{ metadata: { name: 'a' } }]);
     api.serve(leasesPath(LEASE_NAMESPACE));
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
-    const cache = new ClusterCache(api.client(), new FakeClock(), {
-      nodeChanged: () => undefined,
-      allNodesChanged: () => undefined,
-      error: () => undefined,
-      ignored: () => undefined,
-      ignoredCount: () => undefined,
-      skipped: () => undefined,
-    });
+    const cache = clusterCacheOver(api);
     try {
       cache.start();
       await until(() => cache.synced, 'the first sync');
@@ -726,12 +724,9 @@ describe('ClusterCache SystemExtension events (issue 24: every status write re-d
     api.serve(leasesPath(LEASE_NAMESPACE));
     api.serve(SXS, [sx(1, { nodes: 3, healthy: 1 })]);
     const seen: string[] = [];
-    const cache = new ClusterCache(api.client(), new FakeClock(), {
-      nodeChanged: () => undefined,
+    const cache = clusterCacheOver(api, {
       allNodesChanged: () => void seen.push('all nodes'),
       systemExtensionStatusChanged: () => void seen.push('status'),
-      error: () => undefined,
-      skipped: () => undefined,
     });
     const until = async (n: number): Promise<void> => {
       for (let waited = 0; seen.length < n; waited += 10) {
