@@ -323,14 +323,16 @@ describe.skipIf(notRun !== '')(
       );
 
       // Sampled from before the node exists: whenever node-4 carried the bootstrap taint, the pod was unbound.
+      // The pod is read before the node, never at the same time: the scheduler binds it within milliseconds of
+      // the taint's removal, so two reads in flight together could pair a node read just before the removal
+      // with a pod read just after the binding (a CI run on 2026-11-28 did). Read in this order, a bound pod
+      // with the taint on the node later means the taint came back.
       const samples: { taints: string[]; bound: boolean }[] = [];
       let sampling = true;
       const sampler = (async () => {
         while (sampling) {
-          const [node, pod] = await Promise.all([
-            getNode('node-4').catch(() => undefined),
-            getJson<Pod>(['get', 'pod', '-n', 'default', 'gpu-workload']),
-          ]);
+          const pod = await getJson<Pod>(['get', 'pod', '-n', 'default', 'gpu-workload']);
+          const node = await getNode('node-4').catch(() => undefined);
           if (node)
             samples.push({ taints: (node.spec.taints ?? []).map((t) => t.key), bound: !!pod.spec.nodeName });
           await sleep(200);
