@@ -71,31 +71,21 @@ export class WorkQueue {
   /** Adds a key as part of a sweep: after every key added otherwise; an add() of it meanwhile moves it ahead. */
   addSweep(key: string): void {
     this.deadlineOnly.delete(key);
-    if (this.processing.has(key)) {
-      this.dirty.add(key);
-      return;
-    }
-    if (this.queued.has(key)) return;
-    this.queued.add(key);
-    this.swept.add(key);
-    this.sweepQueue.push(key);
-    this.pump();
+    this.enqueue(key, true);
   }
 
-  private enqueue(key: string): void {
+  private enqueue(key: string, sweep = false): void {
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
     }
-    if (this.swept.delete(key)) {
-      // Promoted: its sweep entry is skipped when reached.
-      this.queue.push(key);
-      this.pump();
-      return;
+    // An add() of a swept key promotes it: its sweep entry is skipped when reached.
+    if (sweep || !this.swept.delete(key)) {
+      if (this.queued.has(key)) return;
+      this.queued.add(key);
+      if (sweep) this.swept.add(key);
     }
-    if (this.queued.has(key)) return;
-    this.queued.add(key);
-    this.queue.push(key);
+    (sweep ? this.sweepQueue : this.queue).push(key);
     this.pump();
   }
 
