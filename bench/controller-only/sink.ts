@@ -37,8 +37,16 @@ import { toSeenNode, type RawNode, type SeenNode } from '../observer.ts';
 const HISTORY_MS = 120_000;
 /** A bookmark on every open watch this often (the controller asks for them; a silent watch would restart). */
 const BOOKMARK_MS = 20_000;
-/** Renewals are streamed in ticks of this length, each renewing its share of the fleet's leases. */
-const TICK_MS = 100;
+/** History compaction and the expiry of old list snapshots run this often. */
+const HOUSEKEEPING_MS = 100;
+/**
+ * Renewals are streamed in ticks this short, each renewing its share of the fleet's leases (by the time since
+ * the last tick): at 5,000 nodes one or two events per write, as a real API server sends them (it flushes
+ * after each watch event unless more are queued: k8s.io/apiserver's watch handler). Ticks of 100 ms sent ~29
+ * events per write, which the controller read in one wake-up: that understated its CPU per renewal
+ * (docs/benchmark.md, "CPU per renewal").
+ */
+const RENEW_TICK_MS = 5;
 const SNAPSHOT_MS = 120_000;
 
 export interface SinkInit {
@@ -224,6 +232,7 @@ export class Sink {
   private readonly leaseOrder: string[] = [];
   private server: Server | undefined;
   private renewing = false;
+  private lastTickMs = Date.now();
   private renewCursor = { heartbeat: 0, extension: 0, heartbeatDebt: 0, extensionDebt: 0 };
   private readonly timers: NodeJS.Timeout[] = [];
   private convergedAt: number | undefined;
@@ -315,7 +324,8 @@ export class Sink {
     const server = (this.server = createServer((req, res) => this.handle(req, res)));
     server.keepAliveTimeout = 120_000;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.timers.push(setInterval(() => this.tick(), TICK_MS));
+    this.timers.push(setInterval(() => this.housekeeping(), HOUSEKEEPING_MS));
+    this.timers.push(setInterval(() => this.tick(), RENEW_TICK_MS));
     this.timers.push(setInterval(() => this.bookmarks(), BOOKMARK_MS));
     return (server.address() as AddressInfo).port;
   }
@@ -446,17 +456,23 @@ export class Sink {
     );
   }
 
-  /** Renews this tick's share of the heartbeats and of the extension leases (renewTime only). */
-  private tick(): void {
+  private housekeeping(): void {
     const now = Date.now();
     for (const c of this.collections) c.compact(now);
     for (const [id, s] of this.snapshots) if (now - s.atMs > SNAPSHOT_MS) this.snapshots.delete(id);
+  }
+
+  /** Renews the share of the heartbeats and of the extension leases due since the last tick (renewTime only). */
+  private tick(): void {
+    const now = Date.now();
+    const elapsedMs = Math.min(now - this.lastTickMs, 1_000);
+    this.lastTickMs = now;
     if (!this.renewing) return;
     const { nodes, extensions, heartbeatDurationSeconds, extensionRenewSeconds } = this.init;
     const cur = this.renewCursor;
     cur.heartbeatDebt +=
-      (nodes * TICK_MS) / ((heartbeatDurationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION);
-    cur.extensionDebt += (nodes * extensions * TICK_MS) / (extensionRenewSeconds * 1000);
+      (nodes * elapsedMs) / ((heartbeatDurationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION);
+    cur.extensionDebt += (nodes * extensions * elapsedMs) / (extensionRenewSeconds * 1000);
     const stride = extensions + 1;
     for (; cur.heartbeatDebt >= 1; cur.heartbeatDebt--) {
       this.renew(this.leaseOrder[(cur.heartbeat++ % nodes) * stride]!, now);

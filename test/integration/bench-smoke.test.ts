@@ -106,6 +106,11 @@ describe('npm run bench -- --smoke', () => {
     const parts =
       Number(cpu.mainThreadMillicores) + Number(cpu.v8WorkerMillicores) + Number(cpu.otherThreadMillicores);
     expect(parts).toBeLessThanOrEqual(Number(cpu.controllerMillicores) + 10);
+    // Its floor: the bare watch (bench/floor-watch.ts) received the renewals the fleet wrote meanwhile (every
+    // renewal is an event; bookmarks come on top; the two counts' windows differ by the signals' delivery).
+    expect(cpu.floorRenewalsPerSecond).toBeGreaterThan(0);
+    expect(cpu.floorEventsPerSecond).toBeGreaterThanOrEqual(0.5 * Number(cpu.floorRenewalsPerSecond));
+    expect(cpu.floorMsPerRenewal).toBeTypeOf('number');
     // The controller started after the leader stopped found every failure written while none ran: each of the
     // 50 failed nodes tainted, every other node still ready.
     const restart = results.rows.find((r) => r.id === 'restart')?.values ?? {};
