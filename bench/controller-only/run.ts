@@ -32,7 +32,14 @@ import type { Options } from '../options.ts';
 import { reconcileCounts } from '../phases/steady.ts';
 import { loggedAfterMs, procCpuMs, procMemory, startBinary, unlessExited, type Program } from '../procs.ts';
 import { fmtMs, percentile } from '../report.ts';
-import type { ChangeResult, SinkCommand, SinkEvent, SinkInit, SinkStats } from './sink.ts';
+import {
+  RENEW_TICK_MS,
+  type ChangeResult,
+  type SinkCommand,
+  type SinkEvent,
+  type SinkInit,
+  type SinkStats,
+} from './sink.ts';
 
 /** Bootstrapping at the start (their last extension Progressing), as in `npm run bench`: 5 % of the nodes. */
 const COHORT_SHARE = 0.05;
@@ -493,6 +500,8 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
       changeRatePerSecond: opts.changeRate,
       renewalWindowSeconds: opts.steadySeconds,
       idleWindowMs: windows(opts.smoke).idleMs,
+      // Renewals written every this many ms (100 before 2026-11-28: ~29 watch events per write at 5,000 nodes).
+      sinkRenewTickMs: RENEW_TICK_MS,
       smoke: opts.smoke,
       cohortShare: COHORT_SHARE,
       controllerWorkers: opts.controllerWorkers ?? 'default',

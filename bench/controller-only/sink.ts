@@ -46,7 +46,7 @@ const HOUSEKEEPING_MS = 100;
  * events per write, which the controller read in one wake-up: that understated its CPU per renewal
  * (docs/benchmark.md, "CPU per renewal").
  */
-const RENEW_TICK_MS = 5;
+export const RENEW_TICK_MS = 5;
 const SNAPSHOT_MS = 120_000;
 
 export interface SinkInit {

@@ -165,13 +165,15 @@ export class KubeClient {
 
   /**
    * Streams watch events to `onEvent` until the server ends the watch (resolves), the stream fails or goes
-   * silent for WATCH_INACTIVITY_MS (rejects with a KubeError), or `signal` aborts (resolves).
+   * silent for WATCH_INACTIVITY_MS (rejects with a KubeError), or `signal` aborts (resolves). `coalesceMs`:
+   * read the stream in batches, at most this much later (TransportRequest.coalesceMs).
    */
   async watch<T>(
     path: string,
     query: Query,
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
+    options: { coalesceMs?: number } = {},
   ): Promise<void> {
     const what = `WATCH ${path}`;
     const local = new AbortController();
@@ -201,6 +203,7 @@ export class KubeClient {
           headers: await this.headers(),
           signal: local.signal,
           streaming: true,
+          ...(options.coalesceMs ? { coalesceMs: options.coalesceMs } : {}),
         });
       } catch (err) {
         if (signal.aborted) return;

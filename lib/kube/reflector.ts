@@ -43,6 +43,8 @@ export interface ReflectorOptions<R, T> {
   transform: (raw: R) => T | undefined;
   handlers: ReflectorHandlers<T>;
   pageSize?: number;
+  /** Read the watch in batches, at most this much later (KubeClient.watch; docs/adr/0011). */
+  watchCoalesceMs?: number;
   random?: () => number;
 }
 
@@ -209,6 +211,7 @@ export class Reflector<R extends Meta, T> {
         this.guarded(key, () => this.apply(key, event.type, event.object));
       },
       signal,
+      this.options.watchCoalesceMs ? { coalesceMs: this.options.watchCoalesceMs } : {},
     );
     return delivered;
   }

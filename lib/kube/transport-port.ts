@@ -20,6 +20,12 @@ export interface TransportRequest {
   signal: AbortSignal;
   /** A watch: the body may stay open and silent for long (the caller keeps its own inactivity deadline). */
   streaming?: boolean;
+  /**
+   * A stream that may be read in batches: after each read of its socket the next one waits this long, so what
+   * arrives meanwhile comes in one read: one event-loop wake-up instead of one per watch event, for at most
+   * this much delay (docs/adr/0011). A transport that cannot do this reads at once.
+   */
+  coalesceMs?: number;
 }
 
 export interface TransportResponse {

@@ -5,12 +5,28 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport-port.ts';
 
+/**
+ * A socket buffers no more than the read in hand: when a coalesced stream pauses (CoalescedBody), the socket
+ * stops reading too and the kernel keeps what arrives, instead of the socket reading on, one wake-up per event,
+ * until 16 KiB are buffered. undici passes it to net.connect/tls.connect (its option types do not list it), and
+ * drains a socket in a loop while the response is not paused.
+ */
+const SOCKET_BUFFERING = { highWaterMark: 1 };
+
+/** Chunks a coalesced stream holds unread before it stays paused until they are read. */
+const MAX_QUEUED_CHUNKS = 1024;
+
 export class UndiciTransport implements Transport {
   private readonly dispatcher: Dispatcher;
 
   constructor(options: TransportOptions) {
     this.dispatcher = new Agent({
-      connect: { ...options.tls, keepAlive: true, keepAliveInitialDelay: 30_000 },
+      connect: {
+        ...options.tls,
+        keepAlive: true,
+        keepAliveInitialDelay: 30_000,
+        ...SOCKET_BUFFERING,
+      },
       keepAliveTimeout: 60_000,
       connections: options.connections,
       // HTTP/1.1, a pool of `connections`: undici 8 negotiates HTTP/2 by default, which puts every watch and
@@ -21,6 +37,7 @@ export class UndiciTransport implements Transport {
   }
 
   async request(req: TransportRequest): Promise<TransportResponse> {
+    if (req.streaming && req.coalesceMs !== undefined && req.coalesceMs > 0) return this.coalesced(req);
     const response = await request(req.url, {
       method: req.method as Dispatcher.HttpMethod,
       dispatcher: this.dispatcher,
@@ -37,7 +54,171 @@ export class UndiciTransport implements Transport {
     };
   }
 
+  /**
+   * A stream read in batches (TransportRequest.coalesceMs), on undici's dispatch API: its controller pauses
+   * the response and resumes it, which `request()`'s body stream does not expose.
+   */
+  private coalesced(req: TransportRequest): Promise<TransportResponse> {
+    const coalesceMs = req.coalesceMs ?? 0;
+    return new Promise<TransportResponse>((resolve, reject) => {
+      let started = false;
+      let body: CoalescedBody | undefined;
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(controller) {
+          const abort = (): void => controller.abort(abortReason(req.signal));
+          if (req.signal.aborted) return abort();
+          req.signal.addEventListener('abort', abort, { once: true });
+          body = new CoalescedBody(controller, coalesceMs, () =>
+            req.signal.removeEventListener('abort', abort),
+          );
+        },
+        onResponseStart(_controller, statusCode, headers) {
+          started = true;
+          const b = body as CoalescedBody;
+          resolve({ statusCode, headers, body: b, text: () => b.text() });
+        },
+        onResponseData(_controller, chunk) {
+          body?.push(chunk);
+        },
+        onResponseEnd() {
+          body?.end();
+        },
+        onResponseError(_controller, err) {
+          if (started) body?.fail(err);
+          else {
+            body?.fail(err);
+            reject(err);
+          }
+        },
+      };
+      this.dispatcher.dispatch(
+        {
+          origin: req.url.origin,
+          path: req.url.pathname + req.url.search,
+          method: req.method as Dispatcher.HttpMethod,
+          headers: req.headers,
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          bodyTimeout: 0,
+        },
+        handler,
+      );
+    });
+  }
+
   async close(): Promise<void> {
     await this.dispatcher.close();
+  }
+}
+
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new DOMException('This operation was aborted', 'AbortError');
+}
+
+/**
+ * The body of a coalesced stream, as the chunks undici parsed. A chunk that arrives while the stream flows is
+ * handed on and pauses the response for `coalesceMs` (undici reads the pause when the chunk's handler returns,
+ * so its parser stops after that chunk): undici stops reading the socket, the socket (high-water mark 1) stops
+ * reading from the kernel, and what arrives meanwhile stays there. On resume everything that came is read
+ * and handed on in that turn of the event loop (a handful of reads, not one per event); the next chunk after
+ * it pauses the stream again. So an event after a quiet spell is handed on at once and one that arrives
+ * during a pause at most `coalesceMs` later. Consumed by one `for await`; leaving it early (break, throw)
+ * aborts the request.
+ */
+class CoalescedBody implements AsyncIterable<Buffer> {
+  private readonly controller: Dispatcher.DispatchController;
+  private readonly coalesceMs: number;
+  private readonly done: () => void;
+  private readonly chunks: Buffer[] = [];
+  private ended = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+  /** 'flowing': the next chunk pauses the stream; 'paused': until resumeTimer; 'draining': this turn. */
+  private state: 'flowing' | 'paused' | 'draining' = 'flowing';
+  /** Paused past its window because MAX_QUEUED_CHUNKS are unread: resumed when they are. */
+  private heldBack = false;
+  private resumeTimer: NodeJS.Timeout | undefined;
+
+  constructor(controller: Dispatcher.DispatchController, coalesceMs: number, done: () => void) {
+    this.controller = controller;
+    this.coalesceMs = coalesceMs;
+    this.done = done;
+  }
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.notify();
+    if (this.state !== 'flowing' || this.ended) return;
+    this.state = 'paused';
+    this.controller.pause();
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined;
+      if (this.chunks.length >= MAX_QUEUED_CHUNKS) this.heldBack = true;
+      else this.resume();
+    }, this.coalesceMs);
+  }
+
+  end(): void {
+    this.finish();
+    this.notify();
+  }
+
+  fail(err: Error): void {
+    this.error ??= err;
+    this.finish();
+    this.notify();
+  }
+
+  async text(): Promise<string> {
+    const parts: Buffer[] = [];
+    for await (const chunk of this) parts.push(chunk);
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    try {
+      for (;;) {
+        const chunk = this.chunks.shift();
+        if (chunk !== undefined) {
+          if (this.heldBack && this.chunks.length === 0) {
+            this.heldBack = false;
+            this.resume();
+          }
+          yield chunk;
+          continue;
+        }
+        if (this.error) throw this.error;
+        if (this.ended) return;
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } finally {
+      if (!this.ended) {
+        this.finish();
+        this.controller.abort(new Error('the stream was left before its end'));
+      }
+    }
+  }
+
+  /** Reads what came during the pause, all of it in this turn of the event loop; then flows again. */
+  private resume(): void {
+    if (this.ended) return;
+    this.state = 'draining';
+    this.controller.resume();
+    setImmediate(() => {
+      if (this.state === 'draining') this.state = 'flowing';
+    });
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.resumeTimer);
+    this.done();
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
   }
 }

@@ -1,0 +1,194 @@
+// Coalesced watches (TransportRequest.coalesceMs) over a real loopback HTTP server: every event arrives, in
+// order, events written while the stream pauses arrive after the pause, and every way out of the stream (its
+// end, an ERROR event, a bad line, silence, an abort, leaving the loop) ends the request.
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { KubeClient } from './client.ts';
+import { KubeErrorCode } from './errors.ts';
+import { UndiciTransport } from './undici-transport.ts';
+
+let server: Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  server?.close();
+  server = undefined;
+});
+
+const event = (n: number): string =>
+  `${JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: `l${n}`, resourceVersion: String(n) } } })}\n`;
+
+/** A loopback server handing each request to `handle`; the client and its address. */
+async function serve(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  options: { inactivityMs?: number } = {},
+): Promise<{ client: KubeClient; url: URL }> {
+  server = createServer(handle);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const client = new KubeClient(
+    { server: `http://127.0.0.1:${port}`, tls: {}, authHeaders: async () => ({}), source: 'test' },
+    options.inactivityMs === undefined ? {} : { watchInactivityMs: options.inactivityMs },
+  );
+  return { client, url: new URL(`http://127.0.0.1:${port}/apis/x`) };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await sleep(5);
+  }
+}
+
+describe('a coalesced watch', () => {
+  it('delivers every event in order; those written while it pauses come after the pause', async () => {
+    let stream: ServerResponse | undefined;
+    const { client } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(event(1));
+      stream = res;
+    });
+    const seen: Array<{ n: number; at: number }> = [];
+    const stop = new AbortController();
+    const watching = client.watch<{ metadata: { resourceVersion: string } }>(
+      '/apis/x',
+      {},
+      (e) => seen.push({ n: Number(e.object.metadata.resourceVersion), at: performance.now() }),
+      stop.signal,
+      { coalesceMs: 300 },
+    );
+    try {
+      await until(() => seen.length === 1);
+      const first = seen[0]!.at;
+      // Five events, each written (and flushed) on its own, all within the pause that followed event 1's read.
+      for (let n = 2; n <= 6; n++) {
+        stream!.write(event(n));
+        await sleep(10);
+      }
+      await until(() => seen.length === 6);
+      // Held until the pause ended (300 ms after event 1 was read; a lower bound only, slower is fine).
+      for (const s of seen.slice(1)) expect(s.at - first).toBeGreaterThanOrEqual(200);
+      // After a quiet spell, two more, apart.
+      await sleep(400);
+      stream!.write(event(7));
+      await sleep(20);
+      stream!.write(event(8));
+      await until(() => seen.length === 8);
+      expect(seen.map((s) => s.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    } finally {
+      stop.abort();
+      await watching;
+      await client.close();
+    }
+  });
+
+  it('ends when its signal aborts during a pause, and the server sees the request closed', async () => {
+    let closed = false;
+    const { client } = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(event(1));
+      req.once('close', () => (closed = true));
+    });
+    const stop = new AbortController();
+    let events = 0;
+    const watching = client.watch('/apis/x', {}, () => events++, stop.signal, { coalesceMs: 5_000 });
+    await until(() => events === 1);
+    stop.abort();
+    await expect(watching).resolves.toBeUndefined();
+    await until(() => closed);
+    await client.close();
+  });
+
+  it('rejects on an ERROR event, a line that is not JSON, or silence, with the same errors as an uncoalesced one', async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): void => void uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const gone = await serve((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(event(1));
+        res.write(
+          `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old' } })}\n`,
+        );
+      });
+      await expect(
+        gone.client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
+      ).rejects.toMatchObject({ code: KubeErrorCode.Gone, status: 410 });
+      await gone.client.close();
+      server?.closeAllConnections();
+      server?.close();
+
+      const garbled = await serve((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('not json\n');
+      });
+      await expect(
+        garbled.client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
+      ).rejects.toMatchObject({ code: KubeErrorCode.Malformed });
+      await garbled.client.close();
+      server?.closeAllConnections();
+      server?.close();
+
+      const silent = await serve(
+        (_req, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write(event(1));
+        },
+        { inactivityMs: 300 },
+      );
+      await expect(
+        silent.client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
+      ).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
+      await silent.client.close();
+      await sleep(100);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+
+  it('reads a refusal (403 with a Status) as the error it is', async () => {
+    const { client } = await serve((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ kind: 'Status', code: 403, reason: 'Forbidden', message: 'leases is forbidden' }),
+      );
+    });
+    await expect(
+      client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
+    ).rejects.toMatchObject({ code: KubeErrorCode.Forbidden, status: 403 });
+    await client.close();
+  });
+
+  it('is ended, request and all, when its reader leaves the loop early', async () => {
+    let closed = false;
+    const { url } = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(event(1));
+      res.write(event(2));
+      req.once('close', () => (closed = true));
+    });
+    const transport = new UndiciTransport({ tls: {}, connections: 2 });
+    const response = await transport.request({
+      method: 'GET',
+      url,
+      headers: {},
+      signal: new AbortController().signal,
+      streaming: true,
+      coalesceMs: 50,
+    });
+    expect(response.statusCode).toBe(200);
+    for await (const chunk of response.body) {
+      expect(chunk.toString()).toContain('"l1"');
+      break;
+    }
+    await until(() => closed);
+    await transport.close();
+  });
+});
