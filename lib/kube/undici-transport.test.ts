@@ -36,6 +36,29 @@ async function serve(
   return { client, url: new URL(`http://127.0.0.1:${port}/apis/x`) };
 }
 
+/**
+ * A handler that answers 200 with events `first` and keeps the stream open: `stream()` is the open response (to
+ * write more), `closed()` whether the client has closed the request.
+ */
+function streaming(...first: number[]): {
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  stream: () => ServerResponse | undefined;
+  closed: () => boolean;
+} {
+  let open: ServerResponse | undefined;
+  let closed = false;
+  return {
+    handle: (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      for (const n of first) res.write(event(n));
+      open = res;
+      req.once('close', () => (closed = true));
+    },
+    stream: () => open,
+    closed: () => closed,
+  };
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
@@ -48,12 +71,8 @@ async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
 
 describe('a coalesced watch', () => {
   it('delivers every event in order; those written while it pauses come after the pause', async () => {
-    let stream: ServerResponse | undefined;
-    const { client } = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(event(1));
-      stream = res;
-    });
+    const open = streaming(1);
+    const { client } = await serve(open.handle);
     const seen: Array<{ n: number; at: number }> = [];
     const stop = new AbortController();
     const watching = client.watch<{ metadata: { resourceVersion: string } }>(
@@ -68,7 +87,7 @@ describe('a coalesced watch', () => {
       const first = seen[0]!.at;
       // Five events, each written (and flushed) on its own, all within the pause that followed event 1's read.
       for (let n = 2; n <= 6; n++) {
-        stream!.write(event(n));
+        open.stream()!.write(event(n));
         await sleep(10);
       }
       await until(() => seen.length === 6);
@@ -76,9 +95,9 @@ describe('a coalesced watch', () => {
       for (const s of seen.slice(1)) expect(s.at - first).toBeGreaterThanOrEqual(200);
       // After a quiet spell, two more, apart.
       await sleep(400);
-      stream!.write(event(7));
+      open.stream()!.write(event(7));
       await sleep(20);
-      stream!.write(event(8));
+      open.stream()!.write(event(8));
       await until(() => seen.length === 8);
       expect(seen.map((s) => s.n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     } finally {
@@ -89,19 +108,15 @@ describe('a coalesced watch', () => {
   });
 
   it('ends when its signal aborts during a pause, and the server sees the request closed', async () => {
-    let closed = false;
-    const { client } = await serve((req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(event(1));
-      req.once('close', () => (closed = true));
-    });
+    const open = streaming(1);
+    const { client } = await serve(open.handle);
     const stop = new AbortController();
     let events = 0;
     const watching = client.watch('/apis/x', {}, () => events++, stop.signal, { coalesceMs: 5_000 });
     await until(() => events === 1);
     stop.abort();
     await expect(watching).resolves.toBeUndefined();
-    await until(() => closed);
+    await until(open.closed);
     await client.close();
   });
 
@@ -135,13 +150,7 @@ describe('a coalesced watch', () => {
       server?.closeAllConnections();
       server?.close();
 
-      const silent = await serve(
-        (_req, res) => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.write(event(1));
-        },
-        { inactivityMs: 300 },
-      );
+      const silent = await serve(streaming(1).handle, { inactivityMs: 300 });
       await expect(
         silent.client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
       ).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
@@ -167,13 +176,8 @@ describe('a coalesced watch', () => {
   });
 
   it('is ended, request and all, when its reader leaves the loop early', async () => {
-    let closed = false;
-    const { url } = await serve((req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(event(1));
-      res.write(event(2));
-      req.once('close', () => (closed = true));
-    });
+    const open = streaming(1, 2);
+    const { url } = await serve(open.handle);
     const transport = new UndiciTransport({ tls: {}, connections: 2 });
     const response = await transport.request({
       method: 'GET',
@@ -188,7 +192,7 @@ describe('a coalesced watch', () => {
       expect(chunk.toString()).toContain('"l1"');
       break;
     }
-    await until(() => closed);
+    await until(open.closed);
     await transport.close();
   });
 });
