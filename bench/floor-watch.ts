@@ -3,11 +3,12 @@
 // counts the lines: no JSON, no cache, no decision. What the controller spends per renewal above this is
 // nodecare's code; the floor itself is TLS, HTTP and one event-loop wake-up per event (the API server flushes
 // each event unless more are queued, k8s.io/apiserver's watch handler). Run by bench/phases/steady.ts:
-// `node bench/floor-watch.ts <kubeconfig>`; prints `watching` once the watch is open, the lines received so far on SIGUSR2, and on SIGTERM before
-// it exits.
+// `node bench/floor-watch.ts <kubeconfig>`; prints `watching` once the watch is open, the lines received so
+// far on SIGUSR2, and them again on SIGTERM before it exits.
 
 import { request } from 'node:https';
 import { LEASE_NAMESPACE, LeaseLabel } from '../api/index.ts';
+import { KubeClient } from '../lib/kube/client.ts';
 import { loadConnection } from '../lib/kube/config.ts';
 import { leasesPath } from '../lib/kube/paths.ts';
 
@@ -15,32 +16,26 @@ const kubeconfig = process.argv[2];
 if (!kubeconfig) throw new Error('usage: floor-watch.ts <kubeconfig>');
 const connection = await loadConnection(kubeconfig);
 const headers = await connection.authHeaders();
-const url = (query: Record<string, string>): URL => {
-  const u = new URL(connection.server);
-  u.pathname = leasesPath(LEASE_NAMESPACE);
-  u.search = new URLSearchParams({ labelSelector: LeaseLabel.role, ...query }).toString();
-  return u;
-};
 
-// Where the list stands now (one item read), so the watch brings the renewals to come and not a synthetic
-// ADDED event for every Lease there is.
-const now = await new Promise<string>((resolve, reject) => {
-  request(url({ limit: '1' }), { ...connection.tls, headers }, (res) => {
-    let body = '';
-    res.setEncoding('utf8');
-    res.on('data', (s: string) => (body += s));
-    res.on('end', () => {
-      const rv = (JSON.parse(body) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
-      if (res.statusCode === 200 && rv) resolve(rv);
-      else reject(new Error(`floor-watch: listing Leases: HTTP ${res.statusCode} ${body.slice(0, 200)}`));
-    });
-  })
-    .on('error', reject)
-    .end();
+// Where the list stands now (one item read, with nodecare's own client before the bare watch starts), so the
+// watch brings the renewals to come and not a synthetic ADDED event for every Lease there is.
+const client = new KubeClient(connection, { transport: 'node' });
+const list = await client.get<{ metadata?: { resourceVersion?: string } }>(leasesPath(LEASE_NAMESPACE), {
+  query: { labelSelector: LeaseLabel.role, limit: 1 },
 });
+await client.close();
+const now = list.metadata?.resourceVersion;
+if (!now) throw new Error('floor-watch: the Lease list has no resourceVersion');
 
 let lines = 0;
-const watchUrl = url({ watch: 'true', resourceVersion: now, allowWatchBookmarks: 'true' });
+const watchUrl = new URL(connection.server);
+watchUrl.pathname = leasesPath(LEASE_NAMESPACE);
+watchUrl.search = new URLSearchParams({
+  labelSelector: LeaseLabel.role,
+  watch: 'true',
+  resourceVersion: now,
+  allowWatchBookmarks: 'true',
+}).toString();
 const req = request(watchUrl, { ...connection.tls, headers }, (res) => {
   if (res.statusCode !== 200) {
     process.stderr.write(`floor-watch: HTTP ${res.statusCode}\n`);

@@ -61,7 +61,6 @@ export class UndiciTransport implements Transport {
   private coalesced(req: TransportRequest): Promise<TransportResponse> {
     const coalesceMs = req.coalesceMs ?? 0;
     return new Promise<TransportResponse>((resolve, reject) => {
-      let started = false;
       let body: CoalescedBody | undefined;
       const handler: Dispatcher.DispatchHandler = {
         onRequestStart(controller) {
@@ -73,7 +72,6 @@ export class UndiciTransport implements Transport {
           );
         },
         onResponseStart(_controller, statusCode, headers) {
-          started = true;
           const b = body as CoalescedBody;
           resolve({ statusCode, headers, body: b, text: () => b.text() });
         },
@@ -84,11 +82,8 @@ export class UndiciTransport implements Transport {
           body?.end();
         },
         onResponseError(_controller, err) {
-          if (started) body?.fail(err);
-          else {
-            body?.fail(err);
-            reject(err);
-          }
+          body?.fail(err);
+          reject(err); // a no-op once the response has started: its body carries the error
         },
       };
       this.dispatcher.dispatch(
