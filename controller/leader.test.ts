@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import type { LeaseWatchHandlers } from '../lib/kube/leases.ts';
 import { FakeLeaseStore } from '../lib/kube/testing.ts';
 import {
   LEADER_ELECTION_DEFAULTS,
@@ -164,10 +165,9 @@ describe('LeaderElector', () => {
       const a = elector(store, clock, 'a');
       startRecording(a);
       await clock.advance(0);
-      // First seen at t=0; tries every retryPeriod; the lease is valid until t=leaseDuration, so the first
-      // try after that takes it.
-      const takeoverAtMs = (Math.floor(leaseDurationMs / retryPeriodMs) + 1) * retryPeriodMs;
-      await clock.advance(takeoverAtMs - 1);
+      // First seen at t=0; tries every retryPeriod and once more when the lease expires by its clock, at
+      // t=leaseDuration: that try takes it.
+      await clock.advance(leaseDurationMs - 1);
       expect(a.isLeader).toBe(false);
       await clock.advance(1);
       expect(a.isLeader).toBe(true);
@@ -244,6 +244,8 @@ describe('LeaderElector', () => {
     },
   ] as const)('$name', async ({ fault, existing, ops }) => {
     const { store, clock } = setup();
+    // Without a watch: the free lease it reports would make the second try come at once.
+    store.watchesDeliver = false;
     if (existing) store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
     store.failNext(fault.op, fault.error);
     const a = elector(store, clock, 'a');
@@ -256,8 +258,9 @@ describe('LeaderElector', () => {
     await a.stop();
   });
 
-  it('stop() releases (empty holder, 1 s) after onStoppedLeading settles; the standby acquires on its next try', async () => {
+  it('stop() releases (empty holder, 1 s) after onStoppedLeading settles; without a watch the standby acquires on its next try', async () => {
     const { store, clock } = setup();
+    store.watchesDeliver = false;
     const a = elector(store, clock, 'a');
     const b = elector(store, clock, 'b', () => 0.99);
     let finishWork: () => void = () => undefined;
@@ -285,6 +288,112 @@ describe('LeaderElector', () => {
     expect(recordedB.events).toEqual(['leader:a', 'leader:b', 'started']);
     expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
     await b.stop();
+  });
+
+  it('stop() with a watching standby: the standby takes the released lease at once, not at its next try', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    const b = elector(store, clock, 'b', () => 0.99);
+    startRecording(a);
+    await clock.advance(0);
+    const recordedB = startRecording(b);
+    await clock.advance(10 * retryPeriodMs + 700); // b is mid-wait between two tries
+    await a.stop();
+    await clock.advance(0);
+    expect(b.isLeader).toBe(true);
+    expect(recordedB.events).toEqual(['leader:a', 'leader:b', 'started']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    await b.stop();
+  });
+
+  it('the lease deleted while a standby waits → created at once', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('b', '2026-01-01T00:00:00.000000Z'));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(700);
+    expect(a.isLeader).toBe(false);
+    store.calls.length = 0;
+    await store.delete(NS, NAME, { timeoutMs: 1 });
+    store.calls.length = 0;
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['get', 'create']);
+    await a.stop();
+  });
+
+  it.each([
+    // The watch shows the last renewal when it is written (t=4.6 s): expired at 14.6 s by the standby's clock.
+    { name: 'with the watch: leaseDuration after the last renewal', watch: true, takeoverAtMs: 14_600 },
+    // Without it, the try at t=6 s is the first to see that renewal: expired at 16 s.
+    { name: 'without it: leaseDuration after the try that saw it', watch: false, takeoverAtMs: 16_000 },
+  ])('holder renews, then crashes: taken over $name', async ({ watch, takeoverAtMs }) => {
+    const { store, clock } = setup();
+    store.watchesDeliver = watch;
+    const renew = () =>
+      store.put({
+        ...store.lease(NS, NAME)!,
+        spec: otherHolder('b', new Date(clock.now()).toISOString()).spec,
+      });
+    store.put(otherHolder('b', new Date(clock.now()).toISOString()));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    await clock.advance(100);
+    for (let t = 100; t < 4_600; t += retryPeriodMs) {
+      renew(); // at 0.1, 1.6, 3.1 and 4.6 s, between the standby's tries at 0, 1.5, 3, 4.5 and 6 s
+      await clock.advance(0); // the watch event, when the watch delivers, at the time of the write
+      await clock.advance(retryPeriodMs);
+    }
+    renew();
+    await clock.advance(0);
+    await clock.advance(takeoverAtMs - 4_600 - 1);
+    expect(a.isLeader).toBe(false);
+    await clock.advance(1);
+    expect(a.isLeader).toBe(true);
+    await a.stop();
+  });
+
+  it('a leader ignores a late watch event of an earlier holder: it neither steps down nor re-reads', async () => {
+    const store = new (class extends FakeLeaseStore {
+      handlers: LeaseWatchHandlers | undefined;
+      override watch(ns: string, name: string, handlers: LeaseWatchHandlers, signal: AbortSignal) {
+        this.handlers = handlers;
+        return super.watch(ns, name, handlers, signal);
+      }
+    })();
+    const clock = new FakeClock();
+    const before = store.put(otherHolder('b', '2026-01-01T00:00:00.000000Z', { leaseTransitions: 2 }));
+    store.put({ ...before, spec: otherHolder('', '2026-01-01T00:00:00.000000Z').spec });
+    const a = elector(store, clock, 'a');
+    const recorded = startRecording(a);
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    store.calls.length = 0;
+    store.handlers?.changed(before); // the holder before the release, delivered late
+    await clock.advance(retryPeriodMs);
+    expect(a.isLeader).toBe(true);
+    expect(recorded.events).toEqual(['leader:a', 'started']);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    await a.stop();
+  });
+
+  it('a watch that fails for good: the candidate still acquires by its tries', async () => {
+    const store = new (class extends FakeLeaseStore {
+      override watch(): Promise<void> {
+        return Promise.reject(new KubeError(KubeErrorCode.Forbidden, 403, 'watch is forbidden'));
+      }
+    })();
+    const clock = new FakeClock();
+    store.put(otherHolder('b', '2026-01-01T00:00:00.000000Z'));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    await clock.advance(leaseDurationMs - 1);
+    expect(a.isLeader).toBe(false);
+    await clock.advance(1);
+    expect(a.isLeader).toBe(true);
+    await a.stop();
   });
 
   it('stop({ release: false }) (a crash) leaves the lease held until it expires for the standby', async () => {

@@ -16,6 +16,12 @@
 // - After losing the lease the elector becomes a candidate again (client-go's Run returns); a caller that
 //   prefers to exit does so from onStoppedLeading.
 // - onNewLeader reports holders only, never the empty holder of a released lease.
+// - A candidate also watches the lease (LeaseStore.watch): it tries at once when the lease is released or
+//   deleted, instead of at its next retry, and it sees the holder's renewals when they happen, so it tries
+//   again the moment the lease has gone unrenewed for its duration (by its own clock, as before) instead of
+//   up to a retry period later. The retries every retryPeriod go on, so a watch that delivers nothing changes
+//   nothing. A leader ignores the watch: it knows the lease from its own writes, and an event that arrives
+//   late (the release it took the lease from) must not make it step down.
 
 import type { LeaseObject } from '../api/lease.ts';
 import { microTime } from '../api/lease.ts';
@@ -90,6 +96,10 @@ export class LeaderElector {
   private observedKey = '';
   private observedTimeMs = 0;
   private reportedLeader = '';
+  /** Aborts the candidate's current wait between tries (the watch saw the lease released). */
+  private waiting: AbortController | undefined;
+  /** The watch saw the lease released (or gone) during the try in flight: try again at once after it. */
+  private releasedDuringTry = false;
 
   private callbacks: LeaderCallbacks | undefined;
   private leadership: AbortController | undefined;
@@ -152,6 +162,25 @@ export class LeaderElector {
   }
 
   private async run(): Promise<void> {
+    const watching = this.store
+      .watch(
+        this.namespace,
+        this.name,
+        {
+          changed: (lease) => this.seen(lease),
+          error: (err) => this.log.debug({ err }, 'Watch of the leadership lease failed; retrying'),
+        },
+        this.stopping.signal,
+      )
+      .catch((err: unknown) => this.log.warn({ err }, 'Watch of the leadership lease stopped'));
+    try {
+      await this.campaign();
+    } finally {
+      await watching;
+    }
+  }
+
+  private async campaign(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       if (!(await this.acquire())) return;
       if (this.stopping.signal.aborted) {
@@ -170,14 +199,53 @@ export class LeaderElector {
     }
   }
 
-  /** Tries at once, then every retryPeriod (jittered) until it holds the lease; false when stopped. */
+  /**
+   * Tries at once, then every retryPeriod (jittered), or sooner: when the holder's lease expires (by our
+   * clock) or the watch sees it released. Returns true once it holds the lease, false when stopped.
+   */
   private async acquire(): Promise<boolean> {
     for (;;) {
       if (this.stopping.signal.aborted) return false;
+      this.releasedDuringTry = false;
       if (await this.tryAcquireOrRenew(this.clock.now() + this.timing.renewDeadlineMs)) return true;
-      const delay = this.timing.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER);
-      if (!(await this.sleep(delay))) return false;
+      if (this.releasedDuringTry) continue;
+      const retryMs = this.timing.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER);
+      const holder = this.leader;
+      const untilExpiryMs =
+        holder && holder !== this.identity ? this.expiresAtMs() - this.clock.now() : retryMs;
+      if (!(await this.wait(Math.max(0, Math.min(retryMs, untilExpiryMs))))) return false;
     }
+  }
+
+  /** Sleeps like sleep(), but the watch may end it early; false when stop() interrupted it. */
+  private async wait(ms: number): Promise<boolean> {
+    const waiting = new AbortController();
+    this.waiting = waiting;
+    try {
+      await this.clock.sleep(ms, AbortSignal.any([this.stopping.signal, waiting.signal]));
+    } catch {
+      // woken or stopped
+    } finally {
+      this.waiting = undefined;
+    }
+    return !this.stopping.signal.aborted;
+  }
+
+  /**
+   * What the watch delivered. A candidate records a changed record as a read would (observedTime moves)
+   * and, when the lease is released or gone, tries at once. A leader ignores it (see the header).
+   */
+  private seen(lease: LeaderLease | undefined): void {
+    if (this.isLeader || this.stopping.signal.aborted) return;
+    // Our own takeover, written and not yet begun (or a term just lost): its answer is newer than any event.
+    if (this.observed?.spec?.holderIdentity === this.identity) return;
+    if (lease) {
+      if (lease.metadata.resourceVersion === this.observed?.metadata.resourceVersion) return;
+      this.observe(lease, false);
+      if (lease.spec?.holderIdentity) return;
+    }
+    this.releasedDuringTry = true;
+    this.waiting?.abort();
   }
 
   /**
@@ -243,10 +311,15 @@ export class LeaderElector {
     return { timeoutMs: Math.max(1, deadlineMs - this.clock.now()), signal: this.stopping.signal };
   }
 
-  private isLeaseValid(now: number): boolean {
+  /** When the observed lease stops being valid (by our clock): observedTime + its duration. */
+  private expiresAtMs(): number {
     const seconds = this.observed?.spec?.leaseDurationSeconds;
     const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.timing.leaseDurationMs;
-    return this.observedTimeMs + durationMs > now;
+    return this.observedTimeMs + durationMs;
+  }
+
+  private isLeaseValid(now: number): boolean {
+    return this.expiresAtMs() > now;
   }
 
   /** Records what we read or wrote; observedTime moves only when the record changed (or we wrote it). */

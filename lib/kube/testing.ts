@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { LeaseObject } from '../../api/lease.ts';
 import { KubeClient, type KubeClientOptions, type WatchEventType } from './client.ts';
 import { KubeError, KubeErrorCode } from './errors.ts';
-import type { LeaseCallOptions, LeaseStore } from './leases.ts';
+import type { LeaseCallOptions, LeaseStore, LeaseWatchHandlers } from './leases.ts';
 
 interface Obj {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -161,13 +161,17 @@ export type LeaseOp = 'get' | 'create' | 'replace' | 'delete';
  * The one fake of the Lease port (lib/kube/leases.ts), for the agent's and the controller's tests: Leases in
  * memory with resourceVersion semantics (a stale replace gets 409, a second create AlreadyExists, a missing
  * Lease 404, as from the API server), every call recorded, and faults injected with `failNext`. Leases are
- * kept by name: a test uses each name in one namespace only.
+ * kept by name: a test uses each name in one namespace only. Watches are told of every write and delete a
+ * microtask later, as a watch event comes after the write's answer; `watchesDeliver = false` silences them
+ * (a watch that is open but gets nothing through). Watches are not recorded in `calls`.
  */
 export class FakeLeaseStore implements LeaseStore {
   /** By name. */
   readonly leases = new Map<string, LeaseObject>();
   readonly calls: Array<{ op: LeaseOp; name: string; timeoutMs: number }> = [];
+  watchesDeliver = true;
   private readonly faults: Array<{ op: LeaseOp; error: KubeError }> = [];
+  private readonly watchers = new Set<{ namespace: string; name: string; handlers: LeaseWatchHandlers }>();
   private version = 1;
 
   static conflict(): KubeError {
@@ -232,6 +236,34 @@ export class FakeLeaseStore implements LeaseStore {
     if (!this.lease(namespace, name))
       throw new KubeError(KubeErrorCode.NotFound, 404, `lease ${name} not found`);
     this.leases.delete(name);
+    this.notify(namespace, name);
+  }
+
+  async watch(
+    namespace: string,
+    name: string,
+    handlers: LeaseWatchHandlers,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (signal.aborted) return;
+    const watcher = { namespace, name, handlers };
+    this.watchers.add(watcher);
+    // As a reflector's first list: the Lease when there is one, nothing when there is none.
+    if (this.lease(namespace, name)) this.notify(namespace, name, watcher);
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    this.watchers.delete(watcher);
+  }
+
+  /** Tells the Lease as it is now to its watchers (or to one), a microtask later. */
+  private notify(namespace: string, name: string, only?: { handlers: LeaseWatchHandlers }): void {
+    const lease = this.lease(namespace, name);
+    const told = only
+      ? [only]
+      : [...this.watchers].filter((w) => w.namespace === namespace && w.name === name);
+    queueMicrotask(() => {
+      if (!this.watchesDeliver) return;
+      for (const w of told) w.handlers.changed(lease && structuredClone(lease));
+    });
   }
 
   private enter(op: LeaseOp, name: string, options: LeaseCallOptions): void {
@@ -244,6 +276,7 @@ export class FakeLeaseStore implements LeaseStore {
     const copy = structuredClone(lease);
     copy.metadata.resourceVersion = String(++this.version);
     this.leases.set(copy.metadata.name ?? '', copy);
+    this.notify(copy.metadata.namespace ?? '', copy.metadata.name ?? '');
     return structuredClone(copy);
   }
 }

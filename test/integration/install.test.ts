@@ -852,8 +852,18 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
           await expectRbacDenied(client.request('POST', leasePath(undefined, ns), { body: lease }));
         await expectRbacDenied(client.request('POST', leasePath(), { body: lease }));
         await expectRbacDenied(client.request('DELETE', leasePath(agentLeaseName(nodeNames[0]!))));
-        // Leader election: only its own Lease by name.
+        // Leader election: only its own Lease by name (listed and watched only with a field selector on it).
         await expectRbacDenied(client.request('GET', leasePath('someone-elses-lock', SYSTEM)));
+        await expectRbacDenied(client.request('GET', leasePath(undefined, SYSTEM)));
+        await expectRbacDenied(
+          client.request('GET', leasePath(undefined, SYSTEM), {
+            query: { fieldSelector: 'metadata.name=someone-elses-lock' },
+          }),
+        );
+        const own = await client.request<{ items: unknown[] }>('GET', leasePath(undefined, SYSTEM), {
+          query: { fieldSelector: 'metadata.name=nodecare-controller' },
+        });
+        expect(Array.isArray(own.items)).toBe(true);
         await expectRbacDenied(client.request('DELETE', `/api/v1/nodes/${nodeNames[0]}`));
         await expectRbacDenied(
           client.request('DELETE', `/api/v1/namespaces/${SYSTEM}/pods/agent-${nodeNames[0]}`),
@@ -1065,6 +1075,7 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         'nodecare-controller: patch nodes',
         'nodecare-controller: patch nodes/status',
         'nodecare-controller: list leases',
+        'nodecare-controller: watch leases',
         'nodecare-controller: create events',
       ])
         expect([...used]).toContain(expected);

@@ -7,7 +7,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
-import { LEADER_ELECTION_DEFAULTS, LeaderElector } from '../../controller/leader.ts';
+import { LEADER_ELECTION_DEFAULTS, LeaderElector, type LeaderLease } from '../../controller/leader.ts';
 import { KubeLeaseStore } from '../../lib/kube/leases.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
@@ -72,6 +72,49 @@ async function twoCandidates(): Promise<{ lease: string; leader: Candidate; stan
 async function readLease(name: string) {
   return coordination.readNamespacedLease({ name, namespace: COMPONENT_NAMESPACE });
 }
+
+describe('KubeLeaseStore.watch against the real API server', () => {
+  it('tells the Lease as it is, then each change of it, and nothing of another Lease', async () => {
+    const client = new KubeClient(await loadConnection(inject('kubeconfig')));
+    const store = new KubeLeaseStore(client);
+    const name = uniqueName('watched');
+    const other = uniqueName('other');
+    const lease = (leaseName: string, holderIdentity: string): LeaderLease => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: leaseName, namespace: COMPONENT_NAMESPACE },
+      spec: { holderIdentity },
+    });
+    const options = { timeoutMs: 10_000 };
+    const first = await store.create(lease(name, 'a'), options);
+    const seen: Array<string | undefined> = [];
+    const stop = new AbortController();
+    const errors: unknown[] = [];
+    const watching = store.watch(
+      COMPONENT_NAMESPACE,
+      name,
+      {
+        changed: (l) => seen.push(l === undefined ? undefined : (l.spec?.holderIdentity ?? '')),
+        error: (err) => errors.push(err),
+      },
+      stop.signal,
+    );
+    try {
+      await eventually(() => seen.length === 1 || undefined, { what: 'the Lease as it is' });
+      await store.create(lease(other, 'x'), options);
+      await store.replace({ ...first, spec: { holderIdentity: 'b' } }, options);
+      await store.delete(COMPONENT_NAMESPACE, name, options);
+      await eventually(() => seen.length === 3 || undefined, { what: 'the update and the delete' });
+      expect(seen).toEqual(['a', 'b', undefined]);
+      expect(errors).toEqual([]);
+    } finally {
+      stop.abort();
+      await watching;
+      await store.delete(COMPONENT_NAMESPACE, other, options).catch(() => undefined);
+      await client.close();
+    }
+  });
+});
 
 describe('leader election against the real API server', () => {
   it('exactly one of two candidates leads, and the Lease names it', async () => {
