@@ -14,56 +14,20 @@
 //   sources (the integration tests), the agent keeps its JIT.
 // - `--v8-pool-size=1`: one V8 background thread instead of four (each thread's stack and malloc arena cost
 //   resident memory; with no JIT, what is left for them is concurrent marking of a heap of about 10 MiB).
+// The re-exec and its safety net (a failing execve is checked for first) are lib/reexec.ts's.
 
-//
-// A failing execve cannot be caught: node aborts the process (SIGABRT, and the DaemonSet restarts it into the
-// same failure). So the same executable is first run with the exact arguments and environment of the
-// re-exec and `--version` (it exits before loading anything; ~10 ms): if that cannot start (executable gone
-// or not executable, a noexec mount, exec denied, arguments too long) or rejects a flag, the agent runs on
-// without the flags and start.ts logs why (runtimeFlagsProblem).
+import { reexecWithFlags } from '../lib/reexec.ts';
 
-const REEXECUTED = 'NODECARE_AGENT_REEXECUTED';
-
-const wanted = [
-  '--max-semi-space-size=1',
-  '--v8-pool-size=1',
-  ...(import.meta.url.endsWith('.js') ? ['--jitless'] : []),
-];
-const missing = wanted.filter((flag) => !process.execArgv.includes(flag));
-
-/** Why the re-exec would fail, by trying it in a child; undefined when it can be done. */
-function reexecProblem(args: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
-  if (typeof process.execve !== 'function')
-    return `process.execve is not available in node ${process.version}`;
-  // Not an ES import: only this start-up path needs it (agent memory, docs/adr/0006).
-  const { spawnSync } = process.getBuiltinModule('node:child_process');
-  const probe = spawnSync(process.execPath, ['--version', ...args], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-    timeout: 10_000,
-  });
-  if (probe.error) return `cannot execute ${process.execPath}: ${probe.error.message}`;
-  if (probe.status === 0) return undefined;
-  const why = probe.status === null ? `was killed by ${probe.signal}` : `exited ${probe.status}`;
-  const said = probe.stderr.trim().split('\n')[0]?.slice(0, 200);
-  return `${process.execPath} with ${missing.join(' ')} ${why}${said ? `: ${said}` : ''}`;
-}
-
-function reexecute(): string | undefined {
-  if (missing.length === 0 || process.env[REEXECUTED] !== undefined) return undefined;
-  const args = [...missing, ...process.execArgv, ...process.argv.slice(1)];
-  const env = { ...process.env, [REEXECUTED]: missing.join(' ') };
-  const problem = reexecProblem(args, env);
-  if (problem === undefined) process.execve?.(process.execPath, [process.execPath, ...args], env);
-  return problem;
-}
+const reexec = reexecWithFlags(
+  ['--max-semi-space-size=1', '--v8-pool-size=1', ...(import.meta.url.endsWith('.js') ? ['--jitless'] : [])],
+  'NODECARE_AGENT_REEXECUTED',
+);
 
 /**
  * Why the agent runs without its runtime flags (the re-exec could not be done); undefined when it has them.
  * Only ever set in the first process: a successful re-exec replaces it.
  */
-export const runtimeFlagsProblem: string | undefined = reexecute();
+export const runtimeFlagsProblem: string | undefined = reexec.problem;
 
 /** The flags the agent would have added. */
-export const missingRuntimeFlags: readonly string[] = missing;
+export const missingRuntimeFlags: readonly string[] = reexec.missing;

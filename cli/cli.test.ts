@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
-import { FakeApiServer } from '../lib/kube/testing.ts';
+import { FakeApiServer, tokenKubeconfig } from '../lib/kube/testing.ts';
 import { runCli, usage, VERBS } from './cli.ts';
 
 function io() {
@@ -159,17 +159,7 @@ describe('kubectl-nodecare output (regression: messages from the cluster reached
         },
       ]);
       const kubeconfig = join(dir, 'kubeconfig');
-      await writeFile(
-        kubeconfig,
-        JSON.stringify({
-          apiVersion: 'v1',
-          kind: 'Config',
-          clusters: [{ name: 'c', cluster: { server: api.url } }],
-          users: [{ name: 'u', user: { token: 't' } }],
-          contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-          'current-context': 'x',
-        }),
-      );
+      await writeFile(kubeconfig, tokenKubeconfig(api.url, 't'));
       for (const output of [[], ['-o', 'wide'], ['-o', 'json'], ['-o', 'yaml']]) {
         const t = io();
         const code = await runCli(['explain', 'node-a', `--kubeconfig=${kubeconfig}`, ...output], t.io);

@@ -1,19 +1,26 @@
-// V8 settings for the controller's memory (docs/design.md P5: 256 MiB RSS at 5,000 nodes × 5 extensions),
-// applied by the program itself so that the binary meets the goal at default settings however it is started.
-// Imported first by controller/start.ts (loaded by main.ts after the Node.js version check): modules evaluate
-// in import order, so this runs before any other module loads. Measured in docs/adr/0007.
-// - `--semi-space-growth-factor=1`: the young generation stays at its initial size instead of doubling, up to
-//   128 MiB, whenever a scavenge finds many survivors (the watch streams and in-flight reconciles keep objects
-//   alive across scavenges). V8 reads `--max-semi-space-size` only when it creates the heap, too late from
-//   here; the growth factor it reads at each growth. Set after the other imports, it finds the young
-//   generation already grown to 8 MiB.
-// - `--optimize-for-size`: V8 grows the old generation by a small factor over what survived the last full
-//   collection, not by up to four times while the program allocates fast. Without it the convergence after a
-//   start left 110–200 MiB of old generation, mostly garbage, for a live heap of about 55 MiB.
-// Both take effect when set from the program (measured), so unlike the agent (agent/runtime-flags.ts) the
-// controller does not replace itself to start with them.
-
+// V8 settings for the controller's memory and CPU (docs/design.md P5: 256 MiB RSS at 5,000 nodes × 5
+// extensions; issue 24: CPU per lease renewal), applied by the program itself so that the binary behaves the
+// same at default settings however it is started and whatever memory its machine has. Imported first by
+// controller/start.ts (loaded by main.ts after the Node.js version check): modules evaluate in import order,
+// so this runs before any other module loads. Measured in docs/adr/0007.
+// - `--max-semi-space-size=16`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the
+//   heap): the young generation may grow to 2 × 16 MiB when scavenges find many survivors (the watch
+//   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
+//   depends on the machine's memory (64 MiB semi-spaces on the 24 GiB benchmark machine). Kept at 1 MiB, as
+//   until 2026-11-28, scavenges took a third of the event loop at 5,000 nodes.
+// - `--optimize-for-size`, set from the program: V8 grows the old generation by a small factor over what
+//   survived the last full collection, not by up to four times while the program allocates fast. Without
+//   it the convergence after a start left 110–200 MiB of old generation, mostly garbage, for a live heap
+//   of about 55 MiB. Not on the command line: there it also caps the semi-spaces at 1 MiB (measured: the
+//   young generation stayed at 2 MiB), which is what the first flag avoids.
 import { setFlagsFromString } from 'node:v8';
+import { reexecWithFlags } from '../lib/reexec.ts';
 
-setFlagsFromString('--semi-space-growth-factor=1');
+const reexec = reexecWithFlags(['--max-semi-space-size=16'], 'NODECARE_CONTROLLER_REEXECUTED');
 setFlagsFromString('--optimize-for-size');
+
+/** Why the controller runs without its runtime flags (the re-exec could not be done); undefined when it has them. */
+export const runtimeFlagsProblem: string | undefined = reexec.problem;
+
+/** The flags the controller would have added. */
+export const missingRuntimeFlags: readonly string[] = reexec.missing;

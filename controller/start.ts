@@ -1,7 +1,7 @@
 // nodecare-controller entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
 // First: V8's heap settings, before anything else loads (docs/adr/0007).
-import './runtime-flags.ts';
+import { missingRuntimeFlags, runtimeFlagsProblem } from './runtime-flags.ts';
 import { systemClock } from '../lib/clock.ts';
 import { Registry } from '../lib/prom.ts';
 import { KubeClient } from '../lib/kube/client.ts';
@@ -29,6 +29,11 @@ runProgram<ControllerConfig>({
       level: config.logLevel,
       format: config.logFormat,
     });
+    if (runtimeFlagsProblem !== undefined)
+      log.warn(
+        { flags: missingRuntimeFlags, problem: runtimeFlagsProblem },
+        'Running without the runtime flags: re-executing with them would fail',
+      );
     const client = new KubeClient(await loadConnection(config.kubeconfig), {
       userAgent: `nodecare-controller/${config.identity}`,
       connections: 32,

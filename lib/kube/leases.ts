@@ -35,6 +35,12 @@ export interface LeaseWatchHandlers {
   error?(err: unknown): void;
 }
 
+/** Resolves when `signal` aborts (at once when it has): how a watch of the port lasts until it is stopped. */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
 /** The Lease port over the API server. */
 export class KubeLeaseStore implements LeaseStore {
   private readonly client: KubeClient;
@@ -85,7 +91,7 @@ export class KubeLeaseStore implements LeaseStore {
       },
     });
     reflector.start();
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await untilAborted(signal);
     await reflector.stop();
   }
 }

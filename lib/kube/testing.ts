@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { LeaseObject } from '../../api/lease.ts';
 import { KubeClient, type KubeClientOptions, type WatchEventType } from './client.ts';
 import { KubeError, KubeErrorCode } from './errors.ts';
-import type { LeaseCallOptions, LeaseStore, LeaseWatchHandlers } from './leases.ts';
+import { untilAborted, type LeaseCallOptions, type LeaseStore, type LeaseWatchHandlers } from './leases.ts';
 
 interface Obj {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -155,6 +155,18 @@ export class FakeApiServer {
   }
 }
 
+/** A kubeconfig (JSON, which kubeconfig readers take as YAML) for `server` with a bearer token: what tests run programs with. */
+export function tokenKubeconfig(server: string, token = 'not-a-real-token'): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'c', cluster: { server } }],
+    users: [{ name: 'u', user: { token } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x',
+  });
+}
+
 export type LeaseOp = 'get' | 'create' | 'replace' | 'delete';
 
 /**
@@ -250,7 +262,7 @@ export class FakeLeaseStore implements LeaseStore {
     this.watchers.add(watcher);
     // As a reflector's first list: the Lease when there is one, nothing when there is none.
     if (this.lease(namespace, name)) this.notify(namespace, name, watcher);
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await untilAborted(signal);
     this.watchers.delete(watcher);
   }
 

@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { MAX_LEASE_DURATION_SECONDS } from '../../api/lease.ts';
 import { duplicateKeys } from '../../lib/testing.ts';
+import { tokenKubeconfig } from '../../lib/kube/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
 const TIMEOUT_MS = 60_000;
@@ -108,17 +109,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => apiServer.listen(0, '127.0.0.1', resolve));
   const { port } = apiServer.address() as AddressInfo;
   kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}` } }],
-      users: [{ name: 'u', user: { token: 'not-a-real-token' } }],
-      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'x',
-    }),
-  );
+  await writeFile(kubeconfig, tokenKubeconfig(`https://127.0.0.1:${port}`));
 });
 
 afterAll(async () => {

@@ -1,11 +1,15 @@
 // nodecare-controller's command line: bad flags exit 2 before any I/O with every problem listed; --help
-// lists every option.
+// lists every option; the binary re-executes itself once with its V8 flags.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
+import { tokenKubeconfig } from '../../lib/kube/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'controller', 'main.ts');
 
@@ -140,5 +144,36 @@ describe('nodecare-controller command line', () => {
     expect(stdout).toMatch(/--log-format <string>\n.*one of json\|text/);
     expect(stdout).toMatch(/--health-address <string>\n.*default "127\.0\.0\.1"/);
     expect(stdout).toContain('--version');
+  });
+});
+
+describe('the self re-exec with V8 flags (controller/runtime-flags.ts)', () => {
+  it('re-executes itself with --max-semi-space-size=16 (same pid) and warns of nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nodecare-controller-cli-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    // Nothing listens on port 1: the controller starts, and retries its lists in the background.
+    await writeFile(kubeconfig, tokenKubeconfig('https://127.0.0.1:1'));
+    const child = spawn(
+      process.execPath,
+      [MAIN, `--kubeconfig=${kubeconfig}`, '--health-port=0', '--leader-elect=false'],
+      { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      const lines: string[] = [];
+      const started = await new Promise<boolean>((resolve) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          lines.push(line);
+          if (line.includes('Started nodecare-controller')) resolve(true);
+        });
+        child.once('close', () => resolve(false));
+      });
+      const cmdline = started ? await readFile(`/proc/${child.pid}/cmdline`, 'utf8') : '';
+      expect(started, lines.join('\n')).toBe(true);
+      expect(cmdline.split('\0')).toContain('--max-semi-space-size=16');
+      expect(lines.filter((l) => l.includes('Running without the runtime flags'))).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
