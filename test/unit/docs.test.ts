@@ -74,6 +74,7 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'no-opt',
   'no-maglev',
   'single-threaded',
+  'single-threaded-gc',
   'lite-mode',
   'with-intl',
   'trace-gc',
