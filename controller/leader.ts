@@ -213,12 +213,15 @@ export class LeaderElector {
       const holder = this.leader;
       const untilExpiryMs =
         holder && holder !== this.identity ? this.expiresAtMs() - this.clock.now() : retryMs;
-      if (!(await this.wait(Math.max(0, Math.min(retryMs, untilExpiryMs))))) return false;
+      if (!(await this.sleep(Math.max(0, Math.min(retryMs, untilExpiryMs))))) return false;
     }
   }
 
-  /** Sleeps like sleep(), but the watch may end it early; false when stop() interrupted it. */
-  private async wait(ms: number): Promise<boolean> {
+  /**
+   * Sleeps on the clock; false when stop() interrupted it. The watch may end it early, and does so only while
+   * this replica is a candidate (seen()).
+   */
+  private async sleep(ms: number): Promise<boolean> {
     const waiting = new AbortController();
     this.waiting = waiting;
     try {
@@ -294,16 +297,6 @@ export class LeaderElector {
       await this.callbacks?.onStoppedLeading();
     } catch (err) {
       this.log.error({ err }, 'Leader callback onStoppedLeading failed');
-    }
-  }
-
-  /** Sleeps on the clock; false when stop() interrupted it. */
-  private async sleep(ms: number): Promise<boolean> {
-    try {
-      await this.clock.sleep(ms, this.stopping.signal);
-      return true;
-    } catch {
-      return false;
     }
   }
 
