@@ -114,7 +114,7 @@ export async function openRun(opts: Options): Promise<{ run: BenchRun; close(): 
 
 /** The rows a run that stopped early with `failure` did not measure, each saying so (a miss). */
 export function unmeasuredRows(rows: readonly Row[], failure: string): Row[] {
-  const expected: Record<string, number> = { P1: 1, P2: 1, P3: 1, P4: 1, P5: 2, P6: 2, P7: 2, restart: 1 };
+  const expected: Record<string, number> = { P1: 1, P2: 1, P3: 1, P4: 1, P5: 2, P6: 2, P7: 2, P8: 1 };
   return Object.entries(expected).flatMap(([id, count]) =>
     Array.from({ length: Math.max(0, count - rows.filter((r) => r.id === id).length) }, () => ({
       id,

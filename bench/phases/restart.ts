@@ -56,7 +56,7 @@ export async function measureRestart(
   const syncedMs = await loggedAfterMs(restarted, 'Caches synced', startedAtMs);
   const leadingMs = await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs);
   rows.push({
-    id: 'restart',
+    id: 'P8',
     measure: `controller restart → every node converged (${S} nodes failed while none ran)`,
     goal: `≤ ${fmtMs(RESTART_GOAL_MS)}`,
     measured:

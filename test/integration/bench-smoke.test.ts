@@ -46,7 +46,7 @@ const EXPECTED_ROWS = [
   'P3',
   'P7',
   'P7',
-  'restart',
+  'P8',
   'pods-api',
   'rollup',
 ];
@@ -113,7 +113,7 @@ describe('npm run bench -- --smoke', () => {
     expect(cpu.floorMsPerRenewal).toBeTypeOf('number');
     // The controller started after the leader stopped found every failure written while none ran: each of the
     // 50 failed nodes tainted, every other node still ready.
-    const restart = results.rows.find((r) => r.id === 'restart')?.values ?? {};
+    const restart = results.rows.find((r) => r.id === 'P8')?.values ?? {};
     expect(restart.changed).toBe(50);
     expect(restart.notConverged).toBe(0);
     expect(restart.ms).toBeTypeOf('number');
