@@ -9,6 +9,7 @@ import {
   ExtensionState,
   GROUP_VERSION,
   LEASE_NAMESPACE,
+  LeaseAnnotation,
   SYSTEM_EXTENSION,
 } from '../../api/names.ts';
 import { resolveRegistrations } from '../../api/registration.ts';
@@ -757,6 +758,46 @@ describe('ClusterCache SystemExtension events (issue 24: every status write re-d
       );
       await until(4);
       expect(seen).toEqual(['all nodes', 'status', 'all nodes', 'all nodes']);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
+  });
+});
+
+describe('ClusterCache lease renewals (issue 24 item 3: a renewal made a new long-lived object)', () => {
+  it('a renewal brings the lease already held up to date in place; any other change replaces it', async () => {
+    const api = await FakeApiServer.start();
+    const key = `${LEASE_NAMESPACE}/${extensionLeaseName(NODE.name, 'gpu')}`;
+    const at = (ms: number, state: ExtensionState = ExtensionState.Healthy): LeaseObject =>
+      edited(lease('gpu', ms), (m) => (m.annotations = { ...m.annotations, [LeaseAnnotation.state]: state }));
+    api.serve(NODES, [{ metadata: { name: NODE.name, uid: NODE.uid } }]);
+    api.serve(leasesPath(LEASE_NAMESPACE), [at(0)]);
+    api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
+    const changed: string[] = [];
+    const cache = clusterCacheOver(api, { nodeChanged: (name) => void changed.push(name) });
+    try {
+      cache.start();
+      await until(() => cache.synced, 'the first sync');
+      const held = cache.leases.store.get(key);
+      const listed = held?.resourceVersion;
+      expect(held?.renewTime).toBe(toCachedLease(at(0))?.renewTime);
+      changed.length = 0;
+
+      api.emit(leasesPath(LEASE_NAMESPACE), 'MODIFIED', at(1_000));
+      await until(() => held?.resourceVersion !== listed, 'the renewal');
+      expect(cache.leases.store.get(key)).toBe(held);
+      expect(held?.renewTime).toBe(toCachedLease(at(1_000))?.renewTime);
+      expect(cache.leasesOf(NODE.name).extensions.get('gpu')?.lease).toBe(held);
+      expect(changed).toEqual([]);
+
+      api.emit(leasesPath(LEASE_NAMESPACE), 'MODIFIED', at(2_000, ExtensionState.Unhealthy));
+      await until(() => cache.leases.store.get(key) !== held, 'the state change');
+      const replaced = cache.leases.store.get(key);
+      expect(replaced?.state).toBe(ExtensionState.Unhealthy);
+      expect(held?.state).toBe(ExtensionState.Healthy);
+      expect(cache.leasesOf(NODE.name).extensions.get('gpu')?.lease).toBe(replaced);
+      expect(changed).toEqual([NODE.name]);
     } finally {
       await cache.stop();
       await api.close();

@@ -127,7 +127,11 @@ export class ClusterCache {
       transform: toCachedLease,
       handlers: {
         added: (lease) => changed(this.index.added(lease)),
-        updated: (lease, old) => changed(this.index.updated(lease, old)),
+        // The watch's cache keeps the object the index holds: after a renewal, the one it held before.
+        updated: (lease, old) => {
+          changed(this.index.updated(lease, old));
+          return this.index.held(lease.name);
+        },
         deleted: (lease) => changed(this.index.deleted(lease)),
         error: (err) => events.error('leases', err),
         skipped: (err, key) => events.skipped('leases', key, err),

@@ -21,6 +21,12 @@ function onlyRenewed(lease: CachedLease, old: CachedLease): boolean {
   return true;
 }
 
+/** A believed lease and the controller clock when its renewTime was last seen to change. */
+interface Filed {
+  readonly lease: CachedLease;
+  observedAtMs: number;
+}
+
 export interface NodeLeases {
   extensions: Map<string, SeenLease>;
   agent: SeenLease | undefined;
@@ -41,9 +47,11 @@ export interface LeaseIndexEvents {
 export class LeaseIndex {
   private readonly clock: Clock;
   private readonly events: LeaseIndexEvents;
-  private readonly leases = new Map<string, CachedLease>();
-  /** Lease name → controller clock when its renewTime was last seen to change. */
-  private readonly observedAt = new Map<string, number>();
+  /**
+   * Lease name → the believed lease and the controller clock when its renewTime was last seen to change. The
+   * record and the lease in it are kept across renewals and brought up to date in place (see `updated`).
+   */
+  private readonly leases = new Map<string, Filed>();
   /** Node name → its lease names. */
   private readonly byNode = new Map<string, Set<string>>();
   private readonly ignoredLeases = new Map<string, LeaseProblem>();
@@ -57,8 +65,7 @@ export class LeaseIndex {
 
   added(lease: CachedLease): string | undefined {
     if (!this.believe(lease)) return undefined;
-    this.observedAt.set(lease.name, this.clock.now());
-    this.file(lease);
+    this.file(lease, this.clock.now());
     return lease.node;
   }
 
@@ -66,37 +73,50 @@ export class LeaseIndex {
     const known = this.leases.get(old.name);
     if (!this.believe(lease)) {
       if (!known) return undefined;
-      this.remove(known);
-      return known.node;
+      this.remove(known.lease);
+      return known.lease.node;
     }
     if (!known) return this.added(lease);
     const now = this.clock.now();
-    const lastSeen = this.observedAt.get(lease.name) ?? now;
-    const wasExpired = now - lastSeen >= known.leaseDurationSeconds * 1000;
-    if (lease.node !== known.node) this.remove(known);
-    if (lease.renewTime !== known.renewTime) this.observedAt.set(lease.name, now);
-    this.file(lease);
-    // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
-    // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
-    // renewal that revives an expired lease (an agent back from the dead) is a change.
-    return wasExpired || !onlyRenewed(lease, known) ? lease.node : undefined;
+    const wasExpired = now - known.observedAtMs >= known.lease.leaseDurationSeconds * 1000;
+    if (lease.renewTime !== known.lease.renewTime) known.observedAtMs = now;
+    if (onlyRenewed(lease, known.lease)) {
+      // A renewal: the lease already held is brought up to date in place (the cache keeps it too, see
+      // `held`). It and its strings are long since in V8's old generation; a new object kept instead would be
+      // promoted there and be garbage at the next renewal, hundreds a second at 5,000 nodes (docs/adr/0013).
+      known.lease.renewTime = lease.renewTime;
+      known.lease.resourceVersion = lease.resourceVersion;
+      // A renewal of a live lease changes nothing the decision reads now: the node's pending deadline (the
+      // lease's old expiry) re-checks it, which saves a reconcile per heartbeat (500/s at 5,000 nodes). A
+      // renewal that revives an expired lease (an agent back from the dead) is a change.
+      return wasExpired ? lease.node : undefined;
+    }
+    if (lease.node !== known.lease.node) this.remove(known.lease);
+    this.file(lease, known.observedAtMs);
+    return lease.node;
+  }
+
+  /**
+   * The object the index holds for the lease `name` (undefined when it believes none): after a renewal, the
+   * lease it held before, brought up to date. The watch's cache keeps the same object.
+   */
+  held(name: string): CachedLease | undefined {
+    return this.leases.get(name)?.lease;
   }
 
   deleted(lease: CachedLease): string | undefined {
     this.setIgnored(lease.name, undefined, lease.node);
     const known = this.leases.get(lease.name);
     if (!known) return undefined;
-    this.remove(known);
-    this.observedAt.delete(lease.name);
-    return known.node;
+    this.remove(known.lease);
+    return known.lease.node;
   }
 
   /** Records a lease read live (before acting on staleness); true when it was renewed meanwhile. */
   observeLive(lease: CachedLease): boolean {
     if (!this.believe(lease)) return false;
-    if (this.leases.get(lease.name)?.renewTime === lease.renewTime) return false;
-    this.observedAt.set(lease.name, this.clock.now());
-    this.file(lease);
+    if (this.leases.get(lease.name)?.lease.renewTime === lease.renewTime) return false;
+    this.file(lease, this.clock.now());
     return true;
   }
 
@@ -105,16 +125,15 @@ export class LeaseIndex {
    * such lease): where a renewal moved a node's deadline to (docs/adr/0009).
    */
   expiresAtMs(name: string, node: string): number | undefined {
-    const lease = this.leases.get(name);
-    const observedAt = this.observedAt.get(name);
-    if (lease?.node !== node || observedAt === undefined) return undefined;
-    return observedAt + lease.leaseDurationSeconds * 1000;
+    const known = this.leases.get(name);
+    if (known?.lease.node !== node) return undefined;
+    return known.observedAtMs + known.lease.leaseDurationSeconds * 1000;
   }
 
   /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
   refreshObservations(): void {
     const now = this.clock.now();
-    for (const name of this.observedAt.keys()) this.observedAt.set(name, now);
+    for (const known of this.leases.values()) known.observedAtMs = now;
   }
 
   /**
@@ -125,12 +144,13 @@ export class LeaseIndex {
     const extensions = new Map<string, SeenLease>();
     let agent: SeenLease | undefined;
     for (const name of this.byNode.get(node.name) ?? []) {
-      const lease = this.leases.get(name);
-      if (!lease) continue;
+      const known = this.leases.get(name);
+      if (!known) continue;
+      const { lease } = known;
       const foreign = node.uid !== '' && lease.ownerUid !== undefined && lease.ownerUid !== node.uid;
       this.setIgnored(name, foreign ? LeaseProblem.OwnerMismatch : undefined, node.name);
       if (foreign) continue;
-      const seen = { lease, observedAtMs: this.observedAt.get(name) ?? this.clock.now() };
+      const seen = { lease, observedAtMs: known.observedAtMs };
       if (lease.role === LeaseRole.agent) agent = seen;
       else if (lease.extension) extensions.set(lease.extension, seen);
     }
@@ -168,8 +188,9 @@ export class LeaseIndex {
     this.events.ignoredCount?.(problem, count);
   }
 
-  private file(lease: CachedLease): void {
-    this.leases.set(lease.name, lease);
+  /** Files `lease` (replacing what was held for its name) as observed at `observedAtMs`. */
+  private file(lease: CachedLease, observedAtMs: number): void {
+    this.leases.set(lease.name, { lease, observedAtMs });
     let names = this.byNode.get(lease.node);
     if (!names) {
       names = new Set();

@@ -10,6 +10,7 @@ const PATH = '/api/v1/things';
 interface Thing {
   metadata: { name: string; resourceVersion?: string };
   poison?: boolean;
+  absorb?: boolean;
 }
 
 let api: FakeApiServer | undefined;
@@ -137,5 +138,43 @@ describe('Reflector', () => {
     expect(isKubeError(errors[0], KubeErrorCode.Malformed)).toBe(true);
     await clock.advance(1_000);
     await until(() => api.listRequests(PATH).length === 2, 'a relist');
+  });
+});
+
+describe('Reflector updates a handler absorbs', () => {
+  it('keeps the object the updated handler returns instead of the new one, and the new one when it returns nothing', async () => {
+    api = await FakeApiServer.start();
+    api.serve(PATH, [{ metadata: { name: 'a' } }]);
+    client = api.client();
+    type Kept = { rv: string; absorb: boolean };
+    const absorbing = new Reflector<Thing, Kept>({
+      client,
+      clock: new FakeClock(),
+      path: PATH,
+      transform: (raw) => ({ rv: raw.metadata.resourceVersion ?? '', absorb: raw.absorb === true }),
+      handlers: {
+        updated: (obj, old) => {
+          if (!obj.absorb) return;
+          old.rv = obj.rv;
+          return old;
+        },
+      },
+      random: () => 0.5,
+    });
+    try {
+      absorbing.start();
+      await until(() => absorbing.synced, 'the first sync');
+      const first = absorbing.store.get('a');
+      const listed = first?.rv;
+      api.emit(PATH, 'MODIFIED', { metadata: { name: 'a' }, absorb: true });
+      await until(() => first?.rv !== listed, 'the absorbed update');
+      expect(absorbing.store.get('a')).toBe(first);
+      api.emit(PATH, 'MODIFIED', { metadata: { name: 'a' } });
+      await until(() => absorbing.store.get('a') !== first, 'the kept update');
+      expect(absorbing.store.get('a')?.absorb).toBe(false);
+      expect(first?.absorb).toBe(false);
+    } finally {
+      await absorbing.stop();
+    }
   });
 });

@@ -22,7 +22,13 @@ interface ListBody<R> {
 export interface ReflectorHandlers<T> {
   /** A new object, or one seen again on a relist. */
   added?(obj: T): void;
-  updated?(obj: T, old: T): void;
+  /**
+   * An object that changed. May return what the store keeps for it instead of `obj`: `old`, brought up to
+   * date in place, when the change was only in fields the handler copied onto it (the controller's lease
+   * index does so for a renewal: the object held is already in V8's old generation, where a replacement
+   * would be promoted to become garbage at the next renewal; docs/adr/0013).
+   */
+  updated?(obj: T, old: T): T | void;
   deleted?(obj: T): void;
   /** The first complete LIST has been applied (and again after each relist). */
   synced?(): void;
@@ -180,7 +186,7 @@ export class Reflector<R extends Meta, T> {
     for (const [key, obj] of fresh) {
       const old = this.store.get(key);
       this.store.set(key, obj);
-      this.guarded(key, () => (old === undefined ? handlers.added?.(obj) : handlers.updated?.(obj, old)));
+      this.guarded(key, () => (old === undefined ? handlers.added?.(obj) : this.updated(key, obj, old)));
     }
     this.hasSynced = true;
     this.notFound = false;
@@ -229,6 +235,12 @@ export class Reflector<R extends Meta, T> {
     }
     this.store.set(key, obj);
     if (old === undefined) handlers.added?.(obj);
-    else handlers.updated?.(obj, old);
+    else this.updated(key, obj, old);
+  }
+
+  /** Hands an update to its handler and keeps what the handler says to keep (ReflectorHandlers.updated). */
+  private updated(key: string, obj: T, old: T): void {
+    const kept = this.options.handlers.updated?.(obj, old);
+    if (kept !== undefined && kept !== obj) this.store.set(key, kept);
   }
 }
