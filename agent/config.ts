@@ -3,7 +3,6 @@
 
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { load } from 'js-yaml';
 import {
   MAX_RENEW_SECONDS,
   parseExtensionSpec,
@@ -13,6 +12,7 @@ import {
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+import { parseYaml } from '../lib/yaml.ts';
 
 export const AGENT_OPTIONS = {
   kubeconfig: COMMON_OPTIONS.kubeconfig,
@@ -117,7 +117,7 @@ function readConfigFile(
   const extensions = new Map<string, ExtensionSpec>();
   let doc: ConfigFile;
   try {
-    doc = (load(readFileSync(path, 'utf8')) ?? {}) as ConfigFile;
+    doc = (parseYaml(readFileSync(path, 'utf8')) ?? {}) as ConfigFile;
   } catch (err) {
     problems.push(`--config ${path}: ${(err as Error).message.split('\n')[0]}`);
     return { extensions };

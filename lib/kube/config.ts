@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { load } from 'js-yaml';
+import { parseYaml } from '../yaml.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const TOKEN_REFRESH_MS = 60_000;
@@ -121,7 +121,7 @@ async function mergeKubeconfigs(paths: readonly string[]) {
   for (const path of paths) {
     let doc: KubeconfigFile;
     try {
-      doc = (load(await readFile(path, 'utf8')) ?? {}) as KubeconfigFile;
+      doc = (parseYaml(await readFile(path, 'utf8')) ?? {}) as KubeconfigFile;
     } catch (err) {
       throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(err as Error).message}`);
     }
