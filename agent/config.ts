@@ -1,7 +1,7 @@
 // nodecare-agent configuration: flags, environment and an optional config file, validated together before
 // any I/O (docs/conventions.md 10). Every problem is reported at once.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync } from '../lib/fs.ts';
 import { hostname } from 'node:os';
 import {
   MAX_RENEW_SECONDS,

@@ -2,7 +2,7 @@
 // SystemExtensions (parsed once per change), and — only while a probe needs them — the pods on its node
 // (podReady) and the ResourceSlices published for it (resourceSlices).
 
-import { existsSync } from 'node:fs';
+import { existsSync } from '../lib/fs.ts';
 import {
   EXTENSION_ANNOTATION_PREFIX,
   GROUP_VERSION,

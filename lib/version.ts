@@ -1,7 +1,7 @@
 // The version a program reports (--version, the start-up log): nodecare's package.json, found upward from
 // this file so that it works from the sources and from the build in dist/ alike.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync } from './fs.ts';
 import { dirname, join } from 'node:path';
 
 let cached: string | undefined;

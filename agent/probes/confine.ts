@@ -7,7 +7,7 @@
 //
 // Only imports node built-ins and small modules of its own (tests run it as another user from a copy).
 
-import { lstat, realpath } from 'node:fs/promises';
+import { lstat, realpath } from '../../lib/fs.ts';
 import { basename, dirname, join, posix } from 'node:path';
 import { ProbeReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';

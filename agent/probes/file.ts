@@ -4,7 +4,7 @@
 // resolved and confined to the allowed directories first (confine.ts), then looked at without following a
 // link: the resolved path had none left.
 
-import { lstat, stat } from 'node:fs/promises';
+import { lstat, stat } from '../../lib/fs.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
 import { confinePath } from './confine.ts';

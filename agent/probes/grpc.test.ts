@@ -234,6 +234,7 @@ const SOCKET_CHECK_MODULES = [
   'agent/probes/result.ts',
   'api/reasons.ts',
   'api/text.ts',
+  'lib/fs.ts',
 ];
 
 /** Runs openableSocket as uid/gid 65534 from a copy any user can read; its answer, or the child's stderr. */

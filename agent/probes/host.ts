@@ -4,7 +4,7 @@
 // runs several execSync calls per interface (blocking the agent's event loop for seconds on a node with a
 // veth per pod) and does not list interfaces that have no address.
 
-import { readFile } from 'node:fs/promises';
+import { readFile } from '../../lib/fs.ts';
 import si from 'systeminformation';
 import type { HostProbe } from '../../api/probe-spec.ts';
 import { ProbeReason } from '../../api/reasons.ts';

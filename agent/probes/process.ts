@@ -5,7 +5,7 @@
 // basename of argv[0] is the whole name; so most processes cost one small read. Zombies do not count.
 // In a pod this needs hostPID.
 
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from '../../lib/fs.ts';
 import { basename } from 'node:path';
 import { ProbeReason } from '../../api/reasons.ts';
 import { readHead } from './read-head.ts';
@@ -15,6 +15,14 @@ import { capInput } from '../../api/text.ts';
 
 const MAX_CMDLINE_BYTES = 4096;
 const COMM_CHARS = 15;
+/**
+ * /proc/<pid>/comm is at most 15 characters and a newline. /proc/<pid>/stat starts "pid (comm) state", at most
+ * 10 + 2 + 15 + 2 + 1 bytes, and no field after comm holds a ')'. Capped reads of both, not readFile: that reads
+ * a file of unknown size (as /proc reports them) through a 64 KiB buffer, and the probe reads every process at
+ * once; over 82 processes, readFile held about 1 MiB more resident memory (docs/adr/0006, third addendum).
+ */
+const MAX_COMM_BYTES = 64;
+const MAX_STAT_HEAD_BYTES = 128;
 
 export const processProbe: Probe<'process'> = async (spec, ctx) => {
   let pids: string[];
@@ -35,14 +43,14 @@ export const processProbe: Probe<'process'> = async (spec, ctx) => {
 /** False too when the process exits while we look (its /proc files vanish). */
 async function isLiveProcessNamed(pid: string, name: string): Promise<boolean> {
   try {
-    const comm = (await readFile(`/proc/${pid}/comm`, 'utf8')).replace(/\n$/, '');
+    const comm = (await readHead(`/proc/${pid}/comm`, MAX_COMM_BYTES)).toString('utf8').replace(/\n$/, '');
     if (comm !== name) {
       if (name.length <= COMM_CHARS || comm !== name.slice(0, COMM_CHARS)) return false;
       const cmdline = await readHead(`/proc/${pid}/cmdline`, MAX_CMDLINE_BYTES);
       if (basename(cmdline.toString('utf8').split('\0')[0] ?? '') !== name) return false;
     }
     // /proc/<pid>/stat is "pid (comm) state …"; comm may contain spaces and parentheses, so split at the last ')'.
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const stat = (await readHead(`/proc/${pid}/stat`, MAX_STAT_HEAD_BYTES)).toString('utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;

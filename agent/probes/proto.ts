@@ -1,7 +1,7 @@
 // The gRPC services the probes call (and the kubelet's Pods API the podReady probe reads), loaded from our
 // minimal wire-compatible descriptions in api/proto/.
 
-import { existsSync } from 'node:fs';
+import { existsSync } from '../../lib/fs.ts';
 import { dirname, join } from 'node:path';
 import {
   loadSync,

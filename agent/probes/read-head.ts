@@ -1,7 +1,6 @@
 // Capped reads of regular files: probes never read more than they need, and never block on a FIFO or device.
 
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { close, constants, fstat, open, read } from '../../lib/fs.ts';
 
 /**
  * Reads at most `maxBytes` from the start of a regular file; anything else (a FIFO, socket, device or
@@ -10,18 +9,18 @@ import { open } from 'node:fs/promises';
  * EOF or the cap rather than trusting the size.
  */
 export async function readHead(path: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const fd = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+    if (!(await fstat(fd)).isFile()) throw new Error('not a regular file');
     const buffer = Buffer.alloc(maxBytes);
     let length = 0;
     while (length < maxBytes) {
-      const { bytesRead } = await handle.read(buffer, length, maxBytes - length, null);
+      const { bytesRead } = await read(fd, buffer, length, maxBytes - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
     return buffer.subarray(0, length);
   } finally {
-    await handle.close();
+    await close(fd);
   }
 }

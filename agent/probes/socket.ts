@@ -3,8 +3,7 @@
 //
 // Only imports node built-ins and small modules of its own: grpc.test.ts runs it as another user from a copy.
 
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { access, constants } from '../../lib/fs.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
 import { confinePath, type Confined } from './confine.ts';

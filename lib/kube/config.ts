@@ -3,8 +3,7 @@
 // pay for loading @kubernetes/client-node (~70 MB RSS, docs/adr/0001); exec and auth-provider plugins are
 // delegated to client-node, loaded only then.
 
-import { existsSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { existsSync, readFile, readFileSync } from '../fs.ts';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseYaml } from '../yaml.ts';
