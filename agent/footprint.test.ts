@@ -42,8 +42,8 @@ const MODULES = [
     'nodeCondition',
     'nodeResource',
     'podReady',
+    'resourceSlices',
   ].map((probe) => `agent/probes/${probe}.ts`),
-  'agent/probes/resourceSlices.ts',
 ];
 
 describe("the agent's module graph", () => {
