@@ -117,18 +117,26 @@ export function assembleController(
     start: () => {
       cache.refreshObservations();
       // Decides every node and judges the breaker over all of them before the queue's first write.
-      const pressing = reconciler.reset();
+      const { pressing, settled, sweep } = reconciler.reset();
       queue.start();
       // The nodes whose decision they do not show yet go first: a change made while no replica led is
-      // written before the rest are decided again, and so is one that arrives during that sweep.
+      // written before anything else, and so is one that arrives meanwhile. The rest already show their
+      // decision and wait for their deadline, not for a second decision (Reconciler.reset).
       for (const name of pressing) queue.add(name);
-      enqueueAll();
+      for (const [name, delayMs] of settled) queue.addDeadline(name, delayMs);
+      for (const name of sweep) queue.addSweep(name);
       evictor.start();
       // After reset(): the first evaluation sees every node decided, never a partial cluster.
       rollup.start();
       const { dryRun } = config;
       log.info(
-        { nodes: cache.nodes.store.size, pressing: pressing.length, dryRun, eviction: evictor.enabled },
+        {
+          nodes: cache.nodes.store.size,
+          pressing: pressing.length,
+          swept: sweep.length,
+          dryRun,
+          eviction: evictor.enabled,
+        },
         'Reconciling as leader',
       );
     },

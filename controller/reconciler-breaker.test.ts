@@ -188,19 +188,44 @@ describe('the nodes a term writes first', () => {
     for (const name of NODES) cluster.node(name, ExtensionState.Healthy);
     cluster.cache.leases.refreshObservations();
     // Never written by a controller: no node shows its condition yet.
-    expect(cluster.reconciler.reset()).toEqual(NODES);
+    expect(cluster.reconciler.reset().pressing).toEqual(NODES);
     await cluster.lead(NODES);
 
     // Between terms node-7's gpu fails; the next term finds it and only it.
     cluster.node('node-7', ExtensionState.Unhealthy);
     cluster.cache.leases.refreshObservations();
-    expect(cluster.reconciler.reset()).toEqual(['node-7']);
+    expect(cluster.reconciler.reset().pressing).toEqual(['node-7']);
     await cluster.lead(['node-7']);
     expect(cluster.api.nodes.get('node-7')?.spec?.taints?.map((t) => t.key)).toEqual([
       DEFAULT_RUNTIME_TAINT_KEY,
     ]);
     cluster.cache.leases.refreshObservations();
-    expect(cluster.reconciler.reset()).toEqual([]);
+    const start = cluster.reconciler.reset();
+    expect(start.pressing).toEqual([]);
+    expect(start.sweep).toEqual([]);
+    // Every node already shows its decision: each waits for its deadline (its leases' expiry), not for a
+    // second decision, and that deadline re-arms without deciding when the leases were renewed meanwhile.
+    expect([...start.settled.keys()]).toEqual(NODES);
+    for (const delayMs of start.settled.values()) expect(delayMs).toBeGreaterThan(0);
+    const writesBefore = cluster.api.writes().length;
+    expect(await cluster.reconciler.reconcile('node-7', 'deadline')).toEqual({
+      requeueAfterMs: start.settled.get('node-7'),
+    });
+    expect(cluster.api.writes().length).toBe(writesBefore);
+  });
+
+  it('a breaker that the term start judges tripped sweeps the settled nodes: they were decided untripped', async () => {
+    const cluster = new Cluster();
+    for (const name of NODES) cluster.node(name, ExtensionState.Healthy);
+    await cluster.lead(NODES);
+    // Between terms 6 of 10 nodes fail at once: the new term's breaker trips over all of them.
+    NODES.slice(0, 6).forEach((name) => cluster.node(name, ExtensionState.Unhealthy));
+    cluster.cache.leases.refreshObservations();
+    const start = cluster.reconciler.reset();
+    expect([...cluster.reconciler.trippedExtensions]).toEqual(['gpu']);
+    expect(start.pressing).toEqual(NODES.slice(0, 6));
+    expect(start.settled.size).toBe(0);
+    expect(start.sweep).toEqual(NODES.slice(6));
   });
 });
 

@@ -48,6 +48,19 @@ export interface ReconcilerDeps {
   onRollupChange?(): void;
 }
 
+/** What a term starts with (Reconciler.reset). */
+export interface TermStart {
+  /** The nodes to reconcile first: their decision is not on them yet, or it has events to record. */
+  pressing: string[];
+  /** Every other node with a deadline: the delay in ms until it must be decided again. */
+  settled: Map<string, number>;
+  /**
+   * The nodes to decide again after the pressing ones: every settled one when the breaker the pass judged is
+   * tripped (the pass decided them on an untripped breaker); empty otherwise.
+   */
+  sweep: string[];
+}
+
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
   private readonly ledger: DecisionLedger;
@@ -106,23 +119,48 @@ export class Reconciler {
    * writing, and judges the breaker once over all of them, as the node lifecycle controller computes every
    * node's state before its zone state: the first write already sees the whole cluster.
    *
-   * Returns the nodes whose decision the node does not show yet (what changed while no replica led, or in
-   * the hand-off), so that the term reconciles them first instead of after thousands that need no write.
+   * That one pass is the term's sweep. `pressing`: the nodes whose decision they do not show yet (what changed
+   * while no replica led, or in the hand-off) or that have an event to record, for the term to reconcile
+   * first. Every other node is `settled`: the node already shows its decision, so the decision is kept as if
+   * carried out (its memory and deadline parts) and the node only has to be decided again at its deadline,
+   * the delay given here (unless the breaker trips: `sweep`). Deciding those thousands of nodes a second time through the work queue (as a sweep
+   * did until 2026-11-28) took the controller's CPU while the pressing nodes' writes were in flight, and
+   * returned nothing this pass does not know.
    */
-  reset(): string[] {
+  reset(): TermStart {
     this.decider.reset();
     this.ledger.reset();
     this.durations.reset();
     this.deadlines.clear();
     const pressing: string[] = [];
+    const settled = new Map<string, number>();
+    const calm: string[] = [];
+    const now = this.deps.clock.now();
     for (const name of this.deps.cache.nodeNames()) {
       const cached = this.deps.cache.node(name);
       const decision = this.decider.decide(name, cached);
       this.ledger.record(name, decision);
-      if (cached && decision && this.writer.wouldWrite(cached, decision)) pressing.push(name);
+      if (!cached || !decision) continue;
+      if (decision.events.length > 0 || this.writer.wouldWrite(cached, decision)) {
+        pressing.push(name);
+        continue;
+      }
+      calm.push(name);
+      this.decider.remember(name, decision.memory);
+      const deadline = decision.nextDeadlineMs;
+      if (deadline === undefined) continue;
+      this.deadlines.set(name, decision.deadlines);
+      settled.set(name, Math.max(0, deadline - now));
     }
     this.ledger.evaluateBreaker(this.deps.clock.now());
-    return pressing;
+    if (this.ledger.tripped.size === 0) return { pressing, settled, sweep: [] };
+    // The pass decided on an untripped breaker, and the breaker it judged is tripped: what the settled nodes
+    // would be decided now may differ. They are swept (decided again through the queue), as before any was.
+    for (const name of calm) {
+      this.deadlines.delete(name);
+      this.decider.forget(name);
+    }
+    return { pressing, settled: new Map(), sweep: calm };
   }
 
   /**

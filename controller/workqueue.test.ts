@@ -283,6 +283,28 @@ describe('WorkQueue cause: a deadline alone, or a change (docs/adr/0009)', () =>
     expect(runs.map((r) => r.cause)).toEqual(['change', 'deadline']);
   });
 
+  it('addDeadline runs the key at that time as a deadline; an add meanwhile makes it a change; not while stopped', async () => {
+    const { clock, queue, runs } = recording(() => undefined);
+    queue.addDeadline('a', 1_000);
+    queue.addDeadline('b', 1_000);
+    queue.addDeadline('c', 0); // already due: queued at once
+    await queue.idle();
+    expect(runs).toEqual([{ key: 'c', cause: 'deadline', at: clock.now() }]);
+    queue.add('b');
+    await queue.idle();
+    await clock.advance(1_000);
+    await queue.idle();
+    expect(runs.slice(1).map((r) => [r.key, r.cause])).toEqual([
+      ['b', 'change'],
+      ['a', 'deadline'],
+      ['b', 'deadline'],
+    ]);
+    await queue.stop();
+    queue.addDeadline('d', 0);
+    await clock.advance(1_000);
+    expect(runs.map((r) => r.key)).not.toContain('d');
+  });
+
   it("a failure's retry runs as a change, also when it merges with a deadline that was pending", async () => {
     const { clock, queue, runs } = recording((run) => {
       if (run === 2) return Promise.reject(new Error('boom'));

@@ -4,9 +4,9 @@
 // pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has
 // been running for too long (a hung request, a promise that never settles). A key that runs only because the
 // deadline its last reconcile asked for came (nothing added it since) runs with cause 'deadline', so the
-// reconcile can tell "time passed" from "something changed" (docs/adr/0009). A sweep (`addSweep`: every
-// node at the start of a leadership term, after a SystemExtension or breaker change) waits behind keys added
-// one by one, as controller-runtime's priority queue puts the initial list behind later events: a change that
+// reconcile can tell "time passed" from "something changed" (docs/adr/0009); `addDeadline` arms such a
+// deadline for a key that did not run (a term's start decides every node itself). A sweep (`addSweep`: every
+// node after a SystemExtension or breaker change) waits behind keys added one by one, as controller-runtime's priority queue puts the initial list behind later events: a change that
 // comes during a sweep of 5,000 nodes is not reconciled after all of them.
 
 import type { Clock, Timer } from '../lib/clock.ts';
@@ -102,6 +102,14 @@ export class WorkQueue {
   /** Adds the key after `delayMs`; a no-op while stopped (start() enqueues what matters anew). */
   addAfter(key: string, delayMs: number): void {
     this.schedule(key, delayMs, 'change');
+  }
+
+  /**
+   * Runs the key after `delayMs` with cause 'deadline', as if its last reconcile had asked for it (a term's
+   * start knows the deadlines of the nodes it does not reconcile: Reconciler.reset). A no-op while stopped.
+   */
+  addDeadline(key: string, delayMs: number): void {
+    this.schedule(key, delayMs, 'deadline');
   }
 
   /**
