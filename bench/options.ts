@@ -13,6 +13,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --extensions E         extensions every node requires (1..20, default 5)
   --samples S            P1 and P2 changes, spread across S nodes (default 250, at most half the nodes)
   --iterations K         rounds of the P2 change (default 1)
+  --restarts K           rounds of the P8 restart; the row is the slowest (default 3)
   --change-rate R        changes per second in P1/P2 (default 20)
   --steady-seconds T     P4/P6 window (default 180; the goals ask for at least 180)
   --pods-api-seconds W   window of the pods-api phase: two agents, podReady pods from the kubelet's Pods
@@ -52,6 +53,8 @@ export interface Options {
   extensions: number;
   samples: number;
   iterations: number;
+  /** Rounds of the P8 restart (bench/phases/restart.ts). */
+  restarts: number;
   changeRate: number;
   steadySeconds: number;
   /** The pods-api phase's window (bench/phases/pod-source.ts); 0 skips it. */
@@ -80,6 +83,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       extensions: { type: 'string' },
       samples: { type: 'string' },
       iterations: { type: 'string' },
+      restarts: { type: 'string' },
       'change-rate': { type: 'string' },
       'steady-seconds': { type: 'string' },
       'pods-api-seconds': { type: 'string' },
@@ -121,6 +125,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       10_000,
     ),
     iterations: int('iterations', values.iterations, 1, 1, 100),
+    restarts: int('restarts', values.restarts, smoke ? 2 : 3, 1, 20),
     changeRate: int('change-rate', values['change-rate'], 20, 1, 1000),
     steadySeconds: int(
       'steady-seconds',
@@ -185,6 +190,7 @@ export function settingsOf(
     apiserverFlags: SCALE_FLAGS,
     changeRatePerSecond: opts.changeRate,
     iterations: opts.iterations,
+    restarts: opts.restarts,
     agentHeartbeatSeconds: opts.agentHeartbeatSeconds,
     podsApiSeconds: opts.podSourceSeconds,
     podChangeEveryMs: POD_CHANGE_EVERY_MS,

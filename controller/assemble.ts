@@ -14,7 +14,7 @@ import { KubeRollupApi, RollupWriter } from './rollup/index.ts';
 import type { LeadershipTerms, TermWork } from './term.ts';
 import { reconcileQueue } from './reconcile-queue.ts';
 import type { WorkQueue } from './workqueue.ts';
-import { clusterEventRecorder, eventRecorder, KubeNodeApi } from './writes/index.ts';
+import { clusterEventRecorder, eventRecorder, KubeNodeApi, withEventLane } from './writes/index.ts';
 
 export interface ControllerParts {
   cache: ClusterCache;
@@ -29,7 +29,14 @@ export function assembleController(
   const { clock, client, log, metrics, terms } = deps;
   const { fence } = terms;
   const port = { timeoutMs: config.requestTimeoutMs, signal: () => terms.signal };
-  const api = new KubeNodeApi(client, port);
+  let droppedEvents = 0;
+  // Events queue behind the node writes they describe (writes/event-lane.ts); a full backlog drops them.
+  const api = withEventLane(new KubeNodeApi(client, port), fence, {
+    dropped: () => {
+      if (droppedEvents++ % 1_000 === 0)
+        log.warn({ dropped: droppedEvents }, 'Dropped an event: too many events waiting to be written');
+    },
+  });
   /** A sweep: every node, behind any node added by itself (a change, a retry) meanwhile. */
   const enqueueAll = (): void => {
     for (const name of cache.nodeNames()) queue.addSweep(name);

@@ -15,16 +15,77 @@ import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 /** The goal of issue 24 item 2: convergence after a controller start. */
 export const RESTART_GOAL_MS = 10_000;
 
+/** One restart: how long until the fleet converged, and when the new controller's caches synced and it led. */
+interface RestartSample {
+  ms: number | undefined;
+  syncedMs: number | undefined;
+  leadingMs: number | undefined;
+  notConverged: number;
+  load: number;
+}
+
+/**
+ * P8, `--restarts` times over (each round a new controller, the same nodes failing while none runs): the row
+ * is the slowest round, since a goal that one restart in three misses is not met.
+ */
 export async function measureRestart(
   run: BenchRun,
   cluster: BenchCluster,
   leader: BenchLeader,
   current: Program,
 ): Promise<Program> {
-  const { opts, rows, logDir, programs, controllerEnv } = run;
+  const { opts, rows } = run;
+  const samples: RestartSample[] = [];
+  for (let round = 0; round < opts.restarts; round++) {
+    const restarted = await restartOnce(run, cluster, leader, current, round);
+    samples.push(restarted.sample);
+    current = restarted.program;
+  }
+  const worst = samples.reduce((a, b) => ((b.ms ?? Infinity) > (a.ms ?? Infinity) ? b : a));
+  const ms = worst.ms;
+  const timing = (r: RestartSample) =>
+    `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, leading after ${fmtMs(r.leadingMs)})`;
+  const others = samples.filter((r) => r !== worst).map((r) => fmtMs(r.ms));
+  rows.push({
+    id: 'P8',
+    measure: `controller restart → every node converged (${opts.samples} nodes failed while none ran; slowest of ${samples.length})`,
+    goal: `≤ ${fmtMs(RESTART_GOAL_MS)}`,
+    measured:
+      ms === undefined
+        ? `not converged: ${worst.notConverged} nodes left`
+        : `${timing(worst)}${others.length > 0 ? `; the others ${others.join(', ')}` : ''}${over(ms, RESTART_GOAL_MS, fmtMs)}`,
+    pass: samples.every((r) => r.ms !== undefined && r.ms <= RESTART_GOAL_MS),
+    load: worst.load,
+    values: {
+      ms: ms ?? null,
+      syncedMs: worst.syncedMs ?? null,
+      leadingMs: worst.leadingMs ?? null,
+      changed: opts.samples,
+      notConverged: worst.notConverged,
+      // Every round, in order: converged, caches synced, leading (ms; "-" when not seen).
+      rounds: samples
+        .map((r) =>
+          [r.ms, r.syncedMs, r.leadingMs].map((v) => (v === undefined ? '-' : Math.round(v))).join('/'),
+        )
+        .join(' '),
+    },
+  });
+  return current;
+}
+
+async function restartOnce(
+  run: BenchRun,
+  cluster: BenchCluster,
+  leader: BenchLeader,
+  current: Program,
+  round: number,
+): Promise<{ program: Program; sample: RestartSample }> {
+  const { opts, logDir, programs, controllerEnv } = run;
   const { observer, fleet, cohort, others, extensions } = cluster;
   const { extensions: E, samples: S } = opts;
-  say(`restart: the leader stops; ${S} nodes fail while no controller runs; a new controller starts`);
+  say(
+    `restart ${round + 1}/${opts.restarts}: the leader stops; ${S} nodes fail while no controller runs; a new controller starts`,
+  );
   await current.stop(15_000);
   const changed = others.slice(0, S);
   const leasesSeen = changed.map((n, i) =>
@@ -43,41 +104,26 @@ export async function measureRestart(
   for (const n of changed) expected.set(n.name, failedNode);
   const t0 = performance.now();
   const startedAtMs = Date.now();
-  const restarted = startBinary(
-    'controller-d',
-    'controller',
-    leader.args('bench-controller-d'),
-    logDir,
-    controllerEnv,
-  );
+  // controller-d, -e, -f, ...: one log and identity per round.
+  const name = `controller-${String.fromCharCode(100 + round)}`;
+  const restarted = startBinary(name, 'controller', leader.args(`bench-${name}`), logDir, controllerEnv);
   programs.push(restarted);
   const convergence = await observer.converged(expected, 120_000 + opts.nodes * 20);
   const ms = convergence.atMs === undefined ? undefined : convergence.atMs - t0;
-  const syncedMs = await loggedAfterMs(restarted, 'Caches synced', startedAtMs);
-  const leadingMs = await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs);
-  rows.push({
-    id: 'P8',
-    measure: `controller restart → every node converged (${S} nodes failed while none ran)`,
-    goal: `≤ ${fmtMs(RESTART_GOAL_MS)}`,
-    measured:
-      ms === undefined
-        ? `not converged: ${convergence.missing.length} nodes left`
-        : `${fmtMs(ms)} (caches synced after ${fmtMs(syncedMs)}, leading after ${fmtMs(leadingMs)})${over(ms, RESTART_GOAL_MS, fmtMs)}`,
-    pass: ms !== undefined && ms <= RESTART_GOAL_MS,
+  const sample: RestartSample = {
+    ms,
+    syncedMs: await loggedAfterMs(restarted, 'Caches synced', startedAtMs),
+    leadingMs: await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs),
+    notConverged: convergence.missing.length,
     load: load1(),
-    values: {
-      ms: ms ?? null,
-      syncedMs: syncedMs ?? null,
-      leadingMs: leadingMs ?? null,
-      changed: changed.length,
-      notConverged: convergence.missing.length,
-    },
-  });
-  say(`restart: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(syncedMs)})`);
-  // Healed again for the phases after this one.
+  };
+  say(
+    `restart ${round + 1}/${opts.restarts}: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(sample.syncedMs)})`,
+  );
+  // Healed again for the rounds and phases after this one.
   changed.forEach((n, i) => fleet.set(n.name, i % E, 'Healthy'));
   const healed = await Promise.all(changed.map((n) => observer.nodes.waitFor(n.name, ready, 120_000)));
   if (healed.some((at) => at === undefined))
     throw new Error('restart: not every failed node was ready again within 120 s');
-  return restarted;
+  return { program: restarted, sample };
 }

@@ -117,6 +117,11 @@ describe('npm run bench -- --smoke', () => {
     expect(restart.changed).toBe(50);
     expect(restart.notConverged).toBe(0);
     expect(restart.ms).toBeTypeOf('number');
+    // Two rounds (--smoke's --restarts), each converged, synced and leading; the row is the slower.
+    const rounds = String(restart.rounds).split(' ');
+    expect(rounds).toHaveLength(2);
+    for (const round of rounds) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
+    expect(Math.round(restart.ms as number)).toBe(Math.max(...rounds.map((r) => Number(r.split('/')[0]))));
     // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
     // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
     const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { NodeObject } from '../cache/index.ts';
+import { NotLeaderError, withEventLane, type NodeApi } from './index.ts';
+
+/** A NodeApi whose every call waits until the test settles it. */
+function heldApi() {
+  const calls: Array<{ call: string; settle: (err?: Error) => void }> = [];
+  const held = <T>(call: string, value: T): Promise<T> =>
+    new Promise<T>((resolve, reject) =>
+      calls.push({ call, settle: (err) => (err ? reject(err) : resolve(value)) }),
+    );
+  const node = { metadata: { name: 'n' } } as NodeObject;
+  const api: NodeApi = {
+    getNode: (name) => held(`getNode ${name}`, node),
+    patchNode: (name) => held(`patchNode ${name}`, node),
+    patchNodeStatus: (name) => held(`patchNodeStatus ${name}`, node),
+    getLease: (_ns, name) => held(`getLease ${name}`, { metadata: { name } }),
+    createEvent: (_ns, event) => held(`createEvent ${(event as { note: string }).note}`, undefined),
+    patchEvent: (_ns, name) => held(`patchEvent ${name}`, undefined),
+  };
+  return { api, calls, sent: () => calls.map((c) => c.call) };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('withEventLane', () => {
+  it('sends events two at a time in the order they were made; node writes never wait for them', async () => {
+    const { api, calls, sent } = heldApi();
+    const lane = withEventLane(api, () => undefined);
+    const done: string[] = [];
+    for (const note of ['e1', 'e2', 'e3', 'e4'])
+      void lane.createEvent('default', { note }).then(() => done.push(note));
+    void lane.patchEvent('default', 'e1.abc', {}).then(() => done.push('p1'));
+    void lane.patchNode('n', {});
+    void lane.patchNodeStatus('n', {});
+    await tick();
+    expect(sent()).toEqual(['createEvent e1', 'createEvent e2', 'patchNode n', 'patchNodeStatus n']);
+    calls[1]?.settle(); // e2 done: e3 goes out
+    await tick();
+    expect(sent().slice(4)).toEqual(['createEvent e3']);
+    calls[0]?.settle();
+    calls[4]?.settle();
+    await tick();
+    expect(sent().slice(5)).toEqual(['createEvent e4', 'patchEvent e1.abc']);
+    calls[5]?.settle();
+    calls[6]?.settle();
+    await tick();
+    expect(done).toEqual(['e2', 'e1', 'e3', 'e4', 'p1']);
+  });
+
+  it('a failed event write rejects that event only; the lane goes on', async () => {
+    const { api, calls, sent } = heldApi();
+    const lane = withEventLane(api, () => undefined, { inFlight: 1 });
+    const first = lane.createEvent('default', { note: 'bad' });
+    const second = lane.createEvent('default', { note: 'good' });
+    await tick();
+    calls[0]?.settle(new Error('500 from the API server'));
+    await expect(first).rejects.toThrow('500 from the API server');
+    await tick();
+    expect(sent()).toEqual(['createEvent bad', 'createEvent good']);
+    calls[1]?.settle();
+    await expect(second).resolves.toBeUndefined();
+  });
+
+  it('a full backlog drops the newest event (resolved, never sent) and says so', async () => {
+    const { api, sent } = heldApi();
+    let dropped = 0;
+    const lane = withEventLane(api, () => undefined, { inFlight: 1, maxQueued: 2, dropped: () => dropped++ });
+    for (const note of ['sent', 'q1', 'q2']) void lane.createEvent('default', { note });
+    await expect(lane.createEvent('default', { note: 'over' })).resolves.toBeUndefined();
+    await tick();
+    expect(dropped).toBe(1);
+    expect(sent()).toEqual(['createEvent sent']);
+  });
+
+  it('asks the fence just before sending: once it says not leading, that event and every waiting one reject', async () => {
+    const { api, calls, sent } = heldApi();
+    let leading = true;
+    const fence = () => {
+      if (!leading) throw new NotLeaderError();
+    };
+    const lane = withEventLane(api, fence, { inFlight: 1 });
+    const results = ['a', 'b', 'c'].map((note) =>
+      lane.createEvent('default', { note }).then(
+        () => 'sent',
+        (err: unknown) => (err instanceof NotLeaderError ? 'not leader' : 'other'),
+      ),
+    );
+    await tick();
+    leading = false;
+    calls[0]?.settle();
+    expect(await Promise.all(results)).toEqual(['sent', 'not leader', 'not leader']);
+    expect(sent()).toEqual(['createEvent a']);
+    // A later term's events go out again.
+    leading = true;
+    const later = lane.createEvent('default', { note: 'd' });
+    await tick();
+    calls[1]?.settle();
+    await expect(later).resolves.toBeUndefined();
+  });
+});
