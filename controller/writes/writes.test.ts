@@ -239,6 +239,24 @@ describe('eventWriter: a repeated event is one Event with a series, as client-go
     ]);
   });
 
+  it('finishes each series 6 minutes after its own last repeat, whichever series began first', async () => {
+    const { clock, write, series } = setup();
+    const other = { ...subject, name: 'node-b', uid: 'uid-b' };
+    await write(subject, unhealthy); // 0:00, node-a's series begins
+    await clock.advance(60_000);
+    await write(other, unhealthy); // 1:00, node-b's
+    await clock.advance(4 * 60_000);
+    await write(subject, unhealthy); // 5:00, node-a repeats: its series runs to 11:00
+    await clock.advance(2.5 * 60_000);
+    await write(other, unhealthy); // 7:30: node-b's ended at 7:00, a new Event
+    await write(subject, unhealthy); // node-a's goes on
+    expect(series()).toEqual([
+      [EventReason.ExtensionUnhealthy, 3],
+      [EventReason.ExtensionUnhealthy, 1],
+      [EventReason.ExtensionUnhealthy, 1],
+    ]);
+  });
+
   it('a series whose Event expired meanwhile (404) starts again with a new Event', async () => {
     const { api, write, series } = setup();
     await write(subject, unhealthy);
