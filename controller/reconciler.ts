@@ -123,9 +123,9 @@ export class Reconciler {
    * while no replica led, or in the hand-off) or that have an event to record, for the term to reconcile
    * first. Every other node is `settled`: the node already shows its decision, so the decision is kept as if
    * carried out (its memory and deadline parts) and the node only has to be decided again at its deadline,
-   * the delay given here (unless the breaker trips: `sweep`). Deciding those thousands of nodes a second time through the work queue (as a sweep
-   * did until 2026-11-28) took the controller's CPU while the pressing nodes' writes were in flight, and
-   * returned nothing this pass does not know.
+   * the delay given here (unless the breaker trips: `sweep`). Deciding those thousands of nodes a second
+   * time through the work queue (as a sweep did until 2026-11-28) took the controller's CPU while the pressing
+   * nodes' writes were in flight, and returned nothing this pass does not know.
    */
   reset(): TermStart {
     this.decider.reset();

@@ -21,6 +21,8 @@ interface RestartSample {
   syncedMs: number | undefined;
   leadingMs: number | undefined;
   notConverged: number;
+  /** Nodes that failed while no controller ran. */
+  changed: number;
   load: number;
 }
 
@@ -48,7 +50,7 @@ export async function measureRestart(
   const others = samples.filter((r) => r !== worst).map((r) => fmtMs(r.ms));
   rows.push({
     id: 'P8',
-    measure: `controller restart → every node converged (${opts.samples} nodes failed while none ran; slowest of ${samples.length})`,
+    measure: `controller restart → every node converged (${worst.changed} nodes failed while none ran; slowest of ${samples.length})`,
     goal: `≤ ${fmtMs(RESTART_GOAL_MS)}`,
     measured:
       ms === undefined
@@ -60,7 +62,7 @@ export async function measureRestart(
       ms: ms ?? null,
       syncedMs: worst.syncedMs ?? null,
       leadingMs: worst.leadingMs ?? null,
-      changed: opts.samples,
+      changed: worst.changed,
       notConverged: worst.notConverged,
       // Every round, in order: converged, caches synced, leading (ms; "-" when not seen).
       rounds: samples
@@ -115,6 +117,7 @@ async function restartOnce(
     syncedMs: await loggedAfterMs(restarted, 'Caches synced', startedAtMs),
     leadingMs: await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs),
     notConverged: convergence.missing.length,
+    changed: changed.length,
     load: load1(),
   };
   say(
