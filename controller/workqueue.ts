@@ -6,8 +6,9 @@
 // deadline its last reconcile asked for came (nothing added it since) runs with cause 'deadline', so the
 // reconcile can tell "time passed" from "something changed" (docs/adr/0009); `addDeadline` arms such a
 // deadline for a key that did not run (a term's start decides every node itself). A sweep (`addSweep`: every
-// node after a SystemExtension or breaker change) waits behind keys added one by one, as controller-runtime's priority queue puts the initial list behind later events: a change that
-// comes during a sweep of 5,000 nodes is not reconciled after all of them.
+// node after a SystemExtension or breaker change) waits behind keys added one by one, as controller-runtime's
+// priority queue puts the initial list behind later events: a change that comes during a sweep of 5,000 nodes
+// is not reconciled after all of them.
 
 import type { Clock, Timer } from '../lib/clock.ts';
 
