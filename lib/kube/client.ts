@@ -6,6 +6,7 @@
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
+import { withoutManagedFields } from './managed-fields.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -26,6 +27,16 @@ export interface RequestOptions {
   contentType?: string;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Parse the response without `metadata.managedFields` (managed-fields.ts): the caller never reads them. */
+  withoutManagedFields?: boolean;
+}
+
+/** How a watch is read (KubeClient.watch). */
+export interface WatchOptions {
+  /** Read the stream in batches, at most this much later (TransportRequest.coalesceMs). */
+  coalesceMs?: number;
+  /** Parse each event without `metadata.managedFields` (managed-fields.ts). */
+  withoutManagedFields?: boolean;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -142,7 +153,8 @@ export class KubeClient {
       throw classifyTransportError(err, what);
     }
     if (response.statusCode >= 200 && response.statusCode < 300) {
-      return (text ? JSON.parse(text) : {}) as T;
+      if (!text) return {} as T;
+      return JSON.parse(options.withoutManagedFields ? withoutManagedFields(text) : text) as T;
     }
     let body: unknown;
     try {
@@ -165,15 +177,14 @@ export class KubeClient {
 
   /**
    * Streams watch events to `onEvent` until the server ends the watch (resolves), the stream fails or goes
-   * silent for WATCH_INACTIVITY_MS (rejects with a KubeError), or `signal` aborts (resolves). `coalesceMs`:
-   * read the stream in batches, at most this much later (TransportRequest.coalesceMs).
+   * silent for WATCH_INACTIVITY_MS (rejects with a KubeError), or `signal` aborts (resolves).
    */
   async watch<T>(
     path: string,
     query: Query,
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
-    options: { coalesceMs?: number } = {},
+    options: WatchOptions = {},
   ): Promise<void> {
     const what = `WATCH ${path}`;
     const local = new AbortController();
@@ -227,7 +238,10 @@ export class KubeClient {
           if (line.length === 0) continue;
           let event: WatchEvent<T>;
           try {
-            event = JSON.parse(line.toString('utf8')) as WatchEvent<T>;
+            const text = line.toString('utf8');
+            event = JSON.parse(
+              options.withoutManagedFields ? withoutManagedFields(text) : text,
+            ) as WatchEvent<T>;
           } catch {
             throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
           }

@@ -2,8 +2,9 @@
 // resourceVersion with bookmarks and a server-side timeout, resume from the last seen resourceVersion when a
 // watch ends, relist on 410 Gone or a malformed stream, capped backoff on errors and on watches that end at
 // once with nothing (client-go's "very short watch"). Objects are transformed on ingest so the store keeps
-// only what the program needs (docs/adr/0001). An object whose transform or handler throws is a poison
-// object: reported through `skipped` and passed over, never retried (the same object would throw again).
+// only what the program needs (docs/adr/0001), and their managedFields are not even parsed
+// (managed-fields.ts). An object whose transform or handler throws is a poison object: reported through
+// `skipped` and passed over, never retried (the same object would throw again).
 
 import type { Clock } from '../clock.ts';
 import { Backoff, WATCH_BACKOFF } from './backoff.ts';
@@ -159,6 +160,7 @@ export class Reflector<R extends Meta, T> {
         query: { ...this.selectors(), limit: pageSize, continue: continueToken },
         timeoutMs: 60_000,
         signal,
+        withoutManagedFields: true,
       });
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
@@ -217,7 +219,10 @@ export class Reflector<R extends Meta, T> {
         this.guarded(key, () => this.apply(key, event.type, event.object));
       },
       signal,
-      this.options.watchCoalesceMs ? { coalesceMs: this.options.watchCoalesceMs } : {},
+      {
+        ...(this.options.watchCoalesceMs ? { coalesceMs: this.options.watchCoalesceMs } : {}),
+        withoutManagedFields: true,
+      },
     );
     return delivered;
   }
