@@ -3,7 +3,7 @@
 // file, memory and CPU read from /proc.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { closeSync, createWriteStream, openSync, readSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,15 +31,20 @@ export function startBinary(
   env: Record<string, string> = {},
 ): Program {
   const logPath = join(logDir, `${name}.log`);
-  const log = createWriteStream(logPath);
+  // The program writes its stdout straight into its log file, as a container's runtime takes its output, and
+  // never waits for the benchmark: through a pipe, a benchmark process busy observing the fleet left the pipe
+  // full, and pino's synchronous stdout write waited (atomic-sleep: about 0.2 s of a restarted controller's
+  // main thread at 5,000 nodes). The file is read back here as it grows (LogTail).
+  const out = openSync(logPath, 'a');
   const child = spawn(process.execPath, [join(ROOT, 'dist', entry, 'main.js'), ...args], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', out, 'pipe'],
   });
+  closeSync(out);
+  const stderr = createWriteStream(logPath, { flags: 'a' });
   const seen = new Map<string, Record<string, unknown>>();
   const waiters = new Map<string, Array<(line: Record<string, unknown>) => void>>();
-  createInterface({ input: child.stdout! }).on('line', (text) => {
-    log.write(`${text}\n`);
+  const tail = new LogTail(logPath, (text) => {
     let line: Record<string, unknown>;
     try {
       line = JSON.parse(text) as Record<string, unknown>;
@@ -51,10 +56,11 @@ export function startBinary(
     for (const resolve of waiters.get(msg) ?? []) resolve(line);
     waiters.delete(msg);
   });
-  createInterface({ input: child.stderr! }).on('line', (text) => log.write(`[stderr] ${text}\n`));
+  createInterface({ input: child.stderr! }).on('line', (text) => stderr.write(`[stderr] ${text}\n`));
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
-      log.end();
+      tail.close();
+      stderr.end();
       resolve(code);
     }),
   );
@@ -93,6 +99,47 @@ export function startBinary(
       clearTimeout(timer);
     },
   };
+}
+
+/** How often a program's log file is read for new lines (the lines carry their own time; this is only a delay). */
+const LOG_TAIL_MS = 50;
+
+/** Hands each complete line appended to a file to `onLine`, read every LOG_TAIL_MS and once more on close. */
+class LogTail {
+  private readonly fd: number;
+  private readonly onLine: (text: string) => void;
+  private readonly timer: NodeJS.Timeout;
+  private readonly buffer = Buffer.alloc(1 << 16);
+  private offset = 0;
+  /** The start of a line not ended yet (bytes: a read may end inside a multi-byte character). */
+  private partial = Buffer.alloc(0);
+
+  constructor(path: string, onLine: (text: string) => void) {
+    this.fd = openSync(path, 'r');
+    this.onLine = onLine;
+    this.timer = setInterval(() => this.read(), LOG_TAIL_MS);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.read();
+    closeSync(this.fd);
+  }
+
+  private read(): void {
+    for (;;) {
+      const n = readSync(this.fd, this.buffer, 0, this.buffer.length, this.offset);
+      if (n === 0) return;
+      this.offset += n;
+      const bytes = Buffer.concat([this.partial, this.buffer.subarray(0, n)]);
+      let start = 0;
+      for (let end = bytes.indexOf(10); end !== -1; end = bytes.indexOf(10, start)) {
+        this.onLine(bytes.toString('utf8', start, end));
+        start = end + 1;
+      }
+      this.partial = Buffer.from(bytes.subarray(start));
+    }
+  }
 }
 
 export interface ProcMemory {
