@@ -101,7 +101,7 @@ export function startBinary(
   };
 }
 
-/** How often a program's log file is read for new lines (the lines carry their own time; this is only a delay). */
+/** How often a log file is read for new lines (each line carries its own time: this is only a delay). */
 const LOG_TAIL_MS = 50;
 
 /** Hands each complete line appended to a file to `onLine`, read every LOG_TAIL_MS and once more on close. */
