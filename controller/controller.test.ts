@@ -122,15 +122,17 @@ async function start(clock: Clock = systemClock) {
     renewDeadlineMs: 2_000,
     retryPeriodMs: 200,
   });
+  const synced = { calls: 0 };
   const controller = await runController(loaded.config, {
     clock,
     log: createLogger({ level: 'silent', name: 'test' }),
     registry: new Registry(),
     client: client as unknown as KubeClient,
     elector,
+    cachesSynced: () => synced.calls++,
   });
   running.push(controller);
-  return { client, store, controller };
+  return { client, store, controller, synced };
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -163,8 +165,10 @@ describe('runController leadership terms', () => {
   });
 
   it('after an API outage a replica that leads again writes only once its caches have relisted', async () => {
-    const { client, store, controller } = await start();
+    const { client, store, controller, synced } = await start();
     await until(() => client.writes.length > 0, 'the first write to go out and hang');
+    // The program's steady-state settings (cachesSynced: controller/runtime-flags.ts) came with the first sync.
+    expect(synced.calls).toBe(1);
     // The outage: watches end, lists fail, renewals fail until leadership is lost.
     client.down = true;
     client.endWatches();
@@ -179,6 +183,8 @@ describe('runController leadership terms', () => {
     // The lists answer: the caches relist, and only then the work (and its writes) starts again.
     client.down = false;
     await until(() => client.writes.length > written, 'a write after the relist');
+    // Once only: not again for the relist.
+    expect(synced.calls).toBe(1);
   });
 
   it('/healthz fails once a reconcile has hung beyond the liveness limit (fake clock)', async () => {

@@ -48,6 +48,8 @@ export interface ControllerDeps {
   registry: Registry;
   client: KubeClient;
   elector: Elector;
+  /** Called once, when the caches first synced (the program's V8 settings for steady state). */
+  cachesSynced?(): void;
 }
 
 export interface RunningController {
@@ -86,7 +88,18 @@ export async function runController(
     recordFeatures(reports, metrics.featureAvailable),
   );
   cache.start();
-  terms.run(work);
+  let firstSync = deps.cachesSynced;
+  terms.run({
+    ...work,
+    synced: () => {
+      const synced = work.synced();
+      if (synced && firstSync) {
+        firstSync();
+        firstSync = undefined;
+      }
+      return synced;
+    },
+  });
   elector.start(terms.elected);
   return {
     healthPort: health.port,

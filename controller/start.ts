@@ -1,7 +1,7 @@
 // nodecare-controller entry point: only composition (docs/conventions.md 14). Config is validated before any I/O.
 
 // First: V8's heap settings, before anything else loads (docs/adr/0007).
-import { missingRuntimeFlags, runtimeFlagsProblem } from './runtime-flags.ts';
+import { missingRuntimeFlags, optimizeForSize, runtimeFlagsProblem } from './runtime-flags.ts';
 import { systemClock } from '../lib/clock.ts';
 import { Registry } from '../lib/prom.ts';
 import { KubeClient } from '../lib/kube/client.ts';
@@ -58,6 +58,7 @@ runProgram<ControllerConfig>({
       registry: new Registry(),
       client,
       elector,
+      cachesSynced: optimizeForSize,
     });
     return {
       async stop(budgetMs) {

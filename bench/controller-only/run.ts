@@ -111,15 +111,15 @@ export interface ControllerOnlyResults {
 /**
  * The memory floor Node.js sets (issue 24 item 3): the RSS of a Node.js process of the binary that runs the
  * controller, with the controller's own V8 flags (dist/controller/runtime-flags.js, imported first as the
- * controller does) and nothing else, after `settleMs`.
+ * controller does, and its optimizeForSize() called) and nothing else, after `settleMs`.
  */
 export async function nodeFloorRss(settleMs = 3_000): Promise<number> {
   const flags = pathToFileURL(
     join(import.meta.dirname, '..', '..', 'dist', 'controller', 'runtime-flags.js'),
   );
-  const child = spawn(process.execPath, ['--import', flags.href, '-e', 'setInterval(() => {}, 1 << 30)'], {
-    stdio: 'ignore',
-  });
+  // As the controller is once its caches synced: optimizeForSize() on.
+  const script = `import(${JSON.stringify(flags.href)}).then((m) => m.optimizeForSize()); setInterval(() => {}, 1 << 30)`;
+  const child = spawn(process.execPath, ['--import', flags.href, '-e', script], { stdio: 'ignore' });
   try {
     const exited = new Promise<never>((_, reject) =>
       child.once('exit', (code) => reject(new Error(`the empty Node.js process exited (${code})`))),
