@@ -29,6 +29,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Parse the response without `metadata.managedFields` (managed-fields.ts): the caller never reads them. */
   withoutManagedFields?: boolean;
+  /** Sees a successful response's text before it is parsed (a paged LIST reads its continue token there). */
+  peek?: (text: string) => void;
 }
 
 /** How a watch is read (KubeClient.watch). */
@@ -154,6 +156,7 @@ export class KubeClient {
     }
     if (response.statusCode >= 200 && response.statusCode < 300) {
       if (!text) return {} as T;
+      options.peek?.(text);
       return JSON.parse(options.withoutManagedFields ? withoutManagedFields(text) : text) as T;
     }
     let body: unknown;

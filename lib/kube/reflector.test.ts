@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing.ts';
 import type { KubeClient } from './client.ts';
 import { isKubeError, KubeErrorCode } from './errors.ts';
-import { Reflector } from './reflector.ts';
+import { listContinueToken, Reflector } from './reflector.ts';
 import { FakeApiServer } from './testing.ts';
 
 const PATH = '/api/v1/things';
@@ -113,6 +113,60 @@ describe('Reflector', () => {
     expect(reflector.store.has('bad')).toBe(false);
     expect(errors).toEqual([]);
     expect(api.watchRequests(PATH)).toHaveLength(1);
+  });
+
+  it('asks for each next LIST page before it decodes the page in hand, and keeps every page', async () => {
+    api = await FakeApiServer.start();
+    api.serve(
+      PATH,
+      Array.from({ length: 7 }, (_, i) => ({ metadata: { name: `t${i}` } })),
+    );
+    const real = api.client();
+    client = real;
+    let gets = 0;
+    const counting = Object.create(real, {
+      get: { value: (...args: Parameters<KubeClient['get']>) => (gets++, real.get(...args)) },
+    }) as KubeClient;
+    const asked: Record<string, number> = {};
+    reflector = new Reflector<Thing, string>({
+      client: counting,
+      clock: new FakeClock(),
+      path: PATH,
+      pageSize: 3,
+      transform: (raw) => {
+        asked[raw.metadata.name] = gets; // the pages asked for when this object is decoded
+        return raw.metadata.name;
+      },
+      handlers: {},
+    });
+    reflector.start();
+    await until(() => reflector!.synced, 'the first sync');
+    expect([...reflector.store.keys()]).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6']);
+    // Page 1 (t0-t2) is decoded with page 2 already asked for, page 2 with page 3; page 3 names no next one.
+    expect(asked).toEqual({ t0: 2, t1: 2, t2: 2, t3: 3, t4: 3, t5: 3, t6: 3 });
+    expect(api.listRequests(PATH).map((r) => r.query.get('continue'))).toEqual([null, 'Mw', 'Ng']);
+  });
+
+  it.each([
+    [
+      'the API server names one',
+      '{"kind":"LeaseList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJ2Ijo"},"items":[',
+      'eyJ2Ijo',
+    ],
+    [
+      'the last page names none',
+      '{"kind":"LeaseList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"continue":"x"}}]}',
+      undefined,
+    ],
+    [
+      'the items come first',
+      '{"items":[{"metadata":{"continue":"x"}}],"metadata":{"continue":"y"}}',
+      undefined,
+    ],
+    ['the token has an escape', '{"metadata":{"continue":"a\\u0022b"},"items":[]}', undefined],
+    ['an empty token', '{"metadata":{"continue":""},"items":[]}', undefined],
+  ])("reads a LIST page's continue token from its text when %s", (_, text, token) => {
+    expect(listContinueToken(text)).toBe(token);
   });
 
   it('skips a poison object in a LIST and still syncs', async () => {

@@ -55,6 +55,31 @@ export interface ReflectorOptions<R, T> {
   random?: () => number;
 }
 
+/** A LIST page asked for, and the one after it once its text named the continue token (Reflector.list). */
+interface PageFetch<R> {
+  token: string | undefined;
+  page: Promise<ListBody<R>>;
+  next?: PageFetch<R>;
+}
+
+/**
+ * The continue token of a LIST response, read from its text before it is parsed: the list's metadata comes
+ * before its items (as the API server writes it) and its continue token is plain (base64). Undefined when the
+ * text says otherwise; then the next page is asked for after the parse.
+ */
+export function listContinueToken(text: string): string | undefined {
+  const metadata = text.indexOf('"metadata":{');
+  if (metadata === -1 || metadata > 1024 || text.lastIndexOf('"items":', metadata) !== -1) return undefined;
+  const end = text.indexOf('}', metadata);
+  const key = text.indexOf('"continue":"', metadata);
+  if (end === -1 || key === -1 || key > end) return undefined;
+  const start = key + '"continue":"'.length;
+  const close = text.indexOf('"', start);
+  if (close === -1 || close > end) return undefined;
+  const token = text.slice(start, close);
+  return token === '' || token.includes('\\') ? undefined : token;
+}
+
 /** A watch that ends sooner than this having delivered nothing counts as a failure (client-go: 1 s). */
 const SHORT_WATCH_MS = 1_000;
 
@@ -150,28 +175,54 @@ export class Reflector<R extends Meta, T> {
     }
   }
 
+  /**
+   * A complete paged LIST into a fresh store. Each next page is asked for as soon as the text of the one
+   * before has arrived and names its continue token, so the API server prepares it while this process parses
+   * and decodes the page in hand (one page ahead; the parsed token is the one that counts).
+   */
   private async list(signal: AbortSignal): Promise<void> {
     const { client, path, transform, pageSize = 500 } = this.options;
+    const pages = new AbortController();
+    const pagesSignal = AbortSignal.any([signal, pages.signal]);
+    const fetchPage = (token: string | undefined): PageFetch<R> => {
+      const fetch: PageFetch<R> = {
+        token,
+        page: client.get<ListBody<R>>(path, {
+          query: { ...this.selectors(), limit: pageSize, continue: token },
+          timeoutMs: 60_000,
+          signal: pagesSignal,
+          withoutManagedFields: true,
+          peek: (text) => {
+            const next = listContinueToken(text);
+            if (next !== undefined && !pagesSignal.aborted) fetch.next = fetchPage(next);
+          },
+        }),
+      };
+      // Awaited below, or given up when the list fails first: never an unhandled rejection.
+      fetch.page.catch(() => undefined);
+      return fetch;
+    };
     const fresh = new Map<string, T>();
-    let continueToken: string | undefined;
     let resourceVersion: string;
-    do {
-      const page = await client.get<ListBody<R>>(path, {
-        query: { ...this.selectors(), limit: pageSize, continue: continueToken },
-        timeoutMs: 60_000,
-        signal,
-        withoutManagedFields: true,
-      });
-      for (const raw of page.items ?? []) {
-        const key = objectKey(raw);
-        this.guarded(key, () => {
-          const obj = transform(raw);
-          if (obj !== undefined) fresh.set(key, obj);
-        });
+    try {
+      let current = fetchPage(undefined);
+      for (;;) {
+        const page = await current.page;
+        for (const raw of page.items ?? []) {
+          const key = objectKey(raw);
+          this.guarded(key, () => {
+            const obj = transform(raw);
+            if (obj !== undefined) fresh.set(key, obj);
+          });
+        }
+        resourceVersion = page.metadata?.resourceVersion ?? '';
+        const token = page.metadata?.continue || undefined;
+        if (token === undefined) break;
+        current = current.next?.token === token ? current.next : fetchPage(token);
       }
-      continueToken = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion ?? '';
-    } while (continueToken);
+    } finally {
+      pages.abort(); // a page asked for ahead that is not needed
+    }
     this.applyList(fresh);
     this.resourceVersion = resourceVersion;
   }

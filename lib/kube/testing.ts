@@ -137,10 +137,18 @@ export class FakeApiServer {
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     if (!watch) {
+      // Paged as the API server pages (`limit`, an opaque `continue` token), the list's metadata first.
+      const items = [...collection.items.values()];
+      const limit = Number(url.searchParams.get('limit') ?? 0);
+      const from = Number(Buffer.from(url.searchParams.get('continue') ?? '', 'base64url').toString() || 0);
+      const to = limit > 0 ? Math.min(items.length, from + limit) : items.length;
+      const more = to < items.length ? { continue: Buffer.from(String(to)).toString('base64url') } : {};
       res.end(
         JSON.stringify({
-          metadata: { resourceVersion: String(this.version) },
-          items: [...collection.items.values()],
+          kind: 'List',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(this.version), ...more },
+          items: items.slice(from, to),
         }),
       );
       return;
