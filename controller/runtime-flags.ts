@@ -15,7 +15,8 @@
 //   caps the semi-spaces at 1 MiB (measured: the young generation stayed at 2 MiB), which is what the first
 //   flag avoids. Not before the first sync: while the caches fill, every small growth step ends in a full
 //   collection of everything listed so far, and parsing 30,000 leases took twice the CPU with it (0.6 vs
-//   1.2 s, 3 vs 20 full collections; docs/adr/0007, fourth addendum), the CPU a controller start waits for.
+//   1.2 s, 3 vs 20 full collections; docs/adr/0007, second and third addenda), the CPU a controller start
+//   waits for.
 import { setFlagsFromString } from 'node:v8';
 import { reexecWithFlags } from '../lib/reexec.ts';
 
@@ -31,10 +32,10 @@ const collect: unknown = (process.getBuiltinModule('node:vm') as typeof import('
 const fullCollection = typeof collect === 'function' ? (collect as () => void) : undefined;
 
 /**
- * Turns on `--optimize-for-size` (above) and runs one full collection right away: the old generation's limit, set by the
- * last collection while the caches filled, would otherwise stay as loose as it was until the next one, and
- * the convergence after a start grew into it (peak RSS 239–246 instead of 187–193 MiB at 5,000 × 5,
- * docs/adr/0007, fourth addendum). Called once the caches first synced; again is harmless.
+ * Turns on `--optimize-for-size` (above) and runs one full collection right away: the old generation's limit,
+ * set by the last collection while the caches filled, would otherwise stay as loose as it was until the next
+ * one, and the convergence after a start grew into it (peak RSS 239–246 instead of 187–193 MiB at 5,000 × 5,
+ * docs/adr/0007, second addendum). Called once the caches first synced; again is harmless.
  */
 export function optimizeForSize(): void {
   setFlagsFromString('--optimize-for-size');
