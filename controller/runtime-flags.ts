@@ -18,6 +18,7 @@
 //   1.2 s, 3 vs 20 full collections; docs/adr/0007, second and third addenda), the CPU a controller start
 //   waits for.
 import { setFlagsFromString } from 'node:v8';
+import type * as Vm from 'node:vm';
 import { reexecWithFlags } from '../lib/reexec.ts';
 
 const reexec = reexecWithFlags(['--max-semi-space-size=16'], 'NODECARE_CONTROLLER_REEXECUTED');
@@ -26,9 +27,7 @@ const reexec = reexecWithFlags(['--max-semi-space-size=16'], 'NODECARE_CONTROLLE
 // set (the flag alone does not expose it to a context that exists already). Taken here, as the program
 // starts; undefined if this Node.js does not give it.
 setFlagsFromString('--expose-gc');
-const collect: unknown = (process.getBuiltinModule('node:vm') as typeof import('node:vm')).runInNewContext(
-  'gc',
-);
+const collect: unknown = (process.getBuiltinModule('node:vm') as typeof Vm).runInNewContext('gc');
 const fullCollection = typeof collect === 'function' ? (collect as () => void) : undefined;
 
 /**
