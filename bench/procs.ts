@@ -56,11 +56,13 @@ export function startBinary(
     for (const resolve of waiters.get(msg) ?? []) resolve(line);
     waiters.delete(msg);
   });
-  createInterface({ input: child.stderr! }).on('line', (text) => stderr.write(`[stderr] ${text}\n`));
+  // Ended when the pipe closes, which may be after the exit: a line written after end() would throw.
+  createInterface({ input: child.stderr! })
+    .on('line', (text) => stderr.write(`[stderr] ${text}\n`))
+    .once('close', () => stderr.end());
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
       tail.close();
-      stderr.end();
       resolve(code);
     }),
   );
