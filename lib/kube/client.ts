@@ -157,7 +157,7 @@ export class KubeClient {
     if (response.statusCode >= 200 && response.statusCode < 300) {
       if (!text) return {} as T;
       options.peek?.(text);
-      return JSON.parse(options.withoutManagedFields ? withoutManagedFields(text) : text) as T;
+      return parseJson(text, options.withoutManagedFields) as T;
     }
     let body: unknown;
     try {
@@ -241,10 +241,7 @@ export class KubeClient {
           if (line.length === 0) continue;
           let event: WatchEvent<T>;
           try {
-            const text = line.toString('utf8');
-            event = JSON.parse(
-              options.withoutManagedFields ? withoutManagedFields(text) : text,
-            ) as WatchEvent<T>;
+            event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
           } catch {
             throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
           }
@@ -274,6 +271,11 @@ export class KubeClient {
     this.transportPromise = undefined;
     if (transport) await (await transport).close();
   }
+}
+
+/** `JSON.parse` of a response or watch line, its managedFields left out first when asked (managed-fields.ts). */
+function parseJson(text: string, withoutManaged = false): unknown {
+  return JSON.parse(withoutManaged ? withoutManagedFields(text) : text);
 }
 
 /**
