@@ -113,6 +113,7 @@ export function assembleController(
     breakerTripped: () => reconciler.trippedExtensions.size > 0,
   });
   const queue = reconcileQueue((name, cause) => reconciler.reconcile(name, cause), {
+    rearm: (name) => reconciler.rearm(name),
     clock,
     log,
     metrics,

@@ -12,13 +12,15 @@ import { NotLeaderError } from './writes/index.ts';
 export function reconcileQueue(
   reconcile: ReconcileFn,
   deps: {
+    /** A node whose deadline came with nothing else since: the delay to its next one, or undefined (decide it). */
+    rearm?: (name: string) => number | undefined;
     clock: Clock;
     log: Logger;
     metrics: Pick<ControllerMetrics, 'queueDepth' | 'reconciles'>;
     config: Pick<ControllerConfig, 'workers'>;
   },
 ): WorkQueue {
-  const { clock, log, metrics, config } = deps;
+  const { clock, log, metrics, config, rearm } = deps;
   const queue: WorkQueue = new WorkQueue(
     async (name, cause) => {
       metrics.queueDepth.set(queue.depth);
@@ -34,6 +36,7 @@ export function reconcileQueue(
     {
       clock,
       concurrency: config.workers,
+      ...(rearm ? { rearm } : {}),
       onError: (key, err, retryInMs) => {
         if (err instanceof NotLeaderError) log.debug({ node: key }, 'Reconcile stopped: no longer leading');
         else log.warn({ err, node: key, retryInMs }, 'Reconcile failed; retrying');

@@ -170,8 +170,8 @@ export class Reconciler {
   async reconcile(name: string, cause: ReconcileCause = 'change'): Promise<ReconcileResult> {
     const { cache, clock, log, metrics, events } = this.deps;
     if (cause === 'deadline') {
-      const rearmed = this.rearm(name);
-      if (rearmed) return rearmed;
+      const delayMs = this.rearm(name);
+      if (delayMs !== undefined) return { requeueAfterMs: delayMs };
     }
     // Until this decision is carried out, the node has no deadline to re-arm: a failure decides it again.
     this.deadlines.delete(name);
@@ -228,9 +228,10 @@ export class Reconciler {
    * enqueue the node for it), so when no deadline has really passed (every lease among them was renewed
    * and no fixed deadline such as a grace end, the bootstrap timeout or a rollout window's end came), the
    * decision now would be the last one with a later deadline: requeue at that deadline without deciding.
-   * Undefined when the node must be decided.
+   * Returns the delay to that deadline; undefined when the node must be decided. The work queue asks this
+   * itself, without a reconcile, when a node's deadline comes (WorkQueueOptions.rearm).
    */
-  private rearm(name: string): ReconcileResult | undefined {
+  rearm(name: string): number | undefined {
     const { cache, clock, metrics } = this.deps;
     const parts = this.deadlines.get(name);
     if (!parts) return undefined;
@@ -246,7 +247,7 @@ export class Reconciler {
     // The breaker is judged at each node's deadline, as when it was decided.
     if (this.ledger.evaluateBreaker(now)) this.deps.onBreakerChange();
     metrics.deadlineRearms.inc();
-    return { requeueAfterMs: next - now };
+    return next - now;
   }
 
   /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */

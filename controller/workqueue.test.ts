@@ -329,3 +329,81 @@ describe('WorkQueue cause: a deadline alone, or a change (docs/adr/0009)', () =>
     ]);
   });
 });
+
+describe('WorkQueue re-arm: a deadline that only moves (WorkQueueOptions.rearm, docs/adr/0015)', () => {
+  function rearming(rearm: (key: string) => number | undefined) {
+    const clock = new FakeClock();
+    const runs: Array<{ key: string; cause: ReconcileCause; at: number }> = [];
+    const asked: Array<{ key: string; at: number }> = [];
+    const queue = new WorkQueue(
+      async (key, cause) => {
+        runs.push({ key, cause, at: clock.now() });
+        return { requeueAfterMs: 1_000 };
+      },
+      {
+        clock,
+        concurrency: 2,
+        rearm: (key) => {
+          asked.push({ key, at: clock.now() });
+          return rearm(key);
+        },
+      },
+    );
+    queue.start();
+    return { clock, queue, runs, asked };
+  }
+
+  it('moves the deadline without a run while the owner gives a delay, and runs the key once it gives none', async () => {
+    let moves = 2;
+    const { clock, queue, runs, asked } = rearming(() => (moves-- > 0 ? 500 : undefined));
+    queue.add('n');
+    await queue.idle();
+    await clock.advance(1_000); // re-armed for 500 ms
+    await clock.advance(500); // re-armed again
+    expect(runs.map((r) => r.cause)).toEqual(['change']);
+    await clock.advance(500); // the owner gives no delay: the key runs, as a deadline
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'deadline']);
+    expect(asked.map((a) => a.at - runs[0]!.at)).toEqual([1_000, 1_500, 2_000]);
+  });
+
+  it('is not asked for a key added meanwhile, nor for a retry; a throw or a delay of 0 runs the key', async () => {
+    const answers: Array<number | Error> = [new Error('boom'), 0];
+    const { clock, queue, runs, asked } = rearming(() => {
+      const answer = answers.shift();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    });
+    queue.add('n');
+    await queue.idle();
+    queue.addAfter('n', 200); // a change scheduled before the 1 s deadline: merged, a change
+    await clock.advance(200);
+    await queue.idle();
+    expect(asked).toEqual([]);
+    await clock.advance(1_000); // the owner throws: the key runs
+    await queue.idle();
+    await clock.advance(1_000); // the owner says 0: the key runs
+    await queue.idle();
+    expect(runs.map((r) => r.cause)).toEqual(['change', 'change', 'deadline', 'deadline']);
+    expect(asked).toHaveLength(2);
+  });
+
+  it('keeps one timer for every pending deadline, and none once stopped', async () => {
+    const { clock, queue, runs } = rearming(() => undefined);
+    for (let i = 0; i < 50; i++) queue.addDeadline(`n${i}`, 1_000 + 10 * ((i * 7) % 50));
+    expect(clock.pending).toBe(1);
+    queue.addDeadline('early', 100); // an earlier one replaces the timer
+    expect(clock.pending).toBe(1);
+    queue.forget('early');
+    await clock.advance(1_000 + 10 * 49);
+    await queue.idle();
+    // Each ran at its own time, in order of time.
+    const deadlineRuns = runs.filter((r) => r.cause === 'deadline');
+    expect(deadlineRuns).toHaveLength(50);
+    expect(deadlineRuns.map((r) => r.at)).toEqual([...deadlineRuns.map((r) => r.at)].sort((a, b) => a - b));
+    expect(new Set(deadlineRuns.map((r) => r.at)).size).toBe(50);
+    expect(runs.map((r) => r.key)).not.toContain('early');
+    await queue.stop();
+    expect(clock.pending).toBe(0);
+  });
+});

@@ -11,6 +11,7 @@
 // is not reconciled after all of them.
 
 import type { Clock, Timer } from '../lib/clock.ts';
+import { DueHeap, type DueRecord } from '../lib/due-heap.ts';
 
 export interface ReconcileResult {
   /** Process the key again after this many ms (a deadline at which the answer may change). */
@@ -32,6 +33,25 @@ export interface WorkQueueOptions {
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   onError?(key: string, err: unknown, retryInMs: number): void;
+  /**
+   * Asked when a key's deadline comes and nothing added it since (its run would have cause 'deadline'): a
+   * delay re-arms the key's deadline that much later without running it; undefined runs it. Synchronous, so a
+   * deadline that only has to move (a node whose leases were all renewed, docs/adr/0009) costs no reconcile;
+   * a throw runs the key.
+   */
+  rearm?(key: string): number | undefined;
+}
+
+/** How much earlier than the wall clock a timer may fire (WorkQueue.onTimer). */
+const TIMER_ROUNDING_MS = 1;
+
+/**
+ * A key's pending time: one record per key, moved in place when the key is scheduled again, and used again for
+ * the next key scheduled once it fired (a re-armed deadline allocates nothing that lives until it comes).
+ */
+interface Pending extends DueRecord {
+  key: string;
+  cause: ReconcileCause;
 }
 
 export class WorkQueue {
@@ -45,7 +65,19 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly delayed = new Map<string, { at: number; timer: Timer; cause: ReconcileCause }>();
+  private readonly delayed = new Map<string, Pending>();
+  /**
+   * The pending times in order, under one timer armed for the earliest (docs/adr/0015): a Node.js timer per
+   * key cost a timer list per distinct delay, and thousands of deadlines a minute at 5,000 nodes.
+   */
+  private readonly due = new DueHeap<Pending>();
+  private timer: Timer | undefined;
+  /** When `timer` fires; Infinity while none is armed. */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** In onTimer: the keys it fires may schedule again, and it arms the timer once after them. */
+  private firing = false;
+  /** A record that fired, for the next key scheduled (Pending). */
+  private spare: Pending | undefined;
   /** Queued keys whose only cause is their deadline. */
   private readonly deadlineOnly = new Set<string>();
   private readonly failures = new Map<string, number>();
@@ -122,22 +154,62 @@ export class WorkQueue {
     const pending = this.delayed.get(key);
     const merged: ReconcileCause = pending?.cause === 'change' ? 'change' : cause;
     if (delayMs <= 0) {
-      pending?.timer.cancel();
-      this.delayed.delete(key);
+      if (pending) this.unschedule(pending);
       return this.fire(key, merged);
     }
     const at = this.options.clock.now() + delayMs;
-    if (pending && pending.at <= at) {
+    if (pending) {
       pending.cause = merged;
-      return;
+      if (pending.at <= at) return;
+      pending.at = at;
+      this.due.set(pending);
+    } else {
+      const record = this.spare ?? { key, at, cause: merged, heapIndex: -1 };
+      this.spare = undefined;
+      record.key = key;
+      record.at = at;
+      record.cause = merged;
+      this.delayed.set(key, record);
+      this.due.set(record);
     }
-    pending?.timer.cancel();
-    const timer = this.options.clock.setTimer(delayMs, () => {
-      const due = this.delayed.get(key)?.cause ?? merged;
-      this.delayed.delete(key);
-      this.fire(key, due);
-    });
-    this.delayed.set(key, { at, timer, cause: merged });
+    this.armTimer();
+  }
+
+  private unschedule(pending: Pending): void {
+    this.delayed.delete(pending.key);
+    this.due.delete(pending);
+  }
+
+  /** Keeps the timer armed no later than the earliest pending time. */
+  private armTimer(): void {
+    if (this.firing) return; // onTimer arms it once it is done
+    const first = this.due.peek();
+    if (first === undefined || first.at >= this.timerAt) return;
+    this.timer?.cancel();
+    this.timerAt = first.at;
+    this.timer = this.options.clock.setTimer(first.at - this.options.clock.now(), () => this.onTimer());
+  }
+
+  /**
+   * Fires every pending time that came, in order, then arms the timer for the next one. A Node.js timer may
+   * fire up to a millisecond before the wall clock shows its time (each rounds to the millisecond on its own),
+   * so a time that close counts as come rather than costing one more wake-up.
+   */
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = this.options.clock.now() + TIMER_ROUNDING_MS;
+    this.firing = true;
+    try {
+      for (let first = this.due.peek(); first !== undefined && first.at <= now; first = this.due.peek()) {
+        this.unschedule(first);
+        this.spare = first;
+        this.fire(first.key, first.cause);
+      }
+    } finally {
+      this.firing = false;
+    }
+    this.armTimer();
   }
 
   /** A scheduled time came: a deadline alone leaves a key that is already queued or running as it is. */
@@ -146,15 +218,27 @@ export class WorkQueue {
     if (this.queued.has(key)) return;
     // A running reconcile returns the next deadline itself.
     if (this.processing.has(key)) return;
+    const delayMs = this.rearmDelay(key);
+    if (delayMs !== undefined) return this.schedule(key, delayMs, 'deadline');
     this.deadlineOnly.add(key);
     this.enqueue(key);
+  }
+
+  /** The owner's re-arm for a key whose deadline came (WorkQueueOptions.rearm); undefined runs the key. */
+  private rearmDelay(key: string): number | undefined {
+    try {
+      const delayMs = this.options.rearm?.(key);
+      return delayMs !== undefined && delayMs > 0 ? delayMs : undefined;
+    } catch {
+      return undefined; // the reconcile decides the key, and a failure there is retried as any other
+    }
   }
 
   /** Forgets a key's failure history and pending deadline (the object is gone). */
   forget(key: string): void {
     this.failures.delete(key);
-    this.delayed.get(key)?.timer.cancel();
-    this.delayed.delete(key);
+    const pending = this.delayed.get(key);
+    if (pending) this.unschedule(pending);
     this.deadlineOnly.delete(key);
   }
 
@@ -166,8 +250,11 @@ export class WorkQueue {
   /** Stops taking new work; resolves when in-flight reconciles finish. Queued keys are dropped. */
   async stop(): Promise<void> {
     this.running = false;
-    for (const { timer } of this.delayed.values()) timer.cancel();
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
     this.delayed.clear();
+    this.due.clear();
     this.queue.length = 0;
     this.sweepQueue.length = 0;
     this.swept.clear();
