@@ -6,7 +6,7 @@
 // flags, --help).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
@@ -490,6 +490,7 @@ describe('kubectl nodecare against the real control plane', () => {
     expect(unknown.stdout).toBe('');
 
     const home = mkdtempSync(join(tmpdir(), 'nodecare-cli-'));
+    onTestFinished(() => rmSync(home, { recursive: true, force: true }));
     for (const verb of ['status', 'extensions']) {
       const none = await runPlugin([verb], { KUBECONFIG: undefined, HOME: home });
       expect(none.code).toBe(2);
@@ -550,6 +551,7 @@ describe('kubectl nodecare against the real control plane', () => {
     // The first file's current-context is a dead API server; the real cluster's context is only in the second.
     const real = load(readFileSync(kubeconfig, 'utf8')) as { 'current-context': string };
     const home = mkdtempSync(join(tmpdir(), 'nodecare-cli-'));
+    onTestFinished(() => rmSync(home, { recursive: true, force: true }));
     const port = await closedPort();
     const first = join(home, 'first.yaml');
     writeFileSync(

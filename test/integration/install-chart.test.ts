@@ -4,11 +4,11 @@
 // the real API server. helm is built from the Go module proxy by test/tools/build-helm.sh (cached).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { loadAll } from 'js-yaml';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
@@ -192,6 +192,7 @@ describe('charts/nodecare', () => {
   it('agent.hostPID renders what the kustomize component agent-host-pid does', async () => {
     // A kustomization outside the repository that composes the base with the component, as a user's would.
     const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const manifests = relative(dir, join(ROOT, 'manifests'));
     writeFileSync(
       join(dir, 'kustomization.yaml'),
@@ -210,6 +211,7 @@ describe('charts/nodecare', () => {
 
   it('agent.hostDirectories renders what the kustomize component agent-host-directory does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const manifests = relative(dir, join(ROOT, 'manifests'));
     writeFileSync(
       join(dir, 'kustomization.yaml'),

@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
@@ -59,6 +59,7 @@ const core = admin.makeApiClient(CoreV1Api);
 const coordination = admin.makeApiClient(CoordinationV1Api);
 const adminKubeconfigPath = inject('kubeconfig');
 const scratch = mkdtempSync(join(tmpdir(), 'nodecare-install-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const AGENT_ARGS = ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'];
 const CONTROLLER_ARGS = [

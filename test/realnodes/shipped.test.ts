@@ -141,18 +141,22 @@ describe.skipIf(notRun !== '')(
     let installDir = '';
     let uninstalled = false;
     let node4: TestNode | undefined;
+    // The overlays and the copied component, as a user's would be: outside the repository, removed at the end.
+    const scratch = notRun ? '' : mkdtempSync(join(tmpdir(), 'nodecare-shipped-'));
 
     afterAll(async () => {
       // The suite's other files find the 3 nodes they started with.
       if (node4) await removeNode(node4.name);
       // A failed story must not leave an install behind for the next file of the suite.
-      if (uninstalled || !installDir) return;
-      await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]).catch(() => undefined);
-      await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=false']).catch(() => '');
+      if (!uninstalled && installDir) {
+        await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]).catch(() => undefined);
+        await kubectl(['delete', '-k', installDir, '--ignore-not-found', '--wait=false']).catch(() => '');
+      }
+      if (scratch) rmSync(scratch, { recursive: true, force: true });
     });
 
     it('kubectl apply -k, overriding only the image: the agent Ready on every node, the controller Available, nodes adopted untainted', async () => {
-      installDir = kustomizationWithImage(image!.ref);
+      installDir = kustomizationWithImage(image!.ref, [], scratch);
       await applyShipped(kubectl, installDir, 180);
       const agents = await getPods(SYSTEM, AGENT_SELECTOR);
       expect(agents.map((p) => p.spec.nodeName).sort()).toEqual(nodes.map((n) => n.name).sort());
@@ -548,7 +552,7 @@ describe.skipIf(notRun !== '')(
         '--timeout=120s',
       ]);
       // What docs/install.md says to do: copy the component, set its path, list it in your overlay.
-      const component = join(mkdtempSync(join(tmpdir(), 'nodecare-component-')), 'agent-host-directory');
+      const component = join(scratch, 'agent-host-directory');
       mkdirSync(component);
       writeFileSync(
         join(component, 'kustomization.yaml'),
@@ -556,7 +560,7 @@ describe.skipIf(notRun !== '')(
           .replaceAll('/var/lib/kubelet/plugins/ebs.csi.aws.com', driverDir)
           .replaceAll('host-directory-ebs-csi', 'host-directory-test-csi'),
       );
-      const overlay = kustomizationWithImage(image!.ref, [component]);
+      const overlay = kustomizationWithImage(image!.ref, [component], scratch);
       await kubectl(['apply', '--server-side', '-k', overlay]);
       installDir = overlay;
       await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=180s']);

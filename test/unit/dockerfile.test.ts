@@ -7,11 +7,11 @@
 // test/integration/image.test.ts builds it for real.
 
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
@@ -250,7 +250,9 @@ describe("BuildKit's Dockerfile linter", () => {
   });
 
   it('does find what it should (so a clean result means something)', async () => {
-    const bad = join(mkdtempSync(join(tmpdir(), 'nodecare-dockerfile-')), 'Dockerfile');
+    const dir = mkdtempSync(join(tmpdir(), 'nodecare-dockerfile-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const bad = join(dir, 'Dockerfile');
     writeFileSync(bad, 'FROM node:24 AS Build\nMAINTAINER someone\nRUN a \\\n\n  b\n');
     const result = await exec(lint, [bad]);
     expect(result.code).toBe(1);
