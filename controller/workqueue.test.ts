@@ -407,3 +407,49 @@ describe('WorkQueue re-arm: a deadline that only moves (WorkQueueOptions.rearm, 
     expect(clock.pending).toBe(0);
   });
 });
+
+describe('WorkQueue deadline slots (WorkQueueOptions.deadlineTickMs, docs/adr/0016)', () => {
+  it('runs deadlines on the next slot, never early, those of one slot on one firing; a retry keeps its backoff', async () => {
+    // A clock that does not start on a slot, so rounding shows.
+    const clock = new FakeClock(Date.UTC(2026, 0, 1) + 37);
+    const runs: Array<{ key: string; cause: ReconcileCause; at: number }> = [];
+    let fail = true;
+    const queue = new WorkQueue(
+      async (key, cause) => {
+        runs.push({ key, cause, at: clock.now() });
+        if (key === 'flaky' && fail) {
+          fail = false;
+          throw new Error('boom');
+        }
+      },
+      { clock, concurrency: 2, deadlineTickMs: 100 },
+    );
+    queue.start();
+    const asked = new Map<string, number>();
+    for (let i = 0; i < 40; i++) {
+      const delayMs = 1_000 + 13 * i;
+      asked.set(`n${i}`, clock.now() + delayMs);
+      queue.addDeadline(`n${i}`, delayMs);
+    }
+    expect(clock.pending).toBe(1);
+    queue.add('flaky'); // fails at once: its retry comes 50 ms later, not on a slot
+    await queue.idle();
+    await clock.advance(50);
+    await queue.idle();
+    const flaky = runs.filter((r) => r.key === 'flaky');
+    expect(flaky.map((r) => r.at - flaky[0]!.at)).toEqual([0, 50]);
+    await clock.advance(1_600);
+    await queue.idle();
+    const deadlines = runs.filter((r) => r.cause === 'deadline');
+    expect(deadlines).toHaveLength(40);
+    for (const r of deadlines) {
+      const exact = asked.get(r.key)!;
+      expect(r.at).toBeGreaterThanOrEqual(exact);
+      expect(r.at).toBeLessThan(exact + 100);
+      expect(r.at % 100).toBe(0);
+    }
+    // 40 deadlines over 507 ms came on 6 slots.
+    expect(new Set(deadlines.map((r) => r.at)).size).toBe(6);
+    await queue.stop();
+  });
+});

@@ -40,6 +40,11 @@ export interface WorkQueueOptions {
    * a throw runs the key.
    */
   rearm?(key: string): number | undefined;
+  /**
+   * Deadlines (cause 'deadline') come on multiples of this many ms of the clock, rounded up, so that those of
+   * one slot share a timer's firing; retries after a failure keep their exact backoff. 0 (the default): exact.
+   */
+  deadlineTickMs?: number;
 }
 
 /** How much earlier than the wall clock a timer may fire (WorkQueue.onTimer). */
@@ -157,7 +162,9 @@ export class WorkQueue {
       if (pending) this.unschedule(pending);
       return this.fire(key, merged);
     }
-    const at = this.options.clock.now() + delayMs;
+    const tick = cause === 'deadline' ? (this.options.deadlineTickMs ?? 0) : 0;
+    const exact = this.options.clock.now() + delayMs;
+    const at = tick > 0 ? Math.ceil(exact / tick) * tick : exact;
     if (pending) {
       pending.cause = merged;
       if (pending.at <= at) return;

@@ -80,10 +80,11 @@ export const LEASE_LIST_PAGE_SIZE = 2_000;
 /**
  * The lease watch is read in batches, at most this much later than an event arrives: at 5,000 nodes × 5 it
  * brings ~290 renewals a second, each flushed by the API server on its own, and a wake-up per event cost the
- * controller more CPU than everything it then does with the event (docs/adr/0011). 50 ms is 5% of the 1 s
+ * controller more CPU than everything it then does with the event (docs/adr/0011). 100 ms rather than the
+ * first 50: the wake-ups were still a third of what reading an event cost (docs/adr/0016). A tenth of the 1 s
  * that P1 and P2 allow; a lone event after a quiet spell is read at once.
  */
-export const LEASE_WATCH_COALESCE_MS = 50;
+export const LEASE_WATCH_COALESCE_MS = 100;
 
 export class ClusterCache {
   readonly nodes: Source<NodeObject, CachedNode>;

@@ -175,6 +175,8 @@ export class BreakerState {
       for (const endsMs of windows.keys())
         if (endsMs > this.lastEvaluatedMs && endsMs <= nowMs) this.touched.add(extension);
     this.lastEvaluatedMs = Math.max(this.lastEvaluatedMs, nowMs);
+    // Nothing to judge: the common case, at every node deadline that only moves (docs/adr/0016).
+    if (this.touched.size === 0) return { tripped: this.trippedSet, transitions: [] };
     const transitions: BreakerTransition[] = [];
     const next = new Set(this.trippedSet);
     for (const extension of [...this.touched].sort()) {

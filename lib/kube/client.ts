@@ -235,23 +235,31 @@ export class KubeClient {
         }
         throw classifyResponse(response.statusCode, body, undefined, what);
       }
-      try {
-        for await (const line of splitLines(response.body, this.maxWatchLineBytes, what)) {
-          touch();
-          if (line.length === 0) continue;
-          let event: WatchEvent<T>;
-          try {
-            event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
-          } catch {
-            throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
-          }
-          if (event.type === 'ERROR') {
-            const status = event.object as { code?: number };
-            throw classifyResponse(status.code ?? 500, event.object, undefined, what);
-          }
-          listener?.watchEvent(resource);
-          onEvent(event);
+      const onLine = (line: Buffer): void => {
+        if (line.length === 0) return;
+        let event: WatchEvent<T>;
+        try {
+          event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
+        } catch {
+          throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
         }
+        if (event.type === 'ERROR') {
+          const status = event.object as { code?: number };
+          throw classifyResponse(status.code ?? 500, event.object, undefined, what);
+        }
+        listener?.watchEvent(resource);
+        onEvent(event);
+      };
+      const lines = new LineSplitter(this.maxWatchLineBytes, what, onLine);
+      const onChunk = (chunk: Buffer): void => {
+        touch();
+        lines.push(chunk);
+      };
+      try {
+        // In the transport's own callback where it can (no promise per chunk: docs/adr/0016), else by `for await`.
+        if (response.consume) await response.consume(onChunk);
+        else for await (const chunk of response.body) onChunk(chunk);
+        lines.end();
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof KubeError) throw err;
@@ -279,33 +287,54 @@ function parseJson(text: string, withoutManaged = false): unknown {
 }
 
 /**
- * Splits a byte stream into lines (newline never occurs inside a UTF-8 multi-byte sequence), refusing a line
- * longer than `maxBytes` instead of buffering it without bound.
+ * Splits a byte stream into lines as its chunks come, handing each to `onLine` (newline never occurs inside a
+ * UTF-8 multi-byte sequence), and refuses a line longer than `maxBytes` instead of buffering it without bound.
  */
-async function* splitLines(
-  body: AsyncIterable<Buffer>,
-  maxBytes: number,
-  what: string,
-): AsyncGenerator<Buffer> {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  const tooLong = (): KubeError =>
-    new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is longer than ${maxBytes} bytes`);
-  for await (const chunk of body) {
+class LineSplitter {
+  private readonly maxBytes: number;
+  private readonly what: string;
+  private readonly onLine: (line: Buffer) => void;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(maxBytes: number, what: string, onLine: (line: Buffer) => void) {
+    this.maxBytes = maxBytes;
+    this.what = what;
+    this.onLine = onLine;
+  }
+
+  push(chunk: Buffer): void {
     let start = 0;
     for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
-      if (pendingBytes + end - start > maxBytes) throw tooLong();
+      if (this.pendingBytes + end - start > this.maxBytes) throw this.tooLong();
       const part = chunk.subarray(start, end);
-      yield pending.length > 0 ? Buffer.concat([...pending, part]) : part;
-      pending = [];
-      pendingBytes = 0;
+      const line = this.pending.length > 0 ? Buffer.concat([...this.pending, part]) : part;
+      this.pending = [];
+      this.pendingBytes = 0;
       start = end + 1;
+      this.onLine(line);
     }
     if (start < chunk.length) {
-      pendingBytes += chunk.length - start;
-      if (pendingBytes > maxBytes) throw tooLong();
-      pending.push(chunk.subarray(start));
+      this.pendingBytes += chunk.length - start;
+      if (this.pendingBytes > this.maxBytes) throw this.tooLong();
+      this.pending.push(chunk.subarray(start));
     }
   }
-  if (pendingBytes > 0) yield Buffer.concat(pending);
+
+  /** The stream ended: a last line without its newline is a line too. */
+  end(): void {
+    if (this.pendingBytes === 0) return;
+    const line = Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.onLine(line);
+  }
+
+  private tooLong(): KubeError {
+    return new KubeError(
+      KubeErrorCode.Malformed,
+      200,
+      `${this.what}: a watch line is longer than ${this.maxBytes} bytes`,
+    );
+  }
 }

@@ -33,6 +33,13 @@ export interface TransportResponse {
   headers: Record<string, string | string[] | undefined>;
   body: AsyncIterable<Buffer>;
   text(): Promise<string>;
+  /**
+   * Reads the body by handing each chunk to `onChunk` in the transport's own callback as it arrives, instead of
+   * through `body` (no promise per chunk). Resolves when the body ends and rejects when it fails; a throw from
+   * `onChunk` aborts the request and rejects with what it threw. Optional: without it, read `body`. Use one
+   * of `body`, `text()` and `consume()`, once.
+   */
+  consume?(onChunk: (chunk: Buffer) => void): Promise<void>;
 }
 
 export interface Transport {

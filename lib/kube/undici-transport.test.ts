@@ -59,6 +59,18 @@ function streaming(...first: number[]): {
   };
 }
 
+/** A coalesced streaming GET of `url` straight through a transport (no KubeClient). */
+function openStream(transport: UndiciTransport, url: URL, coalesceMs: number) {
+  return transport.request({
+    method: 'GET',
+    url,
+    headers: {},
+    signal: new AbortController().signal,
+    streaming: true,
+    coalesceMs,
+  });
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
@@ -175,18 +187,98 @@ describe('a coalesced watch', () => {
     await client.close();
   });
 
+  it('joins an event split across reads, takes a last line without its newline, and refuses one over the limit', async () => {
+    const whole = event(1) + event(2).trimEnd();
+    const cut = 20;
+    const split = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(whole.slice(0, cut));
+      setTimeout(() => res.end(whole.slice(cut)), 60);
+    });
+    const names: string[] = [];
+    await split.client.watch<{ metadata: { name: string } }>(
+      '/apis/x',
+      {},
+      (e) => void names.push(e.object.metadata.name),
+      new AbortController().signal,
+      { coalesceMs: 20 },
+    );
+    expect(names).toEqual(['l1', 'l2']);
+    await split.client.close();
+    server?.closeAllConnections();
+    server?.close();
+
+    const long = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(`{"type":"ADDED","object":{"metadata":{"name":"${'x'.repeat(600)}`);
+      setTimeout(() => res.write('x'.repeat(600)), 30);
+    });
+    const strict = new KubeClient(
+      { server: long.url.origin, tls: {}, authHeaders: async () => ({}), source: 'test' },
+      { maxWatchLineBytes: 1_000 },
+    );
+    await expect(
+      strict.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 20 }),
+    ).rejects.toMatchObject({
+      code: KubeErrorCode.Malformed,
+      message: expect.stringContaining('longer than 1000'),
+    });
+    await strict.close();
+  });
+
+  it("hands its chunks to consume()'s reader, what came before the call first, and ends with the body", async () => {
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(event(1));
+      setTimeout(() => res.end(event(2)), 100);
+    });
+    const transport = new UndiciTransport({ tls: {}, connections: 2 });
+    const response = await openStream(transport, url, 20);
+    await sleep(30); // event 1 is read (and queued) before anyone consumes it
+    const chunks: string[] = [];
+    await response.consume!((chunk) => void chunks.push(chunk.toString()));
+    expect(chunks.join('')).toBe(event(1) + event(2));
+
+    // A stream that fails (the server drops the connection) rejects.
+    server?.closeAllConnections();
+    server?.close();
+    const dropped = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(event(1));
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    const failing = await openStream(transport, dropped.url, 20);
+    const seen: string[] = [];
+    await expect(failing.consume!((chunk) => void seen.push(chunk.toString()))).rejects.toThrow();
+    expect(seen.join('')).toBe(event(1));
+    await transport.close();
+  });
+
+  it("is ended, request and all, when consume()'s reader throws, and rejects with what it threw", async () => {
+    const open = streaming(1);
+    const { url } = await serve(open.handle);
+    const transport = new UndiciTransport({ tls: {}, connections: 2 });
+    const response = await openStream(transport, url, 20);
+    let calls = 0;
+    const thrown = new Error('the reader gives up');
+    const reading = response.consume!(() => {
+      calls++;
+      throw thrown;
+    });
+    await expect(reading).rejects.toBe(thrown);
+    await until(open.closed);
+    // Nothing more is handed over after the throw, whatever the server still writes.
+    open.stream()?.write(event(2));
+    await sleep(50);
+    expect(calls).toBe(1);
+    await transport.close();
+  });
+
   it('is ended, request and all, when its reader leaves the loop early', async () => {
     const open = streaming(1, 2);
     const { url } = await serve(open.handle);
     const transport = new UndiciTransport({ tls: {}, connections: 2 });
-    const response = await transport.request({
-      method: 'GET',
-      url,
-      headers: {},
-      signal: new AbortController().signal,
-      streaming: true,
-      coalesceMs: 50,
-    });
+    const response = await openStream(transport, url, 50);
     expect(response.statusCode).toBe(200);
     for await (const chunk of response.body) {
       expect(chunk.toString()).toContain('"l1"');

@@ -73,7 +73,13 @@ export class UndiciTransport implements Transport {
         },
         onResponseStart(_controller, statusCode, headers) {
           const b = body as CoalescedBody;
-          resolve({ statusCode, headers, body: b, text: () => b.text() });
+          resolve({
+            statusCode,
+            headers,
+            body: b,
+            text: () => b.text(),
+            consume: (onChunk) => b.consume(onChunk),
+          });
         },
         onResponseData(_controller, chunk) {
           body?.push(chunk);
@@ -117,8 +123,8 @@ function abortReason(signal: AbortSignal): Error {
  * reading from the kernel, and what arrives meanwhile stays there. On resume everything that came is read
  * and handed on in that turn of the event loop (a handful of reads, not one per event); the next chunk after
  * it pauses the stream again. So an event after a quiet spell is handed on at once and one that arrives
- * during a pause at most `coalesceMs` later. Consumed by one `for await`; leaving it early (break, throw)
- * aborts the request.
+ * during a pause at most `coalesceMs` later. Consumed by one `for await` or one `consume()` (each chunk handed
+ * on from undici's own callback); leaving it early (break, throw) aborts the request.
  */
 class CoalescedBody implements AsyncIterable<Buffer> {
   private readonly controller: Dispatcher.DispatchController;
@@ -133,6 +139,9 @@ class CoalescedBody implements AsyncIterable<Buffer> {
   /** Paused past its window because MAX_QUEUED_CHUNKS are unread: resumed when they are. */
   private heldBack = false;
   private resumeTimer: NodeJS.Timeout | undefined;
+  /** consume()'s reader, which takes each chunk as it comes instead of the queue. */
+  private sink: ((chunk: Buffer) => void) | undefined;
+  private settle: { resolve: () => void; reject: (err: Error) => void } | undefined;
 
   constructor(controller: Dispatcher.DispatchController, coalesceMs: number, done: () => void) {
     this.controller = controller;
@@ -141,8 +150,11 @@ class CoalescedBody implements AsyncIterable<Buffer> {
   }
 
   push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.notify();
+    if (this.sink) this.deliver(chunk);
+    else {
+      this.chunks.push(chunk);
+      this.notify();
+    }
     if (this.state !== 'flowing' || this.ended) return;
     this.state = 'paused';
     this.controller.pause();
@@ -156,12 +168,43 @@ class CoalescedBody implements AsyncIterable<Buffer> {
   end(): void {
     this.finish();
     this.notify();
+    this.settle?.resolve();
   }
 
   fail(err: Error): void {
     this.error ??= err;
     this.finish();
     this.notify();
+    this.settle?.reject(this.error);
+  }
+
+  /** TransportResponse.consume: what came before it first, then every chunk as undici hands it over. */
+  consume(onChunk: (chunk: Buffer) => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+      this.sink = onChunk;
+      for (let chunk = this.chunks.shift(); chunk !== undefined && this.sink; chunk = this.chunks.shift())
+        this.deliver(chunk);
+      if (this.heldBack) {
+        this.heldBack = false;
+        this.resume();
+      }
+      if (this.error) reject(this.error);
+      else if (this.ended) resolve();
+    });
+  }
+
+  /** One chunk to consume()'s reader; a throw there ends the stream with it. */
+  private deliver(chunk: Buffer): void {
+    const sink = this.sink as (chunk: Buffer) => void;
+    try {
+      sink(chunk);
+    } catch (err) {
+      this.sink = undefined;
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.fail(error);
+      this.controller.abort(error);
+    }
   }
 
   async text(): Promise<string> {
