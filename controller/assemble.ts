@@ -36,6 +36,7 @@ export function assembleController(
       if (droppedEvents++ % 1_000 === 0)
         log.warn({ dropped: droppedEvents }, 'Dropped an event: too many events waiting to be written');
     },
+    abandoned: (count) => log.info({ events: count }, 'Events not recorded: no longer leading'),
   });
   /** A sweep: every node, behind any node added by itself (a change, a retry) meanwhile. */
   const enqueueAll = (): void => {

@@ -14,7 +14,7 @@ import {
 } from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { AgentNotReportingFact, NodeNotReadyFact, SourcedPair } from './rollup/index.ts';
-import type { ClusterEventRecorder } from './writes/index.ts';
+import { eventNotRecorded, type ClusterEventRecorder } from './writes/index.ts';
 
 interface ContributedExtension {
   name: string;
@@ -210,9 +210,7 @@ export class DecisionLedger {
       metrics.events.inc({ reason: EventReason.CorrelatedFailure });
       clusterEvents
         .clusterEvent({ type: 'Warning', reason: EventReason.CorrelatedFailure, message })
-        .catch((err: unknown) =>
-          log.warn({ err, reason: EventReason.CorrelatedFailure }, 'Failed to record event'),
-        );
+        .catch((err: unknown) => eventNotRecorded(log, err, { reason: EventReason.CorrelatedFailure }));
     }
     return transitions.length > 0;
   }

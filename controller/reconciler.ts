@@ -17,7 +17,13 @@ import { NodeDecider } from './node-decider.ts';
 import type { SourcedPair } from './rollup/index.ts';
 import { TaintDurations } from './taint-durations.ts';
 import type { ReconcileCause, ReconcileResult } from './workqueue.ts';
-import { clusterEventRecorder, isTaintEvent, NodeWriter, type EventRecorder } from './writes/index.ts';
+import {
+  clusterEventRecorder,
+  eventNotRecorded,
+  isTaintEvent,
+  NodeWriter,
+  type EventRecorder,
+} from './writes/index.ts';
 import type { Fence, NodeApi } from './writes/index.ts';
 
 /** What the reconciler reads from the caches (ClusterCache; FakeCache in unit tests). */
@@ -205,7 +211,7 @@ export class Reconciler {
       metrics.events.inc({ reason: event.reason });
       events
         .nodeEvent(node, event)
-        .catch((err: unknown) => nodeLog.warn({ err, reason: event.reason }, 'Failed to record event'));
+        .catch((err: unknown) => eventNotRecorded(nodeLog, err, { reason: event.reason }));
     }
     const previousState = this.ledger.state(name);
     if (previousState !== decision.state)

@@ -10,7 +10,7 @@ import { NodeState } from '../decide/index.ts';
 import { evictionComplete, type PodEvictionResult } from './evict.ts';
 import { EVICTION_DEFAULTS, planEvictions, type EvictionNode } from './plan.ts';
 import type { ControllerMetrics } from '../metrics.ts';
-import type { EventRecorder } from '../writes/index.ts';
+import { eventNotRecorded, type EventRecorder } from '../writes/index.ts';
 
 const MAX_IDLE_MS = 5_000;
 
@@ -156,7 +156,7 @@ export class Evictor {
                 reason: EventReason.PodEvicted,
                 message: `Evicted pod ${result.pod}: node Degraded for over ${config.eviction.evictAfterSeconds}s`,
               })
-              .catch((err: unknown) => log.warn({ err }, 'Failed to record event'));
+              .catch((err: unknown) => eventNotRecorded(log, err));
           }
         }
       }

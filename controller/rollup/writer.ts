@@ -25,7 +25,7 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { ClusterEventRecorder } from '../writes/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
-import { NotLeaderError, type Fence } from '../writes/index.ts';
+import { eventNotRecorded, NotLeaderError, type Fence } from '../writes/index.ts';
 import { apiTime } from './condition.ts';
 import { SystemExtensionCountsWriter } from './extension-counts.ts';
 import type { SourcedPair } from './pairs.ts';
@@ -365,9 +365,7 @@ export class RollupWriter {
         reason: EventReason.RollupRejected,
         message: `The API server refused the roll-up write of ${kind} ${name} as invalid (a nodecare bug; not retried until the roll-up changes): ${detail}`,
       })
-      .catch((eventErr: unknown) =>
-        log.warn({ err: eventErr, reason: EventReason.RollupRejected }, 'Failed to record event'),
-      );
+      .catch((eventErr: unknown) => eventNotRecorded(log, eventErr, { reason: EventReason.RollupRejected }));
   }
 
   /** Logs when the condition types or extension rows left out for room change (normally none). */

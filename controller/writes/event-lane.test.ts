@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../lib/log.ts';
 import type { NodeObject } from '../cache/index.ts';
-import { NotLeaderError, withEventLane, type NodeApi } from './index.ts';
+import { eventNotRecorded, NotLeaderError, withEventLane, type NodeApi } from './index.ts';
 
 /** A NodeApi whose every call waits until the test settles it. */
 function heldApi() {
@@ -79,7 +80,8 @@ describe('withEventLane', () => {
     const fence = () => {
       if (!leading) throw new NotLeaderError();
     };
-    const lane = withEventLane(api, fence, { inFlight: 1 });
+    const abandoned: number[] = [];
+    const lane = withEventLane(api, fence, { inFlight: 1, abandoned: (count) => abandoned.push(count) });
     const results = ['a', 'b', 'c'].map((note) =>
       lane.createEvent('default', { note }).then(
         () => 'sent',
@@ -91,11 +93,29 @@ describe('withEventLane', () => {
     calls[0]?.settle();
     expect(await Promise.all(results)).toEqual(['sent', 'not leader', 'not leader']);
     expect(sent()).toEqual(['createEvent a']);
+    // Said once, for both writes that did not go.
+    expect(abandoned).toEqual([2]);
     // A later term's events go out again.
     leading = true;
     const later = lane.createEvent('default', { note: 'd' });
     await tick();
     calls[1]?.settle();
     await expect(later).resolves.toBeUndefined();
+  });
+});
+
+describe('eventNotRecorded', () => {
+  it('warns of a failed write, and only notes at debug a write not sent because this replica stopped leading', () => {
+    const lines: Array<{ level: string; msg: string; reason?: string }> = [];
+    const log = createLogger(
+      { level: 'debug', name: 'test' },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
+    eventNotRecorded(log, new Error('boom'), { reason: 'ExtensionUnhealthy' });
+    eventNotRecorded(log, new NotLeaderError(), { reason: 'ExtensionUnhealthy' });
+    expect(lines.map((l) => [l.level, l.msg, l.reason])).toEqual([
+      ['warn', 'Failed to record event', 'ExtensionUnhealthy'],
+      ['debug', 'Event not recorded: no longer leading', 'ExtensionUnhealthy'],
+    ]);
   });
 });

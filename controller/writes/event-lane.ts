@@ -15,6 +15,11 @@ export interface EventLaneOptions {
   maxQueued?: number;
   /** An event write was dropped because the backlog was full (it resolves without being sent). */
   dropped?(): void;
+  /**
+   * The fence said this replica no longer leads: `count` event writes (the one about to go and every one
+   * waiting) reject with NotLeaderError, unsent. Once per such turn, so a hand-off says it in one line.
+   */
+  abandoned?(count: number): void;
 }
 
 /**
@@ -35,7 +40,11 @@ export function withEventLane(api: NodeApi, fence: Fence, options: EventLaneOpti
         fence();
       } catch (err) {
         next.reject(err);
-        if (err instanceof NotLeaderError) for (const w of waiting.splice(0)) w.reject(err);
+        if (err instanceof NotLeaderError) {
+          const rest = waiting.splice(0);
+          for (const w of rest) w.reject(err);
+          options.abandoned?.(rest.length + 1);
+        }
         continue;
       }
       active++;

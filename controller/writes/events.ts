@@ -6,8 +6,9 @@
 
 import { CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import type { Logger } from '../../lib/log.ts';
 import type { NodeEvent } from '../decide/index.ts';
-import type { Fence, NodeApi } from './port.ts';
+import { NotLeaderError, type Fence, type NodeApi } from './port.ts';
 
 /** Event names as client-go makes them (<object>.<hex time>), always a valid DNS subdomain. */
 export function eventName(objectName: string, uniqueNumber: number): string {
@@ -15,6 +16,15 @@ export function eventName(objectName: string, uniqueNumber: number): string {
   // Room for the suffix within 253 characters; a cut must not leave a '.' or '-' before the suffix's '.'.
   const prefix = objectName.slice(0, 253 - suffix.length).replace(/[.-]+$/, '');
   return `${prefix}${suffix}`;
+}
+
+/**
+ * Logs an event that could not be recorded: a warning, except when it was not sent because this replica no
+ * longer leads (the event lane says how many in one line, withEventLane's `abandoned`).
+ */
+export function eventNotRecorded(log: Logger, err: unknown, fields: Record<string, unknown> = {}): void {
+  if (err instanceof NotLeaderError) log.debug({ err, ...fields }, 'Event not recorded: no longer leading');
+  else log.warn({ err, ...fields }, 'Failed to record event');
 }
 
 export interface EventRecorder {
