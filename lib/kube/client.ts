@@ -307,10 +307,12 @@ class LineSplitter {
     let start = 0;
     for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
       if (this.pendingBytes + end - start > this.maxBytes) throw this.tooLong();
-      const part = chunk.subarray(start, end);
-      const line = this.pending.length > 0 ? Buffer.concat([...this.pending, part]) : part;
-      this.pending = [];
-      this.pendingBytes = 0;
+      let line = chunk.subarray(start, end);
+      if (this.pending.length > 0) {
+        line = Buffer.concat([...this.pending, line]);
+        this.pending = [];
+        this.pendingBytes = 0;
+      }
       start = end + 1;
       this.onLine(line);
     }
