@@ -388,6 +388,20 @@ describe('WrittenNodes: the controller reads its own writes before the watch del
     expect(written.size).toBe(0);
   });
 
+  it("covers the watch's echoes of our writes, and nothing newer, unordered or unwritten", () => {
+    const written = new WrittenNodes();
+    written.note(at('102'), at('100')); // taint write → 101, status write → 102
+    expect(written.covers(at('101'))).toBe(true); // the first write's echo
+    expect(written.size).toBe(1);
+    expect(written.covers(at('102'))).toBe(true); // the last write's echo: the watch caught up
+    expect(written.size).toBe(0);
+    expect(written.covers(at('102'))).toBe(false); // nothing written any more
+    written.note(at('202'), at('200'));
+    expect(written.covers(at('203', 'theirs'))).toBe(false); // someone else's, after our write
+    expect(written.covers(at('x1'))).toBe(false); // no order: assumed news
+    expect(written.covers({ ...at('101'), name: 'other' })).toBe(false);
+  });
+
   it('keeps nothing it cannot order, or for a node the watch does not know', () => {
     const written = new WrittenNodes();
     written.note(at('x2'), at('x1'));
@@ -677,6 +691,45 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
           err: expect.anything(),
         }),
       ]);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
+  });
+});
+
+describe("ClusterCache node events (issue 24: the watch's echo of each of the controller's writes was reconciled)", () => {
+  // The fake API server stamps each object it serves or emits with the next resourceVersion.
+  const node = (taint?: string) => ({
+    metadata: { name: 'a' },
+    spec: { taints: taint ? [{ key: taint, effect: 'NoSchedule' }] : [] },
+  });
+
+  it("reports no change for the echo of the controller's own writes, and a change by anyone else after them", async () => {
+    const api = await FakeApiServer.start();
+    api.serve(NODES, [node('boot')]);
+    api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
+    const changed: string[] = [];
+    const cache = clusterCacheOver(api, { nodeChanged: (name) => void changed.push(name) });
+    const version = (): number => Number(cache.nodes.store.get('a')?.resourceVersion);
+    try {
+      cache.start();
+      await until(() => cache.synced && api.watchRequests(NODES).length > 0, 'the first sync and the watch');
+      const listed = version();
+      changed.length = 0;
+      // The controller removed the taint (→ listed + 1), then wrote the condition (→ listed + 2), and noted the
+      // last write; the watch delivers both.
+      cache.noteWritten(
+        toCachedNode({ ...node(), metadata: { name: 'a', resourceVersion: String(listed + 2) } }),
+      );
+      api.emit(NODES, 'MODIFIED', node());
+      api.emit(NODES, 'MODIFIED', node());
+      await until(() => version() === listed + 2, 'the echoes');
+      expect(changed).toEqual([]);
+      api.emit(NODES, 'MODIFIED', node('theirs'));
+      await until(() => changed.length > 0, 'the change after them');
+      expect(changed).toEqual(['a']);
     } finally {
       await cache.stop();
       await api.close();

@@ -110,8 +110,9 @@ export class ClusterCache {
       transform: toCachedNode,
       handlers: {
         added: (node) => events.nodeChanged(node.name),
+        // The echo of this controller's own write is not a change (WrittenNodes.covers).
         updated: (node, old) => {
-          if (!sameForDecision(node, old)) events.nodeChanged(node.name);
+          if (!this.written.covers(node) && !sameForDecision(node, old)) events.nodeChanged(node.name);
         },
         deleted: (node) => events.nodeChanged(node.name),
         error: (err) => events.error('nodes', err),

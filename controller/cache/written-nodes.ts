@@ -38,6 +38,24 @@ export class WrittenNodes {
     return written;
   }
 
+  /**
+   * Whether `watched`, a node the watch delivers, is no newer than this controller's own write of it: the echo
+   * of that write or of one before it. Both writes carry a resourceVersion precondition, so every version up
+   * to the write's is either one of this controller's writes or the node a write was decided on: nothing in
+   * it is news to the decision, which already reads the written node (read). A delivered copy equal to the
+   * write means the watch caught up, and the write is forgotten. Reconciling each echo (two for a node whose
+   * taint and condition both changed) cost two of every three reconciles of a controller start (issue 24).
+   */
+  covers(watched: CachedNode): boolean {
+    const written = this.nodes.get(watched.name);
+    if (written === undefined) return false;
+    if (watched.resourceVersion === written.resourceVersion) {
+      this.nodes.delete(watched.name);
+      return true;
+    }
+    return newerResourceVersion(written.resourceVersion, watched.resourceVersion) === true;
+  }
+
   note(node: CachedNode, watched: CachedNode | undefined): void {
     if (watched !== undefined && newerResourceVersion(node.resourceVersion, watched.resourceVersion) === true)
       this.nodes.set(node.name, node);
