@@ -1,8 +1,8 @@
 // V8 settings for the agent's footprint (docs/design.md P6: 64 MiB RSS with 5 extensions), applied by the
 // program itself so that the binary meets the goal at default settings however it is started (the DaemonSet,
-// `node dist/agent/main.js`, the package's bin). Imported first by start.ts (which main.ts loads after the
-// Node.js version check): modules evaluate in import order, so this runs before any other module and before
-// any I/O. Measured in docs/adr/0006.
+// `node dist/agent/main.js`, the package's bin). Imported by main.ts after the Node.js version check and
+// before start.ts, which imports it first too: it runs before any other module loads and before any I/O.
+// Measured in docs/adr/0006.
 //
 // These flags are read only when V8 creates its isolate (v8.setFlagsFromString is too late for them), so the
 // process replaces itself once with the same arguments plus the flags (execve: same pid, same stdio):

@@ -1,8 +1,8 @@
 // V8 settings for the controller's memory and CPU (docs/design.md P5: 256 MiB RSS at 5,000 nodes × 5
 // extensions; issue 24: CPU per lease renewal), applied by the program itself so that the binary behaves the
-// same at default settings however it is started and whatever memory its machine has. Imported first by
-// controller/start.ts (loaded by main.ts after the Node.js version check): modules evaluate in import order,
-// so this runs before any other module loads. Measured in docs/adr/0007.
+// same at default settings however it is started and whatever memory its machine has. Imported by main.ts
+// after the Node.js version check and before start.ts, which imports it first too: it runs before any other
+// module loads. Measured in docs/adr/0007.
 // - `--max-semi-space-size=16`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the
 //   heap): the young generation may grow to 2 × 16 MiB when scavenges find many survivors (the watch
 //   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
