@@ -195,6 +195,26 @@ describe('WorkQueue sweeps: every node behind the keys added one by one (P7: a c
     await stopped;
     expect(seen).toEqual(['busy']);
   });
+
+  it("takes no key while stopped: the caches' first list, before a term starts, runs nothing after start() (issue 24)", async () => {
+    const seen: string[] = [];
+    const queue = new WorkQueue(async (key) => void seen.push(key), {
+      clock: new FakeClock(),
+      concurrency: 4,
+    });
+    for (const key of ['listed-1', 'listed-2']) queue.add(key);
+    queue.addSweep('swept');
+    expect(queue.depth).toBe(0);
+    queue.start();
+    queue.add('pressing');
+    await queue.idle();
+    expect(seen).toEqual(['pressing']);
+    await queue.stop();
+    queue.add('after-stop');
+    queue.start();
+    await queue.idle();
+    expect(seen).toEqual(['pressing']);
+  });
 });
 
 describe('a requeue far in the future (regression: a 25-day lease reconciled its node ~900 times a second)', () => {

@@ -1,14 +1,14 @@
-// A level-triggered work queue keyed by node (docs/conventions.md 3, controller-runtime's contract): handlers only add
-// keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs again
-// once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
-// pending deadline per key. A stopped queue arms no timers. `stuckForMs` tells liveness when a reconcile has
-// been running for too long (a hung request, a promise that never settles). A key that runs only because the
-// deadline its last reconcile asked for came (nothing added it since) runs with cause 'deadline', so the
-// reconcile can tell "time passed" from "something changed" (docs/adr/0009); `addDeadline` arms such a
-// deadline for a key that did not run (a term's start decides every node itself). A sweep (`addSweep`: every
-// node after a SystemExtension or breaker change) waits behind keys added one by one, as controller-runtime's
-// priority queue puts the initial list behind later events: a change that comes during a sweep of 5,000 nodes
-// is not reconciled after all of them.
+// A level-triggered work queue keyed by node (docs/conventions.md 3, controller-runtime's contract): handlers
+// only add keys; a key is never processed twice at once; adds while it is processed mark it dirty and it runs
+// again once; repeated adds collapse; errors requeue with capped per-key backoff; addAfter keeps the earliest
+// pending deadline per key. A stopped queue takes no keys and arms no timers. `stuckForMs` tells liveness
+// when a reconcile has been running for too long (a hung request, a promise that never settles). A key that
+// runs only because the deadline its last reconcile asked for came (nothing added it since) runs with cause
+// 'deadline', so the reconcile can tell "time passed" from "something changed" (docs/adr/0009); `addDeadline`
+// arms such a deadline for a key that did not run (a term's start decides every node itself). A sweep
+// (`addSweep`: every node after a SystemExtension or breaker change) waits behind keys added one by one, as
+// controller-runtime's priority queue puts the initial list behind later events: a change that comes during a
+// sweep of 5,000 nodes is not reconciled after all of them.
 
 import type { Clock, Timer } from '../lib/clock.ts';
 import { DueHeap, type DueRecord } from '../lib/due-heap.ts';
@@ -113,6 +113,10 @@ export class WorkQueue {
   }
 
   private enqueue(key: string, sweep = false): void {
+    // Stopped, the queue takes no work: the term that starts it decides every node itself (Reconciler.reset)
+    // and adds what is pressing. Kept, the adds of the caches' first list (every node, in name order) ran
+    // before the pressing nodes and reconciled every node a second time.
+    if (!this.running) return;
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
