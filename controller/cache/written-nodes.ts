@@ -43,8 +43,8 @@ export class WrittenNodes {
    * of that write or of one before it. Both writes carry a resourceVersion precondition, so every version up
    * to the write's is either one of this controller's writes or the node a write was decided on: nothing in
    * it is news to the decision, which already reads the written node (read). A delivered copy equal to the
-   * write means the watch caught up, and the write is forgotten. Reconciling each echo (two for a node whose
-   * taint and condition both changed) cost two of every three reconciles of a controller start (issue 24).
+   * write means the watch caught up, and the write is forgotten. Until 2026-11-29 each echo was reconciled (two
+   * for a node whose taint and condition both changed): a decision that found nothing to do (docs/adr/0017).
    */
   covers(watched: CachedNode): boolean {
     const written = this.nodes.get(watched.name);
