@@ -323,7 +323,7 @@ export class WorkQueue {
       this.startedAt.delete(key);
       this.processing.delete(key);
       this.active--;
-      if (this.dirty.delete(key) && this.running) this.add(key);
+      if (this.dirty.delete(key)) this.add(key); // a no-op once stopped (enqueue)
       // After the key left `processing`: a deadline already due queues it at once.
       if (next) this.schedule(key, next.delayMs, next.cause);
       this.pump();
