@@ -54,6 +54,7 @@ export function assembleController(
         rollup.systemExtensionsChanged();
       },
       systemExtensionStatusChanged: () => rollup.systemExtensionsChanged(),
+      syncChanged: () => terms.syncChanged(),
       error: (source, err) => {
         metrics.watchErrors.inc({ source });
         log.warn({ err, source }, 'Watch failed; retrying with backoff');

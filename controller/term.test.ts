@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../lib/log.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { ControllerMetrics } from './metrics.ts';
-import { LeadershipTerms, RELEASE_RESERVE_MS, SYNC_CHECK_MS, type TermWork } from './term.ts';
+import { LeadershipTerms, RELEASE_RESERVE_MS, type TermWork } from './term.ts';
 import { NotLeaderError } from './writes/index.ts';
 
 function setup() {
@@ -19,10 +19,14 @@ function setup() {
   );
   const seen: string[] = [];
   let synced = false;
+  let looked = 0;
   /** The work in flight: stop() resolves when `finish` is called. */
   let finish: () => void = () => undefined;
   const work: TermWork = {
-    synced: () => synced,
+    synced: () => {
+      looked++;
+      return synced;
+    },
     nodeCount: () => 0,
     start: () => void seen.push('start'),
     stop: () => {
@@ -46,24 +50,48 @@ function setup() {
     seen,
     fenceOpen,
     sync: (on: boolean) => (synced = on),
+    /** How often the term looked at the caches' sync. */
+    looked: () => looked,
     finish: () => finish(),
   };
 }
 
 describe('LeadershipTerms', () => {
-  it('starts the work once, when this replica leads and the caches are in sync, in either order', async () => {
-    const { clock, terms, work, seen, fenceOpen, sync } = setup();
+  it('starts the work once, when this replica leads and the caches say they are in sync, in either order', async () => {
+    const { clock, terms, work, seen, fenceOpen, sync, looked } = setup();
     terms.run(work);
     terms.elected.onStartedLeading();
     expect(seen).toEqual([]);
     expect(fenceOpen()).toBe(false);
+    // Nothing polls the caches: in sync but not told so, no term starts.
     sync(true);
-    await clock.advance(SYNC_CHECK_MS);
+    const before = looked();
+    await clock.advance(60_000);
+    expect(seen).toEqual([]);
+    expect(looked()).toBe(before);
+    // Told three times in one turn (three caches listed): one look, on the next turn, not inside the call.
+    terms.syncChanged();
+    terms.syncChanged();
+    terms.syncChanged();
+    expect(seen).toEqual([]);
+    await clock.advance(0);
     expect(seen).toEqual(['start']);
+    expect(looked()).toBe(before + 2); // the check, and maybeStart's own
     expect(fenceOpen()).toBe(true);
     expect(terms.leading).toBe(true);
-    await clock.advance(10 * SYNC_CHECK_MS);
+    terms.syncChanged();
+    await clock.advance(0);
     expect(seen).toEqual(['start']);
+
+    // The other order: synced first, leading later.
+    const other = setup();
+    other.terms.run(other.work);
+    other.sync(true);
+    other.terms.syncChanged();
+    await other.clock.advance(0);
+    expect(other.seen).toEqual([]);
+    other.terms.elected.onStartedLeading();
+    expect(other.seen).toEqual(['start']);
   });
 
   it('a lost lease closes the fence and aborts the requests in flight at once, then awaits the work', async () => {

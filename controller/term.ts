@@ -9,12 +9,9 @@ import { NotLeaderError, type Fence } from './writes/index.ts';
 
 /** Of a stop budget, at most this much is kept for releasing the leader lease (the rest drains work). */
 export const RELEASE_RESERVE_MS = 2_000;
-/** How often the sync watch looks at the caches. */
-export const SYNC_CHECK_MS = 50;
-
 /** What a term runs. */
 export interface TermWork {
-  /** All caches listed and none failed since. */
+  /** All caches listed and none failed since; when that turns, LeadershipTerms.syncChanged() is called. */
   synced(): boolean;
   /** For the logs: how many nodes the caches hold. */
   nodeCount(): number;
@@ -35,7 +32,8 @@ export class LeadershipTerms {
   /** The current term; aborted when it must not write any more. */
   private term: AbortController | undefined;
   private wasSynced = false;
-  private syncTimer: Timer | undefined;
+  /** A look at the caches' sync, asked for by syncChanged() and not yet taken. */
+  private syncCheck: Timer | undefined;
 
   constructor(clock: Clock, log: Logger, metrics: Pick<ControllerMetrics, 'isLeader'>) {
     this.clock = clock;
@@ -57,20 +55,37 @@ export class LeadershipTerms {
     return this.leadingNow;
   }
 
-  /** Starts watching the caches' sync for `work`: a term starts as soon as this replica leads on synced caches. */
+  /**
+   * Takes `work`: a term starts as soon as this replica leads on synced caches. The caches say when their sync
+   * turns (syncChanged); nothing polls them.
+   */
   run(work: TermWork): void {
     this.work = work;
-    const check = (): void => {
-      const synced = work.synced();
-      if (synced !== this.wasSynced) {
-        this.wasSynced = synced;
-        if (synced) this.log.info({ nodes: work.nodeCount() }, 'Caches synced');
-        else this.log.warn('Caches out of sync; relisting');
-      }
-      this.maybeStart();
-      if (!this.stopped) this.syncTimer = this.clock.setTimer(SYNC_CHECK_MS, check);
-    };
-    check();
+    this.checkSync();
+  }
+
+  /**
+   * The caches' sync may have turned. Looked at on the next turn of the event loop, once for any number of
+   * calls: the cache that calls this is still applying its list.
+   */
+  syncChanged(): void {
+    if (this.syncCheck || this.stopped) return;
+    this.syncCheck = this.clock.setTimer(0, () => {
+      this.syncCheck = undefined;
+      this.checkSync();
+    });
+  }
+
+  private checkSync(): void {
+    const work = this.work;
+    if (!work || this.stopped) return;
+    const synced = work.synced();
+    if (synced !== this.wasSynced) {
+      this.wasSynced = synced;
+      if (synced) this.log.info({ nodes: work.nodeCount() }, 'Caches synced');
+      else this.log.warn('Caches out of sync; relisting');
+    }
+    this.maybeStart();
   }
 
   /** The elector's callbacks. */
@@ -102,7 +117,7 @@ export class LeadershipTerms {
   async stop(deadlineMs: number, release: (deadlineMs: number) => Promise<void>): Promise<void> {
     this.stopped = true;
     this.stopDeadlineMs = deadlineMs;
-    this.syncTimer?.cancel();
+    this.syncCheck?.cancel();
     await release(deadlineMs);
     await this.end(this.clock.now());
     this.leadingNow = false;

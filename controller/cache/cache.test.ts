@@ -557,16 +557,20 @@ describe('Source (regression: after an API outage the caches never reported "not
       { metadata: { name: 'b', resourceVersion: '1' } },
     ]);
     const deleted: string[] = [];
-    const source = new Source({
+    // What the source said of its sync each time it turned.
+    const turns: boolean[] = [];
+    const source: Source<{ metadata: { name: string } }, string> = new Source({
       client,
       clock,
       path: '/things',
       transform: (raw: { metadata: { name: string } }) => raw.metadata.name,
       handlers: { deleted: (name) => deleted.push(name) },
+      syncChanged: () => turns.push(source.synced),
     });
     source.start();
     await clock.advance(0);
     expect(source.synced).toBe(true);
+    expect(turns).toEqual([true]);
 
     // An outage: the watch ends and cannot be reopened; 'b' is deleted while we cannot see it.
     state.down = true;
@@ -576,10 +580,13 @@ describe('Source (regression: after an API outage the caches never reported "not
     expect(source.synced).toBe(false);
     await clock.advance(60_000);
     expect(source.synced).toBe(false);
+    // Said once when it fell out of sync, not again for each failed relist.
+    expect(turns).toEqual([true, false]);
 
     state.down = false;
     await clock.advance(60_000); // the relist, after the reflector's backoff
     expect(source.synced).toBe(true);
+    expect(turns).toEqual([true, false, true]);
     expect(deleted).toEqual(['b']);
     expect([...source.store.keys()]).toEqual(['a']);
     await source.stop();

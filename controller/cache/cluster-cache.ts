@@ -43,6 +43,8 @@ export interface CacheEvents extends LeaseIndexEvents {
    */
   systemExtensionStatusChanged?(): void;
   error(source: string, err: unknown): void;
+  /** `synced` may have turned: a source completed a list or fell out of sync. */
+  syncChanged?(): void;
   /** An object whose ingest threw (a poison object) was skipped; called each time it is seen. */
   skipped(source: string, key: string, err: unknown): void;
 }
@@ -102,9 +104,11 @@ export class ClusterCache {
     const changed = (name: string | undefined): void => {
       if (name !== undefined) events.nodeChanged(name);
     };
+    const syncChanged = (): void => events.syncChanged?.();
     this.nodes = new Source({
       client,
       clock,
+      syncChanged,
       path: '/api/v1/nodes',
       ...(nodeSelector ? { labelSelector: nodeSelector } : {}),
       transform: toCachedNode,
@@ -122,6 +126,7 @@ export class ClusterCache {
     this.leases = new Source({
       client,
       clock,
+      syncChanged,
       path: leasesPath(LEASE_NAMESPACE),
       labelSelector: LeaseLabel.role,
       pageSize: LEASE_LIST_PAGE_SIZE,
@@ -142,6 +147,7 @@ export class ClusterCache {
     this.systemExtensions = new Source({
       client,
       clock,
+      syncChanged,
       path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
       transform: parseSystemExtension,
       handlers: {

@@ -34,6 +34,11 @@ function relistClient(client: KubeClient): KubeClient {
 /** A source that stayed in sync this long has recovered: its next relist starts from the shortest backoff. */
 const STABLE_MS = 60_000;
 
+export interface SourceOptions<R, T> extends ReflectorOptions<R, T> {
+  /** Called whenever `synced` turns, either way. */
+  syncChanged?(): void;
+}
+
 /**
  * One list-and-watch source that knows whether it is in sync. After a failed list or watch it is not: it
  * may have missed events. It relists (as client-go's ListAndWatch does after every failure, keeping what it
@@ -41,7 +46,7 @@ const STABLE_MS = 60_000;
  * failing is not hammered with lists, and is in sync again once that list is in.
  */
 export class Source<R extends Meta, T> {
-  private readonly options: ReflectorOptions<R, T>;
+  private readonly options: SourceOptions<R, T>;
   private readonly backoff: Backoff;
   private reflector: Reflector<R, T>;
   private fresh = false;
@@ -50,7 +55,7 @@ export class Source<R extends Meta, T> {
   private stopping = new AbortController();
   private restarting: Promise<void> = Promise.resolve();
 
-  constructor(options: ReflectorOptions<R, T>) {
+  constructor(options: SourceOptions<R, T>) {
     this.options = options;
     this.backoff = new Backoff(WATCH_BACKOFF, options.random);
     this.reflector = this.make(new Map(), options.client);
@@ -86,9 +91,11 @@ export class Source<R extends Meta, T> {
       handlers: {
         ...handlers,
         synced: () => {
+          const turned = !this.fresh;
           this.fresh = true;
           this.syncedAtMs = clock.now();
           handlers.synced?.();
+          if (turned) this.options.syncChanged?.();
         },
         error: (err) => {
           handlers.error?.(err);
@@ -104,6 +111,7 @@ export class Source<R extends Meta, T> {
     // Before the first complete list the reflector keeps retrying its list by itself.
     if (!this.fresh || !this.running) return;
     this.fresh = false;
+    this.options.syncChanged?.();
     const { clock } = this.options;
     if (clock.now() - this.syncedAtMs >= STABLE_MS) this.backoff.reset();
     const delayMs = this.backoff.next();
