@@ -9,6 +9,7 @@ import { NotLeaderError, type Fence } from './writes/index.ts';
 
 /** Of a stop budget, at most this much is kept for releasing the leader lease (the rest drains work). */
 export const RELEASE_RESERVE_MS = 2_000;
+
 /** What a term runs. */
 export interface TermWork {
   /** All caches listed and none failed since; when that turns, LeadershipTerms.syncChanged() is called. */
