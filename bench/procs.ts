@@ -192,6 +192,23 @@ export async function procThreadCpuMs(pid: number): Promise<{ main: number; v8: 
   return split;
 }
 
+/**
+ * How long the process's main thread (Node.js's event loop) ran on a CPU and how long it was runnable but
+ * waited for one, in ms since it started: the kernel's run-queue accounting, `/proc/<pid>/task/<pid>/schedstat`
+ * (run ns, wait ns, slices). On a saturated machine a program's wall time is its own CPU, the wait for a CPU
+ * and the wait for I/O; the wait says how much of a figure the machine's other work took. Undefined where the
+ * kernel keeps no such accounting.
+ */
+export async function procMainThreadSchedMs(
+  pid: number,
+): Promise<{ runMs: number; waitMs: number } | undefined> {
+  const text = await readFile(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').catch(() => '');
+  const [run, wait] = text.trim().split(' ').map(Number);
+  if (run === undefined || wait === undefined || !Number.isFinite(run) || !Number.isFinite(wait))
+    return undefined;
+  return { runMs: run / 1e6, waitMs: wait / 1e6 };
+}
+
 /** ms from `sinceEpochMs` to the time of `program`'s log line `msg` (waiting up to `timeoutMs`); undefined if none. */
 export async function loggedAfterMs(
   program: Program,

@@ -8,7 +8,7 @@
 import { extensionLeaseName } from '../../api/index.ts';
 import { failedNode, load1, over, ready, say } from '../common.ts';
 import type { SeenNode } from '../observer.ts';
-import { loggedAfterMs, startBinary, type Program } from '../procs.ts';
+import { loggedAfterMs, procCpuMs, procMainThreadSchedMs, startBinary, type Program } from '../procs.ts';
 import { fmtMs } from '../report.ts';
 import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
@@ -20,6 +20,14 @@ interface RestartSample {
   ms: number | undefined;
   syncedMs: number | undefined;
   leadingMs: number | undefined;
+  /** The new controller's CPU until the fleet converged (ms), all its threads. */
+  cpuMs: number | undefined;
+  /**
+   * Its main thread (the event loop) until then: time on a CPU, and time runnable but waiting for one (the
+   * machine's other work: the API server, etcd, the fleet, the benchmark).
+   */
+  mainRunMs: number | undefined;
+  mainWaitMs: number | undefined;
   notConverged: number;
   /** Nodes that failed while no controller ran. */
   changed: number;
@@ -46,7 +54,8 @@ export async function measureRestart(
   const worst = samples.reduce((a, b) => ((b.ms ?? Infinity) > (a.ms ?? Infinity) ? b : a));
   const ms = worst.ms;
   const timing = (r: RestartSample) =>
-    `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, leading after ${fmtMs(r.leadingMs)})`;
+    `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, leading after ${fmtMs(r.leadingMs)}; ` +
+    `controller CPU ${fmtMs(r.cpuMs)}, its event loop ran ${fmtMs(r.mainRunMs)} and waited ${fmtMs(r.mainWaitMs)} for a core)`;
   const others = samples.filter((r) => r !== worst).map((r) => fmtMs(r.ms));
   rows.push({
     id: 'P8',
@@ -62,6 +71,9 @@ export async function measureRestart(
       ms: ms ?? null,
       syncedMs: worst.syncedMs ?? null,
       leadingMs: worst.leadingMs ?? null,
+      cpuMs: worst.cpuMs ?? null,
+      mainRunMs: worst.mainRunMs ?? null,
+      mainWaitMs: worst.mainWaitMs ?? null,
       changed: worst.changed,
       notConverged: worst.notConverged,
       // Every round, in order: converged, caches synced, leading (ms; "-" when not seen).
@@ -69,6 +81,10 @@ export async function measureRestart(
         .map((r) =>
           [r.ms, r.syncedMs, r.leadingMs].map((v) => (v === undefined ? '-' : Math.round(v))).join('/'),
         )
+        .join(' '),
+      // Every round, in order: the event loop's time on a CPU / waiting for one until converged (ms).
+      roundsMainThread: samples
+        .map((r) => [r.mainRunMs, r.mainWaitMs].map((v) => (v === undefined ? '-' : Math.round(v))).join('/'))
         .join(' '),
     },
   });
@@ -112,16 +128,24 @@ async function restartOnce(
   programs.push(restarted);
   const convergence = await observer.converged(expected, 120_000 + opts.nodes * 20);
   const ms = convergence.atMs === undefined ? undefined : convergence.atMs - t0;
+  const pid = restarted.child.pid ?? 0;
+  const [cpuMs, sched] = await Promise.all([
+    procCpuMs(pid).catch(() => undefined),
+    procMainThreadSchedMs(pid),
+  ]);
   const sample: RestartSample = {
     ms,
     syncedMs: await loggedAfterMs(restarted, 'Caches synced', startedAtMs),
     leadingMs: await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs),
+    cpuMs,
+    mainRunMs: sched?.runMs,
+    mainWaitMs: sched?.waitMs,
     notConverged: convergence.missing.length,
     changed: changed.length,
     load: load1(),
   };
   say(
-    `restart ${round + 1}/${opts.restarts}: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(sample.syncedMs)})`,
+    `restart ${round + 1}/${opts.restarts}: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(sample.syncedMs)}; event loop ran ${fmtMs(sample.mainRunMs)}, waited ${fmtMs(sample.mainWaitMs)} for a core)`,
   );
   // Healed again for the rounds and phases after this one.
   changed.forEach((n, i) => fleet.set(n.name, i % E, 'Healthy'));

@@ -122,6 +122,15 @@ describe('npm run bench -- --smoke', () => {
     expect(rounds).toHaveLength(2);
     for (const round of rounds) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
     expect(Math.round(restart.ms as number)).toBe(Math.max(...rounds.map((r) => Number(r.split('/')[0]))));
+    // The new controller's CPU until then, and its event loop's time on a core and waiting for one (the
+    // kernel's schedstat), for the slower round and each round; the event loop's part is within the whole
+    // (the process's reading is rounded to a 10 ms tick).
+    expect(restart.mainRunMs).toBeGreaterThan(0);
+    expect(restart.mainWaitMs).toBeTypeOf('number');
+    expect(restart.cpuMs as number).toBeGreaterThanOrEqual((restart.mainRunMs as number) - 10);
+    const mainThread = String(restart.roundsMainThread).split(' ');
+    expect(mainThread).toHaveLength(2);
+    for (const round of mainThread) expect(round).toMatch(/^\d+\/\d+$/);
     // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
     // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
     const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};
