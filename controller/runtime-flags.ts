@@ -2,16 +2,12 @@
 // extensions; issue 24: CPU per lease renewal), applied by the program itself so that the binary behaves the
 // same at default settings however it is started and whatever memory its machine has. Imported by main.ts
 // after the Node.js version check and before start.ts, which imports it first too: it runs before any other
-// module loads. Measured in docs/adr/0007 and 0018.
+// module loads. Measured in docs/adr/0007.
 // - `--max-semi-space-size=16`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the
 //   heap): the young generation may grow to 2 × 16 MiB when scavenges find many survivors (the watch
 //   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
 //   depends on the machine's memory (64 MiB semi-spaces on the 24 GiB benchmark machine). Kept at 1 MiB, as
 //   until 2026-11-28, scavenges took a third of the event loop at 5,000 nodes.
-// - `--v8-pool-size=1`, through the same re-exec: one V8 background thread instead of four. On a machine whose
-//   cores are all busy (the 2-core benchmark at 5,000 nodes), four helpers (concurrent marking, parallel
-//   scavenges) competed for the cores with the event loop they work for: a restart there took 10.5–11.7 s on
-//   4.95 s of CPU with four, 6.3–7.6 s on 3.57 s with one (docs/adr/0018).
 // - `--optimize-for-size`, set from the program once the caches first synced (optimizeForSize): V8 grows
 //   the old generation by a small factor over what survived the last full collection, not by up to four
 //   times while the program allocates fast. Without it the convergence after a start left 110–200 MiB of
@@ -25,10 +21,7 @@ import { setFlagsFromString } from 'node:v8';
 import type * as Vm from 'node:vm';
 import { reexecWithFlags } from '../lib/reexec.ts';
 
-const reexec = reexecWithFlags(
-  ['--max-semi-space-size=16', '--v8-pool-size=1'],
-  'NODECARE_CONTROLLER_REEXECUTED',
-);
+const reexec = reexecWithFlags(['--max-semi-space-size=16'], 'NODECARE_CONTROLLER_REEXECUTED');
 
 // A full collection on demand, for optimizeForSize: node:vm's fresh context sees V8's `gc` once the flag is
 // set (the flag alone does not expose it to a context that exists already). Taken here, as the program
