@@ -76,19 +76,27 @@ export async function measureRestart(
       mainWaitMs: worst.mainWaitMs ?? null,
       changed: worst.changed,
       notConverged: worst.notConverged,
-      // Every round, in order: converged, caches synced, leading (ms; "-" when not seen).
-      rounds: samples
-        .map((r) =>
-          [r.ms, r.syncedMs, r.leadingMs].map((v) => (v === undefined ? '-' : Math.round(v))).join('/'),
-        )
-        .join(' '),
-      // Every round, in order: the event loop's time on a CPU / waiting for one until converged (ms).
-      roundsMainThread: samples
-        .map((r) => [r.mainRunMs, r.mainWaitMs].map((v) => (v === undefined ? '-' : Math.round(v))).join('/'))
-        .join(' '),
+      // Every round, in order: converged, caches synced, leading.
+      rounds: perRound(samples, (r) => [r.ms, r.syncedMs, r.leadingMs]),
+      // Every round, in order: the event loop's time on a CPU / waiting for one until converged.
+      roundsMainThread: perRound(samples, (r) => [r.mainRunMs, r.mainWaitMs]),
     },
   });
   return current;
+}
+
+/** Each round's figures in ms as `a/b/…` ("-" for one not seen), the rounds in order, space-separated. */
+function perRound(
+  samples: RestartSample[],
+  figures: (r: RestartSample) => Array<number | undefined>,
+): string {
+  return samples
+    .map((r) =>
+      figures(r)
+        .map((v) => (v === undefined ? '-' : Math.round(v)))
+        .join('/'),
+    )
+    .join(' ');
 }
 
 async function restartOnce(
