@@ -170,6 +170,22 @@ export async function procCpuMs(pid: number): Promise<number> {
 }
 
 /**
+ * The whole machine's CPU time in ms, summed over its cores since boot: busy (user, nice, system, irq,
+ * softirq, steal) and idle (idle, iowait), from the first line of /proc/stat. Two readings bound a window:
+ * how much of the cores' time the processes one knows of took, and how much no one used.
+ */
+export async function machineCpuMs(): Promise<{ busyMs: number; idleMs: number }> {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n', 1)[0] ?? '';
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map((v) => (Number(v) * 1000) / USER_HZ);
+  const sum = (...vs: Array<number | undefined>): number => vs.reduce<number>((a, v) => a + (v ?? 0), 0);
+  return { busyMs: sum(user, nice, system, irq, softirq, steal), idleMs: sum(idle, iowait) };
+}
+
+/**
  * CPU time (user + system, ms) of the process's threads by what they do: Node.js's main thread (the event loop),
  * V8's worker threads (concurrent and parallel garbage collection, background compilation) and the rest
  * (libuv's thread pool, signal and inspector threads). Read from /proc/<pid>/task/<tid>: the thread names

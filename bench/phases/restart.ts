@@ -8,7 +8,14 @@
 import { extensionLeaseName } from '../../api/index.ts';
 import { failedNode, load1, over, ready, say } from '../common.ts';
 import type { SeenNode } from '../observer.ts';
-import { loggedAfterMs, procCpuMs, procMainThreadSchedMs, startBinary, type Program } from '../procs.ts';
+import {
+  loggedAfterMs,
+  machineCpuMs,
+  procCpuMs,
+  procMainThreadSchedMs,
+  startBinary,
+  type Program,
+} from '../procs.ts';
 import { fmtMs } from '../report.ts';
 import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
@@ -28,10 +35,96 @@ interface RestartSample {
    */
   mainRunMs: number | undefined;
   mainWaitMs: number | undefined;
+  /** Where the machine's cores went over the same time. */
+  cores: RoundCores | undefined;
   notConverged: number;
   /** Nodes that failed while no controller ran. */
   changed: number;
   load: number;
+}
+
+/**
+ * The machine's CPU (ms, all cores together) from the new controller's start until the fleet converged, by
+ * who used it: the programs the benchmark knows of, the rest of the machine (the measured agent, the
+ * scheduler, the kernel's own threads, anything else running) and what no one used. On two cores a restart
+ * shares them with the API server taking the fleet's renewals, so this says which part of P8 is whose.
+ */
+interface RoundCores {
+  apiserverMs: number;
+  etcdMs: number;
+  controllerMs: number;
+  /** The simulated agents' processes. */
+  fleetMs: number;
+  /** This process: the observer's watches and the simulator's bookkeeping. */
+  benchMs: number;
+  otherMs: number;
+  idleMs: number;
+}
+
+/** One reading of the CPU counters a round's RoundCores is the difference of. */
+interface CoresReading {
+  apiserverMs: number;
+  etcdMs: number;
+  fleetMs: number;
+  benchMs: number;
+  busyMs: number;
+  idleMs: number;
+}
+
+async function readCores(cluster: BenchCluster): Promise<CoresReading | undefined> {
+  const { apiserver, etcd } = cluster.plane.pids();
+  if (apiserver === undefined || etcd === undefined) return undefined;
+  try {
+    const [apiserverMs, etcdMs, fleet, machine] = await Promise.all([
+      procCpuMs(apiserver),
+      procCpuMs(etcd),
+      Promise.all(cluster.fleet.pids.map(procCpuMs)),
+      machineCpuMs(),
+    ]);
+    const self = process.cpuUsage();
+    return {
+      apiserverMs,
+      etcdMs,
+      fleetMs: fleet.reduce((a, b) => a + b, 0),
+      benchMs: (self.user + self.system) / 1000,
+      ...machine,
+    };
+  } catch {
+    return undefined; // a process gone mid-read: the round is reported without its split
+  }
+}
+
+function roundCores(
+  before: CoresReading | undefined,
+  after: CoresReading | undefined,
+  controllerMs: number | undefined,
+): RoundCores | undefined {
+  if (before === undefined || after === undefined || controllerMs === undefined) return undefined;
+  const d = (k: keyof CoresReading): number => after[k] - before[k];
+  const known = d('apiserverMs') + d('etcdMs') + controllerMs + d('fleetMs') + d('benchMs');
+  return {
+    apiserverMs: d('apiserverMs'),
+    etcdMs: d('etcdMs'),
+    controllerMs,
+    fleetMs: d('fleetMs'),
+    benchMs: d('benchMs'),
+    // The counters tick at 10 ms per process: a few ticks of rounding either way, never below zero.
+    otherMs: Math.max(0, d('busyMs') - known),
+    idleMs: d('idleMs'),
+  };
+}
+
+/** "API server 5.1 s, etcd 0.9 s, …, idle 1.2 s". */
+function fmtCores(c: RoundCores): string {
+  return [
+    `API server ${fmtMs(c.apiserverMs)}`,
+    `etcd ${fmtMs(c.etcdMs)}`,
+    `controller ${fmtMs(c.controllerMs)}`,
+    `fleet ${fmtMs(c.fleetMs)}`,
+    `benchmark ${fmtMs(c.benchMs)}`,
+    `other ${fmtMs(c.otherMs)}`,
+    `idle ${fmtMs(c.idleMs)}`,
+  ].join(', ');
 }
 
 /**
@@ -55,7 +148,8 @@ export async function measureRestart(
   const ms = worst.ms;
   const timing = (r: RestartSample) =>
     `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, leading after ${fmtMs(r.leadingMs)}; ` +
-    `controller CPU ${fmtMs(r.cpuMs)}, its event loop ran ${fmtMs(r.mainRunMs)} and waited ${fmtMs(r.mainWaitMs)} for a core)`;
+    `controller CPU ${fmtMs(r.cpuMs)}, its event loop ran ${fmtMs(r.mainRunMs)} and waited ${fmtMs(r.mainWaitMs)} for a core` +
+    `${r.cores ? `; the cores meanwhile: ${fmtCores(r.cores)}` : ''})`;
   const others = samples.filter((r) => r !== worst).map((r) => fmtMs(r.ms));
   rows.push({
     id: 'P8',
@@ -74,12 +168,18 @@ export async function measureRestart(
       cpuMs: worst.cpuMs ?? null,
       mainRunMs: worst.mainRunMs ?? null,
       mainWaitMs: worst.mainWaitMs ?? null,
+      // The slowest round's cores by who used them (RoundCores), in ms.
+      ...Object.fromEntries(
+        Object.entries(worst.cores ?? {}).map(([k, v]) => [`cores${k[0]?.toUpperCase()}${k.slice(1)}`, v]),
+      ),
       changed: worst.changed,
       notConverged: worst.notConverged,
       // Every round, in order: converged, caches synced, leading.
       rounds: perRound(samples, (r) => [r.ms, r.syncedMs, r.leadingMs]),
       // Every round, in order: the event loop's time on a CPU / waiting for one until converged.
       roundsMainThread: perRound(samples, (r) => [r.mainRunMs, r.mainWaitMs]),
+      // Every round, in order: the API server's CPU / the controller's / idle, until converged.
+      roundsCores: perRound(samples, (r) => [r.cores?.apiserverMs, r.cores?.controllerMs, r.cores?.idleMs]),
     },
   });
   return current;
@@ -128,6 +228,7 @@ async function restartOnce(
   const expected = new Map<string, (n: SeenNode) => boolean>();
   for (const n of [...cohort, ...others]) expected.set(n.name, ready);
   for (const n of changed) expected.set(n.name, failedNode);
+  const coresBefore = await readCores(cluster);
   const t0 = performance.now();
   const startedAtMs = Date.now();
   // controller-d, -e, -f, ...: one log and identity per round.
@@ -137,9 +238,10 @@ async function restartOnce(
   const convergence = await observer.converged(expected, 120_000 + opts.nodes * 20);
   const ms = convergence.atMs === undefined ? undefined : convergence.atMs - t0;
   const pid = restarted.child.pid ?? 0;
-  const [cpuMs, sched] = await Promise.all([
+  const [cpuMs, sched, coresAfter] = await Promise.all([
     procCpuMs(pid).catch(() => undefined),
     procMainThreadSchedMs(pid),
+    readCores(cluster),
   ]);
   const sample: RestartSample = {
     ms,
@@ -148,12 +250,13 @@ async function restartOnce(
     cpuMs,
     mainRunMs: sched?.runMs,
     mainWaitMs: sched?.waitMs,
+    cores: roundCores(coresBefore, coresAfter, cpuMs),
     notConverged: convergence.missing.length,
     changed: changed.length,
     load: load1(),
   };
   say(
-    `restart ${round + 1}/${opts.restarts}: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(sample.syncedMs)}; event loop ran ${fmtMs(sample.mainRunMs)}, waited ${fmtMs(sample.mainWaitMs)} for a core)`,
+    `restart ${round + 1}/${opts.restarts}: converged in ${fmtMs(ms)} (caches synced after ${fmtMs(sample.syncedMs)}; event loop ran ${fmtMs(sample.mainRunMs)}, waited ${fmtMs(sample.mainWaitMs)} for a core${sample.cores ? `; ${fmtCores(sample.cores)}` : ''})`,
   );
   // Healed again for the rounds and phases after this one.
   changed.forEach((n, i) => fleet.set(n.name, i % E, 'Healthy'));

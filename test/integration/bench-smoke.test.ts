@@ -4,7 +4,7 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ControllerOnlyResults } from '../../bench/controller-only/run.ts';
@@ -131,6 +131,25 @@ describe('npm run bench -- --smoke', () => {
     const mainThread = String(restart.roundsMainThread).split(' ');
     expect(mainThread).toHaveLength(2);
     for (const round of mainThread) expect(round).toMatch(/^\d+\/\d+$/);
+    // Where the machine's cores went in the slower round: the API server worked (it served the lists and took
+    // the writes), the controller's share is its CPU above, and the parts and the idle time add up to
+    // the cores' time over the round.
+    expect(restart.coresApiserverMs).toBeGreaterThan(0);
+    expect(restart.coresControllerMs).toBe(restart.cpuMs);
+    const used = ['Apiserver', 'Etcd', 'Controller', 'Fleet', 'Bench', 'Other', 'Idle'].map((k) => {
+      const ms = restart[`cores${k}Ms`];
+      expect(ms, `cores${k}Ms`).toBeGreaterThanOrEqual(0);
+      return ms as number;
+    });
+    // The readings bracket the round (taken just before the controller started and just after convergence
+    // was seen), so busy and idle together are the cores' time over at least the round.
+    const total = used.reduce((a, b) => a + b, 0);
+    const roundCoresMs = availableParallelism() * (restart.ms as number);
+    expect(total).toBeGreaterThanOrEqual(roundCoresMs - 100);
+    expect(total).toBeLessThanOrEqual(roundCoresMs + 2_000);
+    const roundsCores = String(restart.roundsCores).split(' ');
+    expect(roundsCores).toHaveLength(2);
+    for (const round of roundsCores) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
     // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
     // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
     const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};
