@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeClient } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
+import { decodeLeaseList, PROTOBUF_CONTENT_TYPE, protobufListContinue } from './protobuf.ts';
+import { protobufBody, protobufMessage, type ProtobufField } from './testing.ts';
 
 let server: Server | undefined;
 
@@ -135,4 +137,127 @@ describe('KubeClient.listen', () => {
     expect(seen).toEqual(['watch pods', 'event pods', 'event pods', 'get nodes']);
     await client.close();
   });
+});
+
+describe('KubeClient.get with protobuf', () => {
+  /** A loopback server answering every request with `status`, `contentType` and `body`; it records the Accept. */
+  async function answering(
+    status: number,
+    contentType: string,
+    body: Buffer | string,
+    transport: 'undici' | 'node',
+  ): Promise<{ client: KubeClient; accepts: string[] }> {
+    const accepts: string[] = [];
+    server = createServer((req, res) => {
+      accepts.push(String(req.headers.accept));
+      res.writeHead(status, { 'content-type': contentType });
+      res.end(body);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const connection = {
+      server: `http://127.0.0.1:${port}`,
+      tls: {},
+      authHeaders: async () => ({}),
+      source: 'test',
+    };
+    return { client: new KubeClient(connection, { transport }), accepts };
+  }
+
+  const lease = protobufMessage([1, 'message', protobufMessage([1, 'string', 'a'], [6, 'string', '7'])]);
+  const list = protobufMessage(
+    [1, 'message', protobufMessage([2, 'string', '9'], [3, 'string', 'next'])],
+    [2, 'message', lease],
+  );
+
+  for (const transport of ['undici', 'node'] as const) {
+    it(`asks for protobuf and reads a protobuf answer with the decoder given, its bytes peeked first (${transport})`, async () => {
+      const { client, accepts } = await answering(
+        200,
+        PROTOBUF_CONTENT_TYPE,
+        protobufBody('LeaseList', list),
+        transport,
+      );
+      const peeked: Array<string | undefined> = [];
+      const got = await client.get('/apis/coordination.k8s.io/v1/leases', {
+        protobuf: decodeLeaseList,
+        peek: (body) => peeked.push(typeof body === 'string' ? 'text' : protobufListContinue(body)),
+      });
+      expect(got).toEqual({
+        metadata: { resourceVersion: '9', continue: 'next' },
+        items: [{ metadata: { name: 'a', resourceVersion: '7' } }],
+      });
+      expect(peeked).toEqual(['next']);
+      expect(accepts).toEqual(['application/vnd.kubernetes.protobuf, application/json']);
+      await client.close();
+    });
+
+    it(`parses a JSON answer as JSON when it asked for protobuf (a server that offers none) (${transport})`, async () => {
+      const { client } = await answering(
+        200,
+        'application/json',
+        '{"items":[{"metadata":{"name":"b"}}]}',
+        transport,
+      );
+      const got = await client.get('/apis/x/v1/things', { protobuf: decodeLeaseList });
+      expect(got).toEqual({ items: [{ metadata: { name: 'b' } }] });
+      await client.close();
+    });
+
+    it(`reads an error's protobuf Status: kind from the code, message and retry-after from the Status (${transport})`, async () => {
+      const status = (code: number, reason: string, message: string, retry?: number): Buffer =>
+        protobufBody(
+          'Status',
+          protobufMessage(
+            [3, 'string', message],
+            [4, 'string', reason],
+            ...(retry ? [[5, 'message', protobufMessage([5, 'varint', retry])] as ProtobufField] : []),
+            [6, 'varint', code],
+          ),
+          'v1',
+        );
+      const gone = await answering(
+        410,
+        PROTOBUF_CONTENT_TYPE,
+        status(410, 'Expired', 'the continue token is too old'),
+        transport,
+      );
+      await expect(gone.client.get('/apis/x', { protobuf: decodeLeaseList })).rejects.toMatchObject({
+        code: KubeErrorCode.Gone,
+        message: 'GET /apis/x: 410 the continue token is too old',
+      });
+      await gone.client.close();
+      server?.closeAllConnections();
+      server?.close();
+      const busy = await answering(
+        429,
+        PROTOBUF_CONTENT_TYPE,
+        status(429, 'TooManyRequests', 'slow down', 3),
+        transport,
+      );
+      await expect(busy.client.get('/apis/x', { protobuf: decodeLeaseList })).rejects.toMatchObject({
+        code: KubeErrorCode.TooManyRequests,
+        retryAfterMs: 3000,
+      });
+      await busy.client.close();
+    });
+
+    it(`refuses a protobuf answer it cannot read with Malformed, and one that is no Status with its size (${transport})`, async () => {
+      const cut = protobufBody('LeaseList', list).subarray(0, 20);
+      const bad = await answering(200, PROTOBUF_CONTENT_TYPE, cut, transport);
+      await expect(bad.client.get('/apis/x', { protobuf: decodeLeaseList })).rejects.toMatchObject({
+        code: KubeErrorCode.Malformed,
+      });
+      await bad.client.close();
+      server?.closeAllConnections();
+      server?.close();
+      const noStatus = await answering(500, PROTOBUF_CONTENT_TYPE, Buffer.from('not protobuf'), transport);
+      await expect(noStatus.client.get('/apis/x', { protobuf: decodeLeaseList })).rejects.toMatchObject({
+        code: KubeErrorCode.ServerError,
+        message: 'GET /apis/x: 500 12 bytes of protobuf that are not a Status',
+      });
+      await noStatus.client.close();
+    });
+  }
 });

@@ -7,6 +7,7 @@ import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } fr
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
 import { withoutManagedFields } from './managed-fields.ts';
+import { decodeStatus, isProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -29,8 +30,17 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Parse the response without `metadata.managedFields` (managed-fields.ts): the caller never reads them. */
   withoutManagedFields?: boolean;
-  /** Sees a successful response's text before it is parsed (a paged LIST reads its continue token there). */
-  peek?: (text: string) => void;
+  /**
+   * Sees a successful response's body before it is parsed (a paged LIST reads its continue token there): its
+   * text, or its bytes when it came as protobuf.
+   */
+  peek?: (body: string | Buffer) => void;
+  /**
+   * Asks for Kubernetes' protobuf encoding (offered for built-in types only, docs/adr/0018) and decodes an
+   * answer in it with this; an answer in JSON (a server or proxy that does not offer protobuf) is parsed as
+   * usual. An error's Status comes in protobuf too and is read as such.
+   */
+  protobuf?: (bytes: Buffer, what: string) => unknown;
 }
 
 /** How a watch is read (KubeClient.watch). */
@@ -118,9 +128,9 @@ export class KubeClient {
     return url;
   }
 
-  private async headers(contentType?: string): Promise<Record<string, string>> {
+  private async headers(contentType?: string, protobuf?: boolean): Promise<Record<string, string>> {
     return {
-      accept: 'application/json',
+      accept: protobuf ? `${PROTOBUF_CONTENT_TYPE}, application/json` : 'application/json',
       'user-agent': this.userAgent,
       ...(contentType ? { 'content-type': contentType } : {}),
       ...(await this.connection.authHeaders()),
@@ -141,12 +151,35 @@ export class KubeClient {
       ).request({
         method,
         url: this.url(path, options.query),
-        headers: await this.headers(hasBody ? (options.contentType ?? 'application/json') : undefined),
+        headers: await this.headers(
+          hasBody ? (options.contentType ?? 'application/json') : undefined,
+          options.protobuf !== undefined,
+        ),
         body: hasBody ? JSON.stringify(options.body) : undefined,
         signal,
       });
     } catch (err) {
       throw classifyTransportError(err, what);
+    }
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    if (options.protobuf && isProtobuf(response.headers['content-type'])) {
+      let bytes: Buffer;
+      try {
+        bytes = await readBytes(response);
+      } catch (err) {
+        throw classifyTransportError(err, what);
+      }
+      if (ok) {
+        options.peek?.(bytes);
+        return options.protobuf(bytes, what) as T;
+      }
+      let status: unknown;
+      try {
+        status = decodeStatus(bytes);
+      } catch {
+        status = { message: `${bytes.length} bytes of protobuf that are not a Status` };
+      }
+      throw this.failed(response, status, what);
     }
     let text: string;
     try {
@@ -154,7 +187,7 @@ export class KubeClient {
     } catch (err) {
       throw classifyTransportError(err, what);
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) {
+    if (ok) {
       if (!text) return {} as T;
       options.peek?.(text);
       return parseJson(text, options.withoutManagedFields) as T;
@@ -165,8 +198,13 @@ export class KubeClient {
     } catch {
       body = { message: text.slice(0, 200) };
     }
+    throw this.failed(response, body, what);
+  }
+
+  /** The KubeError of an error answer, from its status, its Status body and its Retry-After. */
+  private failed(response: TransportResponse, body: unknown, what: string): KubeError {
     const retryAfter = response.headers['retry-after'];
-    throw classifyResponse(
+    return classifyResponse(
       response.statusCode,
       body,
       Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
@@ -279,6 +317,13 @@ export class KubeClient {
     this.transportPromise = undefined;
     if (transport) await (await transport).close();
   }
+}
+
+/** A whole response body as bytes. */
+async function readBytes(response: TransportResponse): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response.body) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** `JSON.parse` of a response or watch line, its managedFields left out first when asked (managed-fields.ts). */

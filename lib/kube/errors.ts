@@ -54,7 +54,8 @@ export function isKubeError(err: unknown, code?: KubeErrorCode): err is KubeErro
   return err instanceof KubeError && (code === undefined || err.code === code);
 }
 
-interface StatusBody {
+/** A Status body, as much of it as classifyResponse reads (JSON's shape; protobuf.ts decodes the same). */
+export interface StatusBody {
   message?: string;
   reason?: string;
   details?: { retryAfterSeconds?: number };

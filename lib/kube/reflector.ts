@@ -15,7 +15,8 @@ interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
-interface ListBody<R> {
+/** A LIST response as the reflector reads it (JSON's shape; protobuf.ts decodes Leases into the same). */
+export interface ListBody<R> {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: R[];
 }
@@ -52,7 +53,18 @@ export interface ReflectorOptions<R, T> {
   pageSize?: number;
   /** Read the watch in batches, at most this much later (KubeClient.watch; docs/adr/0011). */
   watchCoalesceMs?: number;
+  /**
+   * LIST in Kubernetes' protobuf encoding, read by these (protobuf.ts; a built-in type only, docs/adr/0018).
+   * The watch stays JSON.
+   */
+  protobufList?: ProtobufList<R>;
   random?: () => number;
+}
+
+/** How a LIST of one built-in type is read as protobuf: the whole page, and its continue token alone. */
+export interface ProtobufList<R> {
+  decode(bytes: Buffer, what: string): ListBody<R>;
+  continueToken(bytes: Buffer): string | undefined;
 }
 
 /** A LIST page asked for, and the one after it once its text named the continue token (Reflector.list). */
@@ -176,12 +188,12 @@ export class Reflector<R extends Meta, T> {
   }
 
   /**
-   * A complete paged LIST into a fresh store. Each next page is asked for as soon as the text of the one
-   * before has arrived and names its continue token, so the API server prepares it while this process parses
+   * A complete paged LIST into a fresh store. Each next page is asked for as soon as the body of the one
+   * before (its text, or its protobuf) has arrived and names its continue token, so the API server prepares it while this process parses
    * and decodes the page in hand (one page ahead; the parsed token is the one that counts).
    */
   private async list(signal: AbortSignal): Promise<void> {
-    const { client, path, transform, pageSize = 500 } = this.options;
+    const { client, path, transform, pageSize = 500, protobufList } = this.options;
     const pages = new AbortController();
     const pagesSignal = AbortSignal.any([signal, pages.signal]);
     const fetchPage = (token: string | undefined): PageFetch<R> => {
@@ -192,8 +204,10 @@ export class Reflector<R extends Meta, T> {
           timeoutMs: 60_000,
           signal: pagesSignal,
           withoutManagedFields: true,
-          peek: (text) => {
-            const next = listContinueToken(text);
+          ...(protobufList ? { protobuf: protobufList.decode } : {}),
+          peek: (body) => {
+            const next =
+              typeof body === 'string' ? listContinueToken(body) : protobufList?.continueToken(body);
             if (next !== undefined && !pagesSignal.aborted) fetch.next = fetchPage(next);
           },
         }),

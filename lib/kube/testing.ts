@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import protobuf from 'protobufjs/minimal.js';
 import type { LeaseObject } from '../../api/lease.ts';
 import { KubeClient, type KubeClientOptions, type WatchEventType } from './client.ts';
 import { KubeError, KubeErrorCode } from './errors.ts';
@@ -299,4 +300,28 @@ export class FakeLeaseStore implements LeaseStore {
     this.notify(copy.metadata.namespace ?? '', copy.metadata.name ?? '');
     return structuredClone(copy);
   }
+}
+
+/** One field of a protobuf message written by protobufMessage: number, kind, value. */
+export type ProtobufField =
+  [number, 'string', string] | [number, 'varint', number] | [number, 'message', Uint8Array];
+
+/** A protobuf message of these fields, in this order (a field may repeat), for tests of protobuf.ts. */
+export function protobufMessage(...fields: ProtobufField[]): Uint8Array {
+  const w = protobuf.Writer.create();
+  for (const [n, kind, value] of fields) {
+    if (kind === 'string') w.uint32((n << 3) | 2).string(value);
+    else if (kind === 'varint') w.uint32(n << 3).int64(value);
+    else w.uint32((n << 3) | 2).bytes(value);
+  }
+  return w.finish();
+}
+
+/** A body as the API server sends protobuf: the magic `k8s\0`, then a runtime.Unknown wrapping `raw`. */
+export function protobufBody(kind: string, raw: Uint8Array, apiVersion = 'coordination.k8s.io/v1'): Buffer {
+  const unknown = protobufMessage(
+    [1, 'message', protobufMessage([1, 'string', apiVersion], [2, 'string', kind])],
+    [2, 'message', raw],
+  );
+  return Buffer.concat([Buffer.from('k8s\0', 'latin1'), unknown]);
 }
