@@ -62,4 +62,19 @@ describe("the agent's module graph", () => {
     expect(child.stderr).toBe('');
     expect(JSON.parse(child.stdout)).toEqual([]);
   });
+
+  it('loads no protobufjs (the controller reads its Lease lists with it, docs/adr/0018; the agent lists none)', () => {
+    const script = `
+      for (const module of ${JSON.stringify(MODULES.map((m) => join(ROOT, m)))}) await import(module);
+      const { default: Module } = await import('node:module');
+      console.log(JSON.stringify(Object.keys(Module._cache).filter((path) => path.includes('protobufjs'))));
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual([]);
+  });
 });

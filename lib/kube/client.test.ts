@@ -2,9 +2,9 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeClient } from './client.ts';
+import { isProtobuf, KubeClient, PROTOBUF_CONTENT_TYPE } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
-import { decodeLeaseList, PROTOBUF_CONTENT_TYPE, protobufListContinue } from './protobuf.ts';
+import { decodeLeaseList, protobufListContinue } from './protobuf.ts';
 import { protobufBody, protobufMessage, type ProtobufField } from './testing.ts';
 
 let server: Server | undefined;
@@ -260,4 +260,14 @@ describe('KubeClient.get with protobuf', () => {
       await noStatus.client.close();
     });
   }
+});
+
+describe('isProtobuf', () => {
+  it("matches the API server's protobuf Content-Type only", () => {
+    expect(isProtobuf('application/vnd.kubernetes.protobuf')).toBe(true);
+    expect(isProtobuf('Application/VND.Kubernetes.Protobuf; charset=binary')).toBe(true);
+    expect(isProtobuf(['application/vnd.kubernetes.protobuf'])).toBe(true);
+    expect(isProtobuf('application/json')).toBe(false);
+    expect(isProtobuf(undefined)).toBe(false);
+  });
 });

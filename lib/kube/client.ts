@@ -7,13 +7,21 @@ import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } fr
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
 import { withoutManagedFields } from './managed-fields.ts';
-import { decodeStatus, isProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** A watch that has sent nothing (not even a bookmark) for this long is presumed dead and restarted. */
 export const WATCH_INACTIVITY_MS = 90_000;
 const MAX_ERROR_BODY = 64 * 1024;
+
+/** Kubernetes' protobuf media type: what a request with a `protobuf` decoder asks for first. */
+export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
+
+/** Whether a response's Content-Type names Kubernetes' protobuf (parameters ignored). */
+export function isProtobuf(contentType: string | string[] | undefined): boolean {
+  const value = Array.isArray(contentType) ? contentType[0] : contentType;
+  return value?.split(';', 1)[0]?.trim().toLowerCase() === PROTOBUF_CONTENT_TYPE;
+}
 /** A watch line (one event) longer than this is refused rather than buffered without bound. */
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
@@ -175,6 +183,9 @@ export class KubeClient {
       }
       let status: unknown;
       try {
+        // Loaded by whoever passed the decoder already; imported here, not at the top, so that a program that
+        // never asks for protobuf (the agent, docs/adr/0006) does not load protobufjs.
+        const { decodeStatus } = await import('./protobuf.ts');
         status = decodeStatus(bytes);
       } catch {
         status = { message: `${bytes.length} bytes of protobuf that are not a Status` };

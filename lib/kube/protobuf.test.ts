@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { isKubeError, KubeErrorCode } from './errors.ts';
-import { decodeLeaseList, decodeStatus, isProtobuf, protobufListContinue } from './protobuf.ts';
+import { decodeLeaseList, decodeStatus, protobufListContinue } from './protobuf.ts';
 import {
   protobufBody as envelope,
   protobufMessage as message,
@@ -202,15 +202,5 @@ describe('decodeStatus', () => {
       reason: 'TooManyRequests',
       details: { retryAfterSeconds: 7 },
     });
-  });
-});
-
-describe('isProtobuf', () => {
-  it("matches the API server's protobuf Content-Type only", () => {
-    expect(isProtobuf('application/vnd.kubernetes.protobuf')).toBe(true);
-    expect(isProtobuf('Application/VND.Kubernetes.Protobuf; charset=binary')).toBe(true);
-    expect(isProtobuf(['application/vnd.kubernetes.protobuf'])).toBe(true);
-    expect(isProtobuf('application/json')).toBe(false);
-    expect(isProtobuf(undefined)).toBe(false);
   });
 });

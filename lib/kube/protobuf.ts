@@ -18,14 +18,6 @@ import type { ListBody } from './reflector.ts';
 type Reader = protobuf.Reader;
 type Long = protobuf.Long;
 
-export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
-
-/** Whether a response's Content-Type names Kubernetes' protobuf (parameters ignored). */
-export function isProtobuf(contentType: string | string[] | undefined): boolean {
-  const value = Array.isArray(contentType) ? contentType[0] : contentType;
-  return value?.split(';', 1)[0]?.trim().toLowerCase() === PROTOBUF_CONTENT_TYPE;
-}
-
 const MAGIC = [0x6b, 0x38, 0x73, 0x00]; // "k8s\0"
 
 // Wire types (the low three bits of a tag).
