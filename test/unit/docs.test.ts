@@ -70,6 +70,7 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'semi-space-growth-factor',
   'optimize-for-size',
   'v8-pool-size',
+  'cpu-prof',
   'jitless',
   'no-opt',
   'no-maglev',
