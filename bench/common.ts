@@ -1,16 +1,16 @@
 // What the benchmark's phases share: its output, the simulated nodes and their extensions, the change-latency
 // measurement, the rows it reports, and reading the controller's leader and its node-write metrics.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { loadavg } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { COMPONENT_NAMESPACE } from '../api/index.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { leasesPath } from '../lib/kube/paths.ts';
 import type { Observer, SeenNode } from './observer.ts';
 import { ROOT } from './procs.ts';
-import { fmtMs, percentile, type Row } from './report.ts';
+import { fmtMs, percentile, type MeasuredCode, type Row } from './report.ts';
 
 /** MiB with one decimal: a miss by less than 1 MiB reads "0.1 MiB", not "0 MiB". */
 export const fmtMiB1 = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
@@ -22,6 +22,31 @@ export const over = (value: number | undefined, goal: number, fmt: (n: number) =
 export const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 export const load1 = (): number => loadavg()[0] ?? 0;
+
+/** The machine a run measures on, as its results record it: cores, CPU model, memory, Node.js. */
+export function describeMachine(): string {
+  const cpu = cpus();
+  const gib = (totalmem() / 2 ** 30).toFixed(0);
+  return `${cpu.length}× ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${gib} GiB, Node ${process.version}`;
+}
+
+/** The code a run measures, read as it starts; undefined outside a git checkout (or where git cannot read it). */
+export function measuredCode(): MeasuredCode | undefined {
+  const git = (...args: string[]): string =>
+    execFileSync('git', ['-C', ROOT, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  try {
+    const changed = git('status', '--porcelain', '--untracked-files=no');
+    return {
+      commit: git('rev-parse', 'HEAD'),
+      uncommittedFiles: changed === '' ? 0 : changed.split('\n').length,
+    };
+  } catch {
+    return undefined;
+  }
+}
 
 /** Builds dist/ (the shipped binaries) without type-checking: the type check is the test command's job. */
 export async function build(): Promise<void> {

@@ -17,15 +17,30 @@ export interface Row {
   values: Record<string, number | string | null>;
 }
 
+/** The code a run measured: the commit checked out, and how many tracked files differed from it. */
+export interface MeasuredCode {
+  commit: string;
+  uncommittedFiles: number;
+}
+
 export interface Results {
   startedAt: string;
   finishedAt: string;
   scale: { nodes: number; extensions: number; samples: number; steadySeconds: number };
   machine: string;
+  /** The commit measured (absent outside a git checkout). */
+  code?: MeasuredCode;
   settings: Record<string, unknown>;
   rows: Row[];
   /** Why the run stopped before measuring every row (absent when it did not). */
   failure?: string;
+}
+
+/** "code 8a954f0" or "code 8a954f0 with 2 files changed", for the line above a results table. */
+export function fmtCode(code: MeasuredCode | undefined): string {
+  if (code === undefined) return 'code: not a git checkout';
+  const changed = code.uncommittedFiles > 0 ? ` with ${code.uncommittedFiles} files changed` : '';
+  return `code ${code.commit.slice(0, 7)}${changed}`;
 }
 
 export const fmtMs = (ms: number | undefined | null): string =>
@@ -61,7 +76,7 @@ export function renderTable(results: Results): string {
     `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   return [
     `nodecare benchmark, ${scale} (nodes × extensions), ${results.startedAt}`,
-    `machine: ${results.machine}; Kubernetes ${String(results.settings.kubernetes ?? 'unknown')}`,
+    `machine: ${results.machine}; Kubernetes ${String(results.settings.kubernetes ?? 'unknown')}; ${fmtCode(results.code)}`,
     '',
     line(header),
     `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,

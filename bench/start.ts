@@ -7,8 +7,7 @@
 // agent process on one more node is measured for P3 and P6, and two more for the kubelet's Pods API. The phases are bench/phases/, in the order run()
 // calls them. Prints one table and writes JSON to bench/results/. See README "Benchmark".
 
-import { cpus, totalmem } from 'node:os';
-import { say } from './common.ts';
+import { describeMachine, measuredCode, say } from './common.ts';
 import {
   renderControllerOnly,
   runControllerOnly,
@@ -29,8 +28,8 @@ import { openRun, unmeasuredRows } from './run.ts';
 
 async function run(opts: Options): Promise<Results> {
   const startedAt = new Date().toISOString();
-  const cpu = cpus();
-  const machine = `${cpu.length}× ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+  const machine = describeMachine();
+  const code = measuredCode();
   const { run, close } = await openRun(opts);
   let failure: string | undefined;
   try {
@@ -57,6 +56,7 @@ async function run(opts: Options): Promise<Results> {
   const { nodes, extensions, samples, steadySeconds } = opts;
   return {
     ...{ startedAt, finishedAt: new Date().toISOString(), machine, rows },
+    ...(code ? { code } : {}),
     scale: { nodes, extensions, samples, steadySeconds },
     settings: settingsOf(opts, run),
     ...(failure !== undefined ? { failure } : {}),

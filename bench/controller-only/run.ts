@@ -22,16 +22,16 @@
 
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
-import { build, load1, say, sleep } from '../common.ts';
+import { build, describeMachine, load1, measuredCode, say, sleep } from '../common.ts';
 import { freePorts } from '../../test/controlplane/controlplane.ts';
 import type { Options } from '../options.ts';
 import { reconcileCounts } from '../phases/steady.ts';
 import { loggedAfterMs, procCpuMs, procMemory, startBinary, unlessExited, type Program } from '../procs.ts';
-import { fmtMs, percentile } from '../report.ts';
+import { fmtCode, fmtMs, percentile, type MeasuredCode } from '../report.ts';
 import {
   RENEW_TICK_MS,
   type ChangeResult,
@@ -99,6 +99,8 @@ export interface ControllerOnlyResults {
   startedAt: string;
   finishedAt: string;
   machine: string;
+  /** The commit measured (absent outside a git checkout). */
+  code?: MeasuredCode;
   mode: 'controller-only';
   settings: Record<string, unknown>;
   sizes: SizeResult[];
@@ -426,7 +428,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
   const { fits, nodeFloorRssBytes: floor } = results;
   return [
     `nodecare controller-only benchmark (the real controller, a recording sink for an API server), ${results.startedAt}`,
-    `machine: ${results.machine}`,
+    `machine: ${results.machine}; ${fmtCode(results.code)}`,
     '',
     line(header),
     `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
@@ -470,8 +472,8 @@ export async function writeControllerOnlyResults(
 
 export async function runControllerOnly(opts: Options): Promise<ControllerOnlyResults> {
   const startedAt = new Date().toISOString();
-  const cpu = cpus();
-  const machine = `${cpu.length}× ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+  const machine = describeMachine();
+  const code = measuredCode();
   const logDir = await mkdtemp(join(tmpdir(), 'nodecare-bench-'));
   say(`logs in ${logDir}`);
   say('building dist/ (the binary measured)');
@@ -494,6 +496,7 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
     sizes.flatMap((s) => (f(s) === null ? [] : [[s.nodes, f(s)!] as [number, number]]));
   return {
     ...{ startedAt, finishedAt: new Date().toISOString(), machine, mode: 'controller-only', sizes },
+    ...(code ? { code } : {}),
     settings: {
       extensions: opts.extensions,
       samples: opts.samples,

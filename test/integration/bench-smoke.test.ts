@@ -2,7 +2,7 @@
 // runs to the end and reports every row of the table, in the table and in its JSON record. It asserts no
 // timing: the figures are the benchmark's business (docs/design.md section 8), not a test's.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,9 +11,25 @@ import type { ControllerOnlyResults } from '../../bench/controller-only/run.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
+/**
+ * The commit checked out here and how many tracked files differ from it, as a results file should record them
+ * (bench/common.ts measuredCode); undefined where git cannot say (not a checkout), and then they record none.
+ */
+function checkedOut(): { commit: string; uncommittedFiles: number } | undefined {
+  const git = (...args: string[]): string | undefined => {
+    const run = spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' });
+    return run.status === 0 ? run.stdout.trim() : undefined;
+  };
+  const commit = git('rev-parse', 'HEAD');
+  const changed = git('status', '--porcelain', '--untracked-files=no');
+  if (commit === undefined || changed === undefined) return undefined;
+  return { commit, uncommittedFiles: changed === '' ? 0 : changed.split('\n').length };
+}
+
 interface ResultsFile {
   scale: { nodes: number; extensions: number };
   machine: string;
+  code?: { commit: string; uncommittedFiles: number };
   settings: { fleetProcesses: number; fleetStartWrites: Record<string, number> };
   rows: Array<{
     id: string;
@@ -81,6 +97,8 @@ describe('npm run bench -- --smoke', () => {
     const results = JSON.parse(await readFile(join(out, files[0] as string), 'utf8')) as ResultsFile;
     expect(results.scale).toEqual({ nodes: 100, extensions: 5, samples: 50, steadySeconds: 10 });
     expect(results.machine).toMatch(/\d+× .+, \d+ GiB, Node v\d+/);
+    // The commit measured, and the count of tracked files that differed from it (nothing changes them here).
+    expect(results.code).toEqual(checkedOut());
     // The simulated agents ran split between two processes of 50 nodes, and both wrote their nodes' leases
     // (a heartbeat and 5 extensions each): more than one process's 300.
     expect(results.settings.fleetProcesses).toBe(2);
@@ -170,6 +188,7 @@ describe('npm run bench -- --smoke', () => {
       const results = JSON.parse(
         await readFile(join(dir, files[0] as string), 'utf8'),
       ) as ControllerOnlyResults;
+      expect(results.code).toEqual(checkedOut());
       expect(results.sizes.map((s) => [s.nodes, s.leases])).toEqual([
         [200, 1200],
         [400, 2400],
