@@ -13,6 +13,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** A watch that has sent nothing (not even a bookmark) for this long is presumed dead and restarted. */
 export const WATCH_INACTIVITY_MS = 90_000;
 const MAX_ERROR_BODY = 64 * 1024;
+/** A watch line (one event) longer than this is refused rather than buffered without bound. */
+export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 /** Kubernetes' protobuf media type: what a request with a `protobuf` decoder asks for first. */
 export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -22,8 +24,6 @@ export function isProtobuf(contentType: string | string[] | undefined): boolean 
   const value = Array.isArray(contentType) ? contentType[0] : contentType;
   return value?.split(';', 1)[0]?.trim().toLowerCase() === PROTOBUF_CONTENT_TYPE;
 }
-/** A watch line (one event) longer than this is refused rather than buffered without bound. */
-export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -1,6 +1,6 @@
 // The protobuf reading of a Lease list and a Status (protobuf.ts), on bytes written here field by field
-// (testing.ts, protobufjs's Writer) as the API server lays them out (k8s.io/api's generated.proto). What a real API server
-// sends is compared with its JSON in test/integration/protobuf.test.ts.
+// (testing.ts, protobufjs's Writer) as the API server lays them out (k8s.io/api's generated.proto). What a
+// real API server sends is compared with its JSON in test/integration/protobuf.test.ts.
 
 import { describe, expect, it } from 'vitest';
 import { isKubeError, KubeErrorCode } from './errors.ts';

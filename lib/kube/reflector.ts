@@ -189,8 +189,9 @@ export class Reflector<R extends Meta, T> {
 
   /**
    * A complete paged LIST into a fresh store. Each next page is asked for as soon as the body of the one
-   * before (its text, or its protobuf) has arrived and names its continue token, so the API server prepares it while this process parses
-   * and decodes the page in hand (one page ahead; the parsed token is the one that counts).
+   * before (its text, or its protobuf) has arrived and names its continue token, so the API server prepares
+   * it while this process parses and decodes the page in hand (one page ahead; the parsed token is the one
+   * that counts).
    */
   private async list(signal: AbortSignal): Promise<void> {
     const { client, path, transform, pageSize = 500, protobufList } = this.options;

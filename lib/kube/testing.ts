@@ -1,7 +1,8 @@
 // A loopback HTTP server speaking just enough of the Kubernetes list/watch protocol for unit tests of the
 // reflector and the agent (docs/conventions.md 6: real servers, not mocks of the client). Collections are registered by
 // path; a LIST answers with the current items, a WATCH streams what the test emits. Selectors are ignored:
-// the test serves exactly what the program under test should see.
+// the test serves exactly what the program under test should see. Also the protobuf bodies the tests of
+// protobuf.ts and client.ts feed their decoders (protobufMessage, protobufBody).
 
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
