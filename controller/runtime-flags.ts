@@ -9,11 +9,11 @@
 //   depends on the machine's memory (64 MiB semi-spaces on the 24 GiB benchmark machine). Kept at 1 MiB, as
 //   until 2026-11-28, scavenges took a third of the event loop at 5,000 nodes.
 // - `--v8-pool-size=1`: one V8 background thread instead of four. Their work is the garbage collector's
-//   concurrent and parallel parts, and the Deployment gives the controller at most one core: four threads
-//   beside the event loop only wait for each other on it. Measured alone against the benchmark's sink
-//   (docs/adr/0007, fourth addendum): steady RSS 95 instead of 98–101 MiB at 200 nodes and 164 instead of
-//   171 MiB at 5,000, a start at 5,000 nodes on 7.1 instead of 7.8 s of CPU; peak RSS there 212 instead of
-//   200 MiB.
+//   concurrent and parallel parts, and the Deployment gives the controller at most one core, where four of
+//   them beside the event loop only take turns. Measured alone against the benchmark's sink, two runs each
+//   (docs/adr/0007, fourth addendum): steady RSS 107–108 instead of 114 MiB at 1,000 nodes and 165 instead
+//   of 167–170 MiB at 5,000; peak RSS at 5,000 213–218 instead of 195–208 MiB; CPU to converge and to
+//   restart within the machine's spread either way.
 // - `--optimize-for-size`, set from the program once the caches first synced (optimizeForSize): V8 grows
 //   the old generation by a small factor over what survived the last full collection, not by up to four
 //   times while the program allocates fast. Without it the convergence after a start left 110–200 MiB of
