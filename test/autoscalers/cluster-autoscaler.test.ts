@@ -250,9 +250,14 @@ async function scaleUpRun(options: { bootstrapKey: string }): Promise<Run> {
         if (podCreatedAt > 0 && podRunningAt === undefined) {
           const pod = await core.readNamespacedPod({ name: group, namespace });
           if (pod.status?.phase === 'Running') {
-            podRunningAt = Date.now();
-            podRanWhileStarting = starting;
-            leaseStateAtPodRunning = await leaseState(pod.spec!.nodeName!, extension);
+            const seenAt = Date.now();
+            const whileStarting = starting;
+            const state = await leaseState(pod.spec!.nodeName!, extension);
+            // All three at once, podRunningAt last: the run returns as soon as podRunningAt is set, and a
+            // lease read that failed leaves them unset for the next round to look again.
+            leaseStateAtPodRunning = state;
+            podRanWhileStarting = whileStarting;
+            podRunningAt = seenAt;
           }
         }
       } catch {
