@@ -48,6 +48,18 @@ export const DEFAULT_BOOTSTRAP_TAINT_KEY = 'startup-taint.cluster-autoscaler.kub
 export const DEFAULT_RUNTIME_TAINT_KEY = 'status-taint.cluster-autoscaler.kubernetes.io/meta-readiness';
 
 /**
+ * The values nodecare gives its taints, so that whoever reads a node's taints (`kubectl describe node`, the
+ * autoscalers' logs, FailedScheduling on Kubernetes versions that still print the taint) sees who holds the
+ * node and why. Fixed, whatever the keys: the Cluster Autoscaler goes by the key's prefix and Karpenter
+ * matches startup taints by key and effect, so neither reads them. A taint of either key and effect
+ * NoSchedule with another value, or none (a Karpenter `startupTaints` entry, a kubelet
+ * `--register-with-taints` written without a value), is nodecare's too: recognised, kept as it is while
+ * wanted (no write just to change a value), removed when not.
+ */
+export const BOOTSTRAP_TAINT_VALUE = 'nodecare.io-extensions-not-ready';
+export const RUNTIME_TAINT_VALUE = 'nodecare.io-extension-unhealthy';
+
+/**
  * The nodes nodecare manages by default: every node but Windows and virtual-kubelet nodes, where the agent
  * cannot run (the agent DaemonSet's node affinity and the bootstrap-taint admission policy exclude the same).
  */

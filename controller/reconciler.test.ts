@@ -12,6 +12,7 @@ import {
   ExtensionState,
   NODE_CONDITION_TYPE,
   NodeAnnotation,
+  RUNTIME_TAINT_VALUE,
 } from '../api/names.ts';
 import { ControllerReason, ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
@@ -296,7 +297,10 @@ describe('Reconciler taints', () => {
     t.sync();
     await t.clock.advance(LEASE_SECONDS * 1000 + 1); // the agent is gone: the runtime taint goes on
     await t.reconciler.reconcile(NODE);
-    expect(t.taints()).toEqual([UNREACHABLE, { key: RUNTIME, effect: 'NoSchedule' }]);
+    expect(t.taints()).toEqual([
+      UNREACHABLE,
+      { key: RUNTIME, value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' },
+    ]);
     t.sync();
     t.renew(t.clock.now(), 'both');
     await t.reconciler.reconcile(NODE);
@@ -319,7 +323,9 @@ describe('Reconciler stale-lease re-read', () => {
     await settle();
     expect(t.api.calls.some((c) => c.op === 'getLease')).toBe(true);
     expect(t.api.writes().length > before).toBe(!renewedLive);
-    expect(t.taints()).toEqual(renewedLive ? [] : [{ key: RUNTIME, effect: 'NoSchedule' }]);
+    expect(t.taints()).toEqual(
+      renewedLive ? [] : [{ key: RUNTIME, value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' }],
+    );
   });
 });
 

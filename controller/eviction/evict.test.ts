@@ -1,6 +1,10 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BOOTSTRAP_TAINT_KEY, DEFAULT_RUNTIME_TAINT_KEY } from '../../api/names.ts';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY,
+  DEFAULT_RUNTIME_TAINT_KEY,
+  RUNTIME_TAINT_VALUE,
+} from '../../api/names.ts';
 import type { KubeClient, RequestOptions } from '../../lib/kube/client.ts';
 import { classifyResponse } from '../../lib/kube/errors.ts';
 import {
@@ -17,7 +21,7 @@ import {
 
 const TAINT = runtimeTaint(DEFAULT_RUNTIME_TAINT_KEY);
 
-describe('toleratesTaint (the runtime taint, NoSchedule, no value)', () => {
+describe("toleratesTaint (the runtime taint, NoSchedule, nodecare's value)", () => {
   it.each<{ name: string; toleration: Toleration; tolerates: boolean }>([
     {
       name: 'same key, Exists → tolerates',
@@ -25,13 +29,13 @@ describe('toleratesTaint (the runtime taint, NoSchedule, no value)', () => {
       tolerates: true,
     },
     {
-      name: 'same key, Equal with empty value → tolerates',
+      name: 'same key, Equal with empty value → does not (the taint has a value)',
       toleration: { key: TAINT.key, operator: 'Equal' },
-      tolerates: true,
+      tolerates: false,
     },
     {
-      name: 'same key, no operator (Equal), empty value → tolerates',
-      toleration: { key: TAINT.key },
+      name: "same key, no operator (Equal), nodecare's value → tolerates",
+      toleration: { key: TAINT.key, value: RUNTIME_TAINT_VALUE },
       tolerates: true,
     },
     {

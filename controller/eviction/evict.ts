@@ -8,7 +8,7 @@
 // never evicted by mistake. Pods are evicted one at a time: a pass is rate-limited per zone already, and
 // sequential calls keep the API load of a pass at one request in flight.
 
-import { DEFAULT_RUNTIME_TAINT_KEY } from '../../api/names.ts';
+import { DEFAULT_RUNTIME_TAINT_KEY, RUNTIME_TAINT_VALUE } from '../../api/names.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -44,9 +44,12 @@ export function toleratesTaint(toleration: Toleration, taint: Taint): boolean {
   }
 }
 
-/** The runtime taint as the controller puts it on a Degraded node. */
+/**
+ * The runtime taint as the controller puts it on a Degraded node. A pod tolerates it as the scheduler would
+ * judge it: `operator: Exists` on the key, or `Equal` to nodecare's value.
+ */
 export function runtimeTaint(key: string = DEFAULT_RUNTIME_TAINT_KEY): Taint {
-  return { key, effect: 'NoSchedule' };
+  return { key, value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' };
 }
 
 /** The fields of a Pod an eviction pass reads. */

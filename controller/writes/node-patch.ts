@@ -5,7 +5,13 @@
 // the writer re-reads and re-decides. nodecare never alters a taint it does not own: the taint list is the
 // observed list, field for field, with only ours changed.
 
-import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
+import {
+  BOOTSTRAP_TAINT_VALUE,
+  NODE_CONDITION_TYPE,
+  NODE_STATUS_LABEL,
+  NodeAnnotation,
+  RUNTIME_TAINT_VALUE,
+} from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import type { CachedNode } from '../cache/index.ts';
 import {
@@ -30,16 +36,25 @@ export interface NodeChange {
   taintSummary: string[];
 }
 
-/** The taint list with nodecare's taints set as decided and every other taint kept as it is, field for field. */
+/**
+ * The taint list with nodecare's taints set as decided and every other taint kept as it is, field for field.
+ * A wanted taint already there is kept as it is too, whatever its value (one a Karpenter NodePool or a
+ * kubelet put there without nodecare's); only a taint nodecare adds gets nodecare's value.
+ */
 export function desiredTaintList<T extends NodeTaint>(
   current: readonly T[],
   decision: NodeDecision,
   keys: TaintKeys,
 ): NodeTaint[] {
-  const ours = new Set([keys.bootstrap, keys.runtime]);
-  const kept: NodeTaint[] = current.filter((t) => !ours.has(t.key) || t.effect !== OWN_TAINT_EFFECT);
-  if (decision.desiredTaints.bootstrap) kept.push({ key: keys.bootstrap, effect: OWN_TAINT_EFFECT });
-  if (decision.desiredTaints.runtime) kept.push({ key: keys.runtime, effect: OWN_TAINT_EFFECT });
+  const wanted = [
+    [keys.bootstrap, decision.desiredTaints.bootstrap, BOOTSTRAP_TAINT_VALUE],
+    [keys.runtime, decision.desiredTaints.runtime, RUNTIME_TAINT_VALUE],
+  ] as const;
+  const unwanted = new Set(wanted.filter(([, want]) => !want).map(([key]) => key));
+  const kept: NodeTaint[] = current.filter((t) => !unwanted.has(t.key) || t.effect !== OWN_TAINT_EFFECT);
+  for (const [key, want, value] of wanted) {
+    if (want && !hasTaint(kept, key)) kept.push({ key, value, effect: OWN_TAINT_EFFECT });
+  }
   return kept;
 }
 

@@ -3,7 +3,7 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL } from '../../api/index.ts';
+import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, RUNTIME_TAINT_VALUE } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { createLogger } from '../../lib/log.ts';
 import { FakeClock } from '../../lib/testing.ts';
@@ -65,7 +65,9 @@ describe('NodeWriter', () => {
     const written = await writer.write(node, runtimeTainted(), () => undefined, log);
     expect(api.writes().map((w) => w.op)).toEqual(['patchNode', 'patchNodeStatus']);
     const stored = api.node('n')!;
-    expect(stored.spec?.taints).toEqual([{ key: 'status/meta', effect: 'NoSchedule' }]);
+    expect(stored.spec?.taints).toEqual([
+      { key: 'status/meta', value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' },
+    ]);
     expect(stored.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
     expect(stored.status?.conditions?.map((c) => [c.type, c.status])).toEqual([
       [NODE_CONDITION_TYPE, 'False'],

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { NODE_STATUS_LABEL, NodeAnnotation } from '../../api/index.ts';
+import {
+  BOOTSTRAP_TAINT_VALUE,
+  NODE_STATUS_LABEL,
+  NodeAnnotation,
+  RUNTIME_TAINT_VALUE,
+} from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { toCachedNode, type CachedNode } from '../cache/index.ts';
 import { decideNode, type NodeDecision, type NodeEvent } from '../decide/index.ts';
@@ -78,6 +83,52 @@ describe('desiredTaintList', () => {
   ])('$behaviour', ({ current, want, expected }) => {
     const list = desiredTaintList(current, decision(want[0] as boolean, want[1] as boolean), keys);
     expect(list.map((t) => t.key)).toEqual(expected);
+  });
+
+  it('adds ours with the value that names nodecare and the reason', () => {
+    expect(desiredTaintList([], decision(true, true), keys)).toEqual([
+      { key: 'startup/meta', value: BOOTSTRAP_TAINT_VALUE, effect: 'NoSchedule' },
+      { key: 'status/meta', value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' },
+    ]);
+  });
+
+  it('keeps a wanted taint of our key with another value (Karpenter, a kubelet) as it is, in place', () => {
+    const karpenter = { key: 'startup/meta', value: 'true', effect: 'NoSchedule', timeAdded: 'x' };
+    const list = desiredTaintList(
+      [karpenter, { key: 'theirs', effect: 'NoExecute' }],
+      decision(true, true),
+      keys,
+    );
+    expect(list).toEqual([
+      karpenter,
+      { key: 'theirs', effect: 'NoExecute' },
+      { key: 'status/meta', value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' },
+    ]);
+  });
+
+  it.each([
+    ['no value', { key: 'startup/meta', effect: 'NoSchedule' }],
+    ['an empty value', { key: 'startup/meta', value: '', effect: 'NoSchedule' }],
+    ['another value', { key: 'startup/meta', value: 'true', effect: 'NoSchedule' }],
+  ])('removes a taint of our key with %s when it is not wanted', (_what, taint) => {
+    expect(desiredTaintList([taint], decision(false, false), keys)).toEqual([]);
+  });
+});
+
+describe('a taint of our key with another value or none is ours (no churn, still removed)', () => {
+  it.each([
+    ['no value', undefined],
+    ['an empty value', ''],
+    ['another value', 'true'],
+    ["nodecare's value", BOOTSTRAP_TAINT_VALUE],
+  ])('with %s: no write while wanted, one removal when not', (_what, value) => {
+    const taint = { key: 'startup/meta', effect: 'NoSchedule', ...(value === undefined ? {} : { value }) };
+    const n = node([taint], { [NODE_STATUS_LABEL]: 'progressing' });
+    expect(nodeChange(n, decision(true, false, 'progressing'), keys, true)).toBeUndefined();
+    expect(nodeChange(n, decision(false, false, 'progressing'), keys, true)).toEqual({
+      taints: [],
+      taintSummary: ['remove startup/meta:NoSchedule'],
+    });
   });
 });
 

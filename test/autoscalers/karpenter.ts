@@ -11,7 +11,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
-import { DEFAULT_BOOTSTRAP_TAINT_KEY } from '../../api/index.ts';
+import { BOOTSTRAP_TAINT_VALUE, DEFAULT_BOOTSTRAP_TAINT_KEY } from '../../api/index.ts';
 import { ensureTool, karpenterCrds, startKarpenter, startKwok, type ServingTool } from './tools.ts';
 
 export const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'autoscalers', 'karpenter-nodepool.yaml');
@@ -118,7 +118,9 @@ export async function createKarpenterObjects(
   const template = nodePool.spec.template.spec;
   template.nodeClassRef.name = name;
   const taints = JSON.stringify(template.startupTaints);
-  const expected = JSON.stringify([{ key: DEFAULT_BOOTSTRAP_TAINT_KEY, effect: 'NoSchedule' }]);
+  const expected = JSON.stringify([
+    { key: DEFAULT_BOOTSTRAP_TAINT_KEY, value: BOOTSTRAP_TAINT_VALUE, effect: 'NoSchedule' },
+  ]);
   if (taints !== expected) throw new Error(`${FIXTURE}: startupTaints ${taints}, expected ${expected}`);
   if (!options.startupTaint) delete template.startupTaints;
   if (options.instanceTypes) {

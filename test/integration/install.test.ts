@@ -18,6 +18,7 @@ import { loadAll } from 'js-yaml';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  BOOTSTRAP_TAINT_VALUE,
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
   EXTENSION_ANNOTATION_PREFIX,
@@ -360,7 +361,9 @@ describe('manifests on the real API server', () => {
         const a = await core.createNode({
           body: { metadata: { name: plain, labels: { 'nodecare-test/map': label } } },
         });
-        expect(a.spec?.taints).toEqual([{ key: BOOTSTRAP, effect: 'NoSchedule' }]);
+        expect(a.spec?.taints).toEqual([
+          { key: BOOTSTRAP, value: BOOTSTRAP_TAINT_VALUE, effect: 'NoSchedule' },
+        ]);
         const b = await core.createNode({
           body: {
             metadata: { name: tainted, labels: { 'nodecare-test/map': label } },
@@ -369,9 +372,10 @@ describe('manifests on the real API server', () => {
         });
         expect(b.spec?.taints).toEqual([
           { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
-          { key: BOOTSTRAP, effect: 'NoSchedule' },
+          { key: BOOTSTRAP, value: BOOTSTRAP_TAINT_VALUE, effect: 'NoSchedule' },
         ]);
-        // Registered with the taint already (kubelet --register-with-taints): not added twice.
+        // Registered with the taint already (kubelet --register-with-taints), here without a value: not added
+        // twice, kept as it is.
         const c = await core.createNode({
           body: {
             metadata: { name: uniqueName('map-registered'), labels: { 'nodecare-test/map': label } },
@@ -388,7 +392,7 @@ describe('manifests on the real API server', () => {
           [
             'linux',
             { 'kubernetes.io/os': 'linux', type: 'worker' },
-            [{ key: BOOTSTRAP, effect: 'NoSchedule' }],
+            [{ key: BOOTSTRAP, value: BOOTSTRAP_TAINT_VALUE, effect: 'NoSchedule' }],
           ],
         ] as const) {
           const node = await core.createNode({
