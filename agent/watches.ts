@@ -48,6 +48,7 @@ interface RawNode {
     annotations?: Record<string, string>;
   };
   status?: {
+    capacity?: Record<string, string>;
     allocatable?: Record<string, string>;
     conditions?: Array<{ type: string; status: string; reason?: string }>;
     addresses?: Array<{ type: string; address: string }>;
@@ -69,6 +70,7 @@ export function toNodeSnapshot(raw: RawNode): NodeSnapshot {
     addresses: (raw.status?.addresses ?? [])
       .filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')
       .map((a) => a.address),
+    capacity: raw.status?.capacity ?? {},
     allocatable: raw.status?.allocatable ?? {},
     conditions: (raw.status?.conditions ?? []).map(({ type, status, reason }) => ({ type, status, reason })),
     bootId: raw.status?.nodeInfo?.bootID ?? '',

@@ -67,7 +67,7 @@ describe('parseExtensionSpec', () => {
     tcp: [{ port: 9100 }, { host: '127.0.0.1' }],
     grpc: [{ address: '127.0.0.1:50051' }, { service: '' }],
     csi: [{ socket: '/var/lib/kubelet/plugins/csi.example.com/csi.sock' }, {}],
-    devicePlugin: [{ socket: '/var/lib/kubelet/device-plugins/gpu.sock' }, { minHealthy: 1 }],
+    devicePlugin: [{ resource: 'nvidia.com/gpu' }, { minHealthy: 1 }],
     resourceSlices: [{ driver: 'gpu.example.com' }, { minDevices: 1 }],
     nodeResource: [{ resource: 'nvidia.com/gpu' }, { min: 1 }],
     nodeCondition: [{ type: 'GpuHealthy' }, { status: 'True' }],
@@ -366,8 +366,23 @@ describe('parseExtensionSpec', () => {
       'probe.csi.socket: ".." is not allowed in "/var/lib/kubelet/plugins/../../../etc/shadow"',
     ],
     [
+      'devicePlugin without resource (the old socket-only form)',
+      { devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock' } },
+      'probe.devicePlugin.resource: required',
+    ],
+    [
+      'devicePlugin resource without a domain',
+      { devicePlugin: { resource: 'gpu' } },
+      'probe.devicePlugin.resource: expected the extended resource the plugin registers with the kubelet, a domain-prefixed name such as "nvidia.com/gpu", got "gpu"',
+    ],
+    [
+      'devicePlugin relative socket',
+      { devicePlugin: { resource: 'nvidia.com/gpu', socket: 'nvidia.sock' } },
+      'probe.devicePlugin.socket: expected an absolute path, got "nvidia.sock"',
+    ],
+    [
       'devicePlugin minHealthy 0',
-      { devicePlugin: { socket: '/x.sock', minHealthy: 0 } },
+      { devicePlugin: { resource: 'nvidia.com/gpu', minHealthy: 0 } },
       'probe.devicePlugin.minHealthy: expected an integer from 1 to 100000, got 0',
     ],
     // nodeResource, nodeCondition

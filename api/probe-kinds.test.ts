@@ -146,7 +146,7 @@ describe('the probe kinds table (api/probe-kinds.ts)', () => {
       tcp: { port: 1 },
       grpc: { address: '127.0.0.1:1' },
       csi: { socket: '/run/csi.sock' },
-      devicePlugin: { socket: '/run/dp.sock' },
+      devicePlugin: { resource: 'example.com/dev', socket: '/run/dp.sock' },
       resourceSlices: { driver: 'gpu.example.com' },
       nodeResource: { resource: 'nvidia.com/gpu' },
       nodeCondition: { type: 'Ready' },

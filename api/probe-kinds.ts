@@ -10,6 +10,12 @@ import type { HostProbe, ProbeKind, ProbeSpec } from './probe-spec.ts';
 
 /** A DNS subdomain (RFC 1123), as Kubernetes names DRA drivers. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/**
+ * An extended resource a device plugin registers: a DNS subdomain prefix, '/', a name (a qualified name's
+ * parts, as the kubelet checks in its device plugin registration). At most 253 + 1 + 63 characters.
+ */
+const EXTENDED_RESOURCE =
+  /^(?=.{1,253}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 const oracle = (field: string, what: string): string =>
   `${field}: not allowed from a node annotation (a match / no-match answer on the Lease would reveal ${what}); use a SystemExtension or the agent config file`;
@@ -99,19 +105,27 @@ export const PROBES = {
     targets: (p) => [{ field: 'probe.csi.socket', path: p.socket }],
   },
   devicePlugin: {
-    healthyWhen: "the device plugin's `ListAndWatch` reports at least `minHealthy` (1) Healthy devices",
+    healthyWhen:
+      "at least `minHealthy` (1) of the device plugin's devices of `resource` are Healthy as the kubelet sees them (the node's allocatable against its capacity); with `socket`, the plugin also answers the unary `GetDevicePluginOptions`. Never a `ListAndWatch` stream: the kubelet is the plugin's one client",
     defaults: { minHealthy: 1 },
     parse: (r) => {
-      r.rejectUnknown(['socket', 'minHealthy']);
-      const socket = r.absolutePath('socket', { required: true });
+      r.rejectUnknown(['resource', 'minHealthy', 'socket']);
+      const resource = r.string('resource', { required: true });
+      if (resource !== undefined && !EXTENDED_RESOURCE.test(resource))
+        r.problem(
+          'resource',
+          `expected the extended resource the plugin registers with the kubelet, a domain-prefixed name such as "nvidia.com/gpu", got ${quoteInput(resource)}`,
+        );
       const minHealthy = r.int('minHealthy', 1, 100_000);
-      return socket === undefined || minHealthy === undefined
-        ? undefined
-        : { kind: 'devicePlugin', socket, minHealthy };
+      const socket = r.absolutePath('socket');
+      if (resource === undefined || !EXTENDED_RESOURCE.test(resource) || minHealthy === undefined)
+        return undefined;
+      if (r.raw.socket !== undefined && socket === undefined) return undefined;
+      return { kind: 'devicePlugin', resource, minHealthy, ...(socket === undefined ? {} : { socket }) };
     },
     describe: (probe) =>
-      `device plugin ListAndWatch on ${probe.socket} (≥ ${probe.minHealthy} healthy devices)`,
-    targets: (p) => [{ field: 'probe.devicePlugin.socket', path: p.socket }],
+      `≥ ${probe.minHealthy} Healthy ${probe.resource} device(s) as the kubelet counts them${probe.socket ? `, plugin answering on ${probe.socket}` : ''}`,
+    targets: (p) => (p.socket === undefined ? [] : [{ field: 'probe.devicePlugin.socket', path: p.socket }]),
   },
   resourceSlices: {
     healthyWhen:

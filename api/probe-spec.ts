@@ -39,10 +39,19 @@ export interface CsiProbe extends PathConfinement {
   kind: 'csi';
   socket: string;
 }
+/**
+ * A device plugin's devices as the kubelet sees them: the node's `status.allocatable[resource]` counts the
+ * plugin's Healthy devices, `status.capacity[resource]` all of them. The plugin itself is asked nothing but,
+ * when `socket` is set, the unary `GetDevicePluginOptions` (liveness): never `ListAndWatch`, whose one stream
+ * belongs to the kubelet (docs/extensions.md, "Probes never change what they watch").
+ */
 export interface DevicePluginProbe extends PathConfinement {
   kind: 'devicePlugin';
-  socket: string;
+  /** The extended resource the plugin registers with the kubelet, such as `nvidia.com/gpu`. */
+  resource: string;
   minHealthy: number;
+  /** The plugin's socket; when set, a refused or silent `GetDevicePluginOptions` is Unhealthy at once. */
+  socket?: string;
 }
 
 /** A DRA driver's devices on this node, as its published ResourceSlices (resource.k8s.io/v1) list them. */

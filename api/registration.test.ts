@@ -188,7 +188,9 @@ describe('resolveRegistrations', () => {
         'extensions.nodecare.io/own': 'tcp://127.0.0.1:2',
       };
       const gpu = sx('gpu', {
-        probe: { devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia.sock' } },
+        probe: {
+          devicePlugin: { resource: 'nvidia.com/gpu', socket: '/var/lib/kubelet/device-plugins/nvidia.sock' },
+        },
         ...override,
       });
       for (const safety of [SAFETY, undefined]) {
@@ -376,7 +378,9 @@ describe('resolveRegistrations', () => {
       'extensions.nodecare.io/beat': '{"probe":{"file":{"path":"/run/nodecare/beat"}}}',
       'extensions.nodecare.io/net': 'grpc://127.0.0.1:9000',
     };
-    const sxs = [sx('dp', { probe: { devicePlugin: { socket: '/opt/dp.sock' } } })];
+    const sxs = [
+      sx('dp', { probe: { devicePlugin: { resource: 'example.com/dev', socket: '/opt/dp.sock' } } }),
+    ];
     const { byName } = resolveRegistrations(node({}, annotations), sxs, SAFETY);
     const confineTo = (name: string): unknown => {
       const reg = byName.get(name);
@@ -444,7 +448,12 @@ describe('annotationSafetyProblems', () => {
     ],
     [
       'device plugin socket under a prefix with a trailing slash',
-      { devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock' } },
+      {
+        devicePlugin: {
+          resource: 'nvidia.com/gpu',
+          socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock',
+        },
+      },
     ],
     ['file under an allowed directory', { file: { path: '/run/nodecare/heartbeat' } }],
     ['nodeResource (reads the Node object only)', { nodeResource: { resource: 'nvidia.com/gpu' } }],
@@ -499,7 +508,7 @@ describe('annotationSafetyProblems', () => {
     ],
     [
       'device plugin socket outside',
-      { devicePlugin: { socket: '/var/run/docker.sock' } },
+      { devicePlugin: { resource: 'nvidia.com/gpu', socket: '/var/run/docker.sock' } },
       notAllowedPath('probe.devicePlugin.socket', '/var/run/docker.sock'),
     ],
     [
@@ -514,6 +523,7 @@ describe('annotationSafetyProblems', () => {
   it('rejects a ".." escape even when handed a probe the parser did not see', () => {
     const escape: ProbeSpec = {
       kind: 'devicePlugin',
+      resource: 'nvidia.com/gpu',
       socket: '/var/lib/kubelet/device-plugins/../../../../etc/shadow',
       minHealthy: 1,
     };

@@ -1,6 +1,7 @@
-// The gRPC plumbing shared by the grpc, csi and devicePlugin probes: one client per probe (its own
-// subchannel pool, so closing it closes the connection), cancellation on the deadline, capped message size,
-// and one classification of failures into results. A unix socket from a node annotation is resolved and
+// The gRPC plumbing shared by the grpc, csi and devicePlugin probes: unary calls only (a probe opens no
+// stream, which a server keeps per client), one client per probe (its own subchannel pool, so closing it
+// closes the connection), cancellation on the deadline, capped message size, and one classification of
+// failures into results. A unix socket from a node annotation is resolved and
 // confined to the allowed directories before each call (confine.ts); the call then dials the resolved path.
 
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
@@ -47,33 +48,6 @@ export function callUnary(
         {},
         (err, value) => (err ? reject(err) : resolve(value)),
       );
-      ctx.signal.addEventListener('abort', () => call.cancel(), { once: true, signal: done });
-    });
-  });
-}
-
-/** Opens a server stream, resolves with its first message (undefined if it ends first) and cancels it. */
-export function firstStreamMessage(
-  target: CallTarget,
-  method: MethodDefinition<object, object>,
-  request: object,
-  ctx: ProbeContext,
-): Promise<CallOutcome> {
-  return withClient(target, ctx, (client, done) => {
-    return new Promise((resolve, reject) => {
-      const call = client.makeServerStreamRequest(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        request,
-        new Metadata(),
-      );
-      call.once('data', (message: unknown) => {
-        resolve(message);
-        call.cancel();
-      });
-      call.on('error', reject); // After the first message this is our own CANCELLED, and ignored.
-      call.once('end', () => resolve(undefined));
       ctx.signal.addEventListener('abort', () => call.cancel(), { once: true, signal: done });
     });
   });

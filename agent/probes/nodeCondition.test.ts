@@ -5,6 +5,7 @@ import { testContext } from './testing.ts';
 import type { NodeFacts } from './types.ts';
 
 const node: NodeFacts = {
+  capacity: {},
   allocatable: {},
   conditions: [
     { type: 'Ready', status: 'True', reason: 'KubeletReady' },

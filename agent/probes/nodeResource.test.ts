@@ -3,7 +3,11 @@ import { nodeResourceProbe } from './nodeResource.ts';
 import { testContext } from './testing.ts';
 import type { NodeFacts } from './types.ts';
 
-const node = (allocatable: Record<string, string>): NodeFacts => ({ allocatable, conditions: [] });
+const node = (allocatable: Record<string, string>): NodeFacts => ({
+  capacity: allocatable,
+  allocatable,
+  conditions: [],
+});
 
 describe('nodeResource probe', () => {
   it.each([

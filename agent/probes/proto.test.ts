@@ -23,11 +23,26 @@ describe('proto files', () => {
     {
       file: PROTO_FILES.devicePlugin,
       service: 'v1beta1.DevicePlugin',
+      name: 'GetDevicePluginOptions',
+      path: '/v1beta1.DevicePlugin/GetDevicePluginOptions',
+    },
+    {
+      file: PROTO_FILES.devicePlugin,
+      service: 'v1beta1.DevicePlugin',
       name: 'ListAndWatch',
       path: '/v1beta1.DevicePlugin/ListAndWatch',
     },
   ])('$path has the upstream wire name', ({ file, service, name, path }) => {
     expect(method(file, service, name).path).toBe(path);
+  });
+
+  it('decodes GetDevicePluginOptions with the upstream field numbers', () => {
+    const options = method(PROTO_FILES.devicePlugin, 'v1beta1.DevicePlugin', 'GetDevicePluginOptions');
+    // pre_start_required = 1: true, get_preferred_allocation_available = 2: true
+    expect(options.responseDeserialize(Buffer.from([0x08, 1, 0x10, 1]))).toMatchObject({
+      pre_start_required: true,
+      get_preferred_allocation_available: true,
+    });
   });
 
   it('encodes the device plugin fields with the upstream field numbers', () => {

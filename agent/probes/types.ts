@@ -14,8 +14,11 @@ export interface ProbeResult {
   message: string;
 }
 
-/** The fields of the agent's own Node that nodeResource and nodeCondition probes read. */
+/** The fields of the agent's own Node that the nodeResource, devicePlugin and nodeCondition probes read. */
 export interface NodeFacts {
+  /** What the kubelet counts of each resource: a device plugin's devices, Healthy or not. */
+  capacity: Readonly<Record<string, string>>;
+  /** What may be given to pods: a device plugin's Healthy devices only. */
   allocatable: Readonly<Record<string, string>>;
   conditions: ReadonlyArray<{ type: string; status: string; reason?: string }>;
 }

@@ -88,7 +88,7 @@ const FULL_PROBES: Record<ProbeKind, Record<string, unknown>> = {
   tcp: { host: '127.0.0.1', port: 9100 },
   grpc: { address: '127.0.0.1:50051', service: 'example.v1.Health' },
   csi: { socket: '/var/lib/kubelet/plugins/ebs.csi.aws.com/csi.sock' },
-  devicePlugin: { socket: '/var/lib/kubelet/device-plugins/nvidia-gpu.sock', minHealthy: 2 },
+  devicePlugin: { resource: 'nvidia.com/gpu', minHealthy: 2 },
   resourceSlices: {
     driver: 'gpu.nvidia.com',
     pool: 'node-1',
