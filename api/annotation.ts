@@ -99,6 +99,7 @@ export const SYSTEM_EXTENSION_FIELDS = [
   'allowAnnotationOverride',
   'suspend',
   'rollout',
+  'labelWait',
 ] as const;
 
 /**

@@ -13,5 +13,6 @@ export * from './probe-spec.ts';
 export * from './selector.ts';
 export * from './quantity.ts';
 export * from './registration.ts';
+export * from './label-wait.ts';
 export * from './lease.ts';
 export * from './text.ts';

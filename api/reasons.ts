@@ -80,6 +80,11 @@ export const EventReason = {
   MaintenanceEnded: 'MaintenanceEnded',
   /** A taint change held by a suspension (Normal, once per held change): what nodecare would have written. */
   TaintChangeSuspended: 'TaintChangeSuspended',
+  /**
+   * A new node's wait for labels a SystemExtension's nodeSelector reads ran out (Normal, once): that extension
+   * does not apply to the node (spec.labelWait, docs/extensions.md "Labels set after registration").
+   */
+  LabelWaitEnded: 'LabelWaitEnded',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -13,6 +13,7 @@ import {
   type ExtensionSpec,
   type SpecParse,
 } from './extension.ts';
+import { parseLabelWait, type LabelWaitPolicy } from './label-wait.ts';
 import { validateExtensionName } from './naming.ts';
 import { probeKind } from './probe-kinds.ts';
 import type { ProbeSpec } from './probe-spec.ts';
@@ -102,6 +103,11 @@ export interface ParsedSystemExtension {
    * not written) until it is false again (docs/controller.md, "Suspend").
    */
   suspend: boolean;
+  /**
+   * `spec.labelWait`: a new node that lacks the label keys the nodeSelector needs waits for them up to
+   * waitSeconds before it may be released (api/label-wait.ts). Undefined when absent or invalid.
+   */
+  labelWait?: LabelWaitPolicy | undefined;
 }
 
 /** Where an annotation-registered probe may point: loopback, these addresses, and paths under these prefixes. */
@@ -130,10 +136,14 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   const rollout = parseRollout(spec.rollout, (problem) => {
     parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
   });
+  const selector = selectorProblems.length === 0 ? ((spec.nodeSelector ?? {}) as LabelSelector) : undefined;
+  const labelWait = parseLabelWait(spec.labelWait, selector, (problem) => {
+    parse.result = { ok: false, problems: [...(parse.result.ok ? [] : parse.result.problems), problem] };
+  });
   const created = obj.metadata.creationTimestamp;
   return {
     name,
-    selector: selectorProblems.length === 0 ? ((spec.nodeSelector ?? {}) as LabelSelector) : undefined,
+    selector,
     selectorProblems,
     parse,
     // An invalid value never opens the door: only `true` allows an override.
@@ -143,6 +153,7 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
     generation: typeof obj.metadata.generation === 'number' ? obj.metadata.generation : 1,
     createdMs: created instanceof Date ? created.getTime() : Date.parse(created ?? ''),
     recordedRollout: recordedRollout(obj.status),
+    ...(labelWait ? { labelWait } : {}),
   };
 }
 

@@ -31,6 +31,7 @@ import {
   BreakerState,
   CONTROLLER_SUSPEND,
   extensionRollout,
+  labelWaitsOf,
   RolloutWindows,
   DECISION_DEFAULTS,
   decideNode,
@@ -229,6 +230,7 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
         ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
         ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
       ],
+      labelWaits: labelWaitsOf(node.labels, sxs),
     };
     return { raw, node, byName, conflicts, leases, agentLease, ignoredLeases, input };
   });

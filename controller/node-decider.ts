@@ -10,6 +10,7 @@ import {
   CONTROLLER_SUSPEND,
   decideNode,
   extensionRollout,
+  labelWaitsOf,
   RolloutWindows,
   type NodeDecision,
   type NodeMemory,
@@ -103,6 +104,7 @@ export class NodeDecider {
         ...(config.suspend === true ? [CONTROLLER_SUSPEND] : []),
         ...suspendedBy.map((name) => `SystemExtension ${name}`),
       ],
+      labelWaits: labelWaitsOf(node.labels, systemExtensions.values()),
     });
   }
 

@@ -95,6 +95,8 @@ export interface ExplainView {
   maintenancePlanned?: string;
   /** Extensions their SystemExtension's rollout holds back on this node, one line each. */
   rollouts?: string[];
+  /** SystemExtensions whose spec.labelWait holds this new node for labels it lacks, one line each. */
+  labelWaits?: string[];
   /** While a suspension holds the node's taint changes: by whom and what would change. */
   suspended?: { by: string[]; wouldChange: string[] };
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
@@ -246,6 +248,7 @@ export function explainView(
       : {}),
     ...(decision.suspended ? { suspended: decision.suspended } : {}),
     ...rolloutLines(decision),
+    ...labelWaitLines(decision),
     agent: {
       status: agentSummary(report),
       ...(report.agentLease
@@ -380,6 +383,19 @@ function rolloutLines(decision: NodeDecision): { rollouts?: string[] } {
   return lines.length > 0 ? { rollouts: lines } : {};
 }
 
+/** `gpu-plugin does not select this node yet: …`, for each label wait in force on the node. */
+function labelWaitLines(decision: NodeDecision): { labelWaits?: string[] } {
+  const lines = (decision.labelWaits ?? []).map(
+    (w) =>
+      `${w.name} does not select this node yet: it waits until ${new Date(w.endsMs).toISOString()} for node label${w.missingKeys.length === 1 ? '' : 's'} ${w.missingKeys.join(', ')} (SystemExtension spec.labelWait). ${
+        w.holds
+          ? `The node stays held until ${w.missingKeys.length === 1 ? 'it arrives' : 'they arrive'} and ${w.name} is Healthy, or until then.`
+          : 'Enforcement DryRun: the wait does not hold the node.'
+      }`,
+  );
+  return lines.length > 0 ? { labelWaits: lines } : {};
+}
+
 export function renderExplainText(view: ExplainView, now: number): string[] {
   const lines: string[] = [];
   const blocking = view.taints.filter((t) => t.blocksScheduling);
@@ -408,6 +424,7 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
     );
   }
   for (const line of view.rollouts ?? []) lines.push(line);
+  for (const line of view.labelWaits ?? []) lines.push(line);
   if (view.suspended) {
     const { by, wouldChange } = view.suspended;
     lines.push(

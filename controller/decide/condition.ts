@@ -64,12 +64,16 @@ export function joinCapped(items: readonly string[], max = MAX_CONDITION_MESSAGE
 }
 
 /** Every extension that is not Healthy, as "name State (Reason): message", sorted by name. */
-export function describeNotHealthy(extensions: ReadonlyArray<EffectiveState & { name: string }>): string {
-  const items = extensions
+function notHealthyItems(extensions: ReadonlyArray<EffectiveState & { name: string }>): string[] {
+  return extensions
     .filter((e) => e.state !== ExtensionState.Healthy)
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map((e) => describeExtension(e.name, e));
-  return joinCapped(items);
+}
+
+/** Every extension that is not Healthy, as "name State (Reason): message", sorted by name, joined. */
+export function describeNotHealthy(extensions: ReadonlyArray<EffectiveState & { name: string }>): string {
+  return joinCapped(notHealthyItems(extensions));
 }
 
 /** The status follows the reason (node-status.ts CONDITION_REASONS): they cannot disagree. */
@@ -80,16 +84,20 @@ function condition(reason: ConditionReason, message: string): DesiredCondition {
 /**
  * In order: BootstrapTimeout (the most actionable), the agent not reporting (nothing else can be known),
  * all Healthy, any fault (False), any other Unknown (Unknown: could not be determined), else Progressing.
- * With no required extension the condition follows the agent alone.
+ * With no required extension and no label wait the condition follows the agent alone. `labelWaits` are the
+ * label waits in force (label-wait.ts describeLabelWait): listed after the extensions, they keep the node
+ * Progressing at least.
  */
 export function buildCondition(input: {
   state: NodeState;
   agent: AgentStatus;
   extensions: ReadonlyArray<EffectiveState & { name: string }>;
   bootstrapTimeoutSeconds: number;
+  labelWaits?: readonly string[];
 }): DesiredCondition {
   const { state, agent, extensions } = input;
-  const notHealthy = describeNotHealthy(extensions);
+  const waits = input.labelWaits ?? [];
+  const notHealthy = joinCapped([...notHealthyItems(extensions), ...waits]);
   if (state === NodeState.BootstrapTimeout) {
     const waitingFor = notHealthy || (agent.kind === 'reporting' ? '' : agentMessage(agent));
     return condition(
@@ -100,7 +108,10 @@ export function buildCondition(input: {
   if (agent.kind === 'notReporting') {
     return condition(ConditionReason.AgentNotReporting, AGENT_MESSAGES[agent.cause]);
   }
-  if (extensions.length === 0) {
+  if (extensions.length === 0 && waits.length > 0 && agent.kind !== 'reporting') {
+    return condition(ConditionReason.ExtensionsProgressing, joinCapped([AGENT_MESSAGES.awaiting, ...waits]));
+  }
+  if (extensions.length === 0 && waits.length === 0) {
     return agent.kind === 'reporting'
       ? condition(ConditionReason.AllExtensionsHealthy, 'No extensions required.')
       : condition(ConditionReason.ExtensionsProgressing, AGENT_MESSAGES.awaiting);

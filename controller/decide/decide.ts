@@ -8,6 +8,7 @@ import { buildCondition, isFault, notReadyCondition, notTrusted, sameCondition }
 import { judgeAgent, judgeExtension } from './extension-state.ts';
 import { extensionEvents, notReadyEventMessage, taintEvents, type Judged } from './events.ts';
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
+import { activeLabelWaits, describeLabelWait, labelWaitEndedEvent } from './label-wait.ts';
 import { inMaintenance, maintenanceEnded } from './maintenance.ts';
 import { labelFor } from './node-status.ts';
 import { suspended } from './suspend.ts';
@@ -154,6 +155,14 @@ function decideInService(input: DecisionInput): NodeDecision {
   const verdicts = judged.map((j) => j.verdict);
   const blocking = verdicts.filter((v) => v.blocking);
   const holding = judged.filter((j) => j.holdsBootstrap);
+  // Labels a SystemExtension's nodeSelector reads may still come on a new node (label-wait.ts, adr/0019).
+  const waits = activeLabelWaits(input.labelWaits ?? [], {
+    firstBootstrap: bootstrapPending && marker === undefined,
+    startedMs: bootstrapStartedMs,
+    timeoutMs,
+    now,
+  });
+  const waitsHolding = waits.active.some((w) => w.holds);
 
   const bootstrapTimedOut = bootstrapStartedMs !== undefined && now >= bootstrapStartedMs + timeoutMs;
   const from = recordedNodeState({
@@ -164,14 +173,17 @@ function decideInService(input: DecisionInput): NodeDecision {
   const recorded = nextNodeState(from, {
     bootstrapPending,
     bootstrapComplete:
-      agent.kind === 'reporting' && holding.every((j) => j.verdict.state === ExtensionState.Healthy),
+      agent.kind === 'reporting' &&
+      !waitsHolding &&
+      holding.every((j) => j.verdict.state === ExtensionState.Healthy),
     bootstrapTimedOut,
     blockingFailing: blocking.some(isFault),
     blockingAllHealthy: blocking.every((v) => v.state === ExtensionState.Healthy),
   });
   const bootstrapping = isBootstrapState(recorded);
-  // Added only when a critical enforced extension needs verifying; kept until done if already there.
-  const bootstrapTaint = bootstrapping && (bootstrapTainted || holding.length > 0);
+  // Added only when a critical enforced extension (or a wait for its labels) needs verifying; kept until done
+  // if already there.
+  const bootstrapTaint = bootstrapping && (bootstrapTainted || holding.length > 0 || waitsHolding);
   const judgedStates = new Map<string, EffectiveState>(
     verdicts.map((v) => [v.name, { state: v.state, reason: v.reason, message: v.message }]),
   );
@@ -233,6 +245,7 @@ function decideInService(input: DecisionInput): NodeDecision {
         conflicts: conflictNames,
         notReadyReported: true,
         agentReportedMs,
+        ...(previous?.labelWaitsEnded ? { labelWaitsEnded: previous.labelWaitsEnded } : {}),
       },
     };
   }
@@ -244,6 +257,7 @@ function decideInService(input: DecisionInput): NodeDecision {
     agent,
     extensions: verdicts,
     bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
+    labelWaits: bootstrapping ? waits.active.map(describeLabelWait) : [],
   });
   const extensionStates = judgedStates;
 
@@ -282,6 +296,9 @@ function decideInService(input: DecisionInput): NodeDecision {
     (sameCondition(node.extensionsReadyCondition, condition) ? extensionStates : new Map());
   events.push(...extensionEvents(judged, before, agent, policy.trippedExtensions));
   events.push(...conflictEvents);
+  // Once per wait that ran out on this bootstrap; a new leader (no memory) reports it once more.
+  const endedBefore = sameBoot ? previous.labelWaitsEnded : undefined;
+  events.push(...waits.ended.filter((w) => !endedBefore?.has(w.name)).map(labelWaitEndedEvent));
 
   const deadlines = judged.map((j) => j.deadlineMs);
   // The same deadlines split by whether a lease renewal moves them (the work queue re-arms those, adr/0009).
@@ -299,6 +316,10 @@ function decideInService(input: DecisionInput): NodeDecision {
     deadlines.push(bootstrapStartedMs + timeoutMs);
     fixedDeadlines.push(bootstrapStartedMs + timeoutMs);
   }
+  for (const w of waits.active) {
+    deadlines.push(w.endsMs);
+    fixedDeadlines.push(w.endsMs);
+  }
   const future = deadlines.filter((d): d is number => d !== undefined && d > now);
   const fixedFuture = fixedDeadlines.filter((d): d is number => d !== undefined && d > now);
 
@@ -312,6 +333,7 @@ function decideInService(input: DecisionInput): NodeDecision {
     conflicts: conflictNames,
     notReadyReported: false,
     agentReportedMs,
+    ...(waits.ended.length > 0 ? { labelWaitsEnded: new Set(waits.ended.map((w) => w.name)) } : {}),
   };
   return {
     state,
@@ -327,6 +349,7 @@ function decideInService(input: DecisionInput): NodeDecision {
       ...judged.flatMap((j) => (j.staleLease ? [j.staleLease] : [])),
     ],
     extensions: verdicts,
+    ...(waits.active.length > 0 ? { labelWaits: waits.active } : {}),
     ...(agent.kind === 'notReporting'
       ? {
           agentNotReporting: {

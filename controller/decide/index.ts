@@ -30,10 +30,12 @@ export {
   stateText,
   type NodeStatusSummary,
 } from './node-status.ts';
+export { labelWaitsOf } from './label-wait.ts';
 export { extensionRollout, RolloutWindows } from './rollout.ts';
 export { CONTROLLER_SUSPEND, taintChanges } from './suspend.ts';
 export { DECISION_DEFAULTS } from './types.ts';
 export type {
+  ActiveLabelWait,
   DeadlineParts,
   DecisionInput,
   DecisionPolicy,
@@ -45,6 +47,7 @@ export type {
   NodeEvent,
   NodeMemory,
   KubeletNotReady,
+  LabelWait,
   NodeTaint,
   ObservedCondition,
   ObservedNode,

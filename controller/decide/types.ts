@@ -71,6 +71,25 @@ export interface ObservedNode {
  */
 export type ExtensionRollout = { mode: 'Grace'; endsMs: number } | { mode: 'Observe' };
 
+/** A SystemExtension that may select this node once labels it reads arrive (the input of a decision). */
+export interface LabelWait {
+  /** The SystemExtension (and extension) name. */
+  name: string;
+  /** The label keys the node lacks for its nodeSelector, sorted. */
+  missingKeys: readonly string[];
+  waitSeconds: number;
+  /** Critical and enforced: the wait holds the node (a DryRun one is only reported). */
+  holds: boolean;
+}
+
+/** A wait in force on a node being decided now. */
+export interface ActiveLabelWait extends LabelWait {
+  /** The bootstrap start plus waitSeconds, capped at the bootstrap timeout. */
+  endsMs: number;
+  /** waitSeconds, or the bootstrap timeout when that is shorter. */
+  waitedSeconds: number;
+}
+
 /** One required extension, as api/registration.ts resolveRegistrations returns it (a Registration fits). */
 export interface RequiredExtension {
   name: string;
@@ -146,6 +165,8 @@ export interface NodeMemory {
   maintenanceReported?: boolean;
   /** The held taint changes last reported by TaintChangeSuspended ('' or absent: none). */
   suspendedReported?: string;
+  /** The label waits whose end was reported by LabelWaitEnded on this bootstrap (one event each). */
+  labelWaitsEnded?: ReadonlySet<string>;
 }
 
 export interface DecisionInput {
@@ -167,6 +188,11 @@ export interface DecisionInput {
    * held (suspend.ts). Empty or absent: none.
    */
   suspendedBy?: readonly string[];
+  /**
+   * SystemExtensions with spec.labelWait that could select this node once labels it lacks are set
+   * (label-wait.ts labelWaitsOf). Absent or empty: none.
+   */
+  labelWaits?: readonly LabelWait[];
 }
 
 export interface ExtensionVerdict extends EffectiveState {
@@ -235,6 +261,8 @@ export interface NodeDecision {
   maintenancePlanned?: PlannedMaintenance;
   /** Set while the node is in a suspension's scope: by whom, and the taint changes held (suspend.ts). */
   suspended?: { by: string[]; wouldChange: string[] };
+  /** The label waits in force on the node's first bootstrap now, sorted by name (label-wait.ts). */
+  labelWaits?: ActiveLabelWait[];
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
 }
