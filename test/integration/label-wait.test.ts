@@ -245,7 +245,13 @@ describe('spec.labelWait: nodes whose labels come after registration', () => {
 
     await plugin.start();
     const pluginUpMs = Date.now();
-    const released = await waitForNode(nodeName, 'released', (n) => !held(n), 30_000);
+    // Two writes (docs/adr/0008): the taint patch, then the condition on the node it returned.
+    const released = await waitForNode(
+      nodeName,
+      'released, the condition written after it',
+      (n) => !held(n) && extensionsReady(n)?.status === 'True',
+      30_000,
+    );
     log(`released ${((Date.now() - pluginUpMs) / 1000).toFixed(1)} s after the plugin came up`);
     expect(await leaseState(nodeName, extension)).toBe('Healthy');
     expect(extensionsReady(released)).toMatchObject({ status: 'True', reason: 'AllExtensionsHealthy' });
@@ -280,8 +286,13 @@ describe('spec.labelWait: nodes whose labels come after registration', () => {
     await controller();
     await heldUntil(gpuNode, () => Date.now() >= createdMs + (waitSeconds - 2) * 1000, 40_000);
 
-    const released = await waitForNode(gpuNode, 'released at the bound', (n) => !held(n), 20_000);
+    await waitForNode(gpuNode, 'released at the bound', (n) => !held(n), 20_000);
     const releasedAfterS = (Date.now() - createdMs) / 1000;
+    const released = await waitForNode(
+      gpuNode,
+      'the condition',
+      (n) => extensionsReady(n)?.status === 'True',
+    );
     log(`never-labeled node released at +${releasedAfterS.toFixed(1)} s (waitSeconds ${waitSeconds})`);
     expect(releasedAfterS).toBeGreaterThanOrEqual(waitSeconds - 2);
     expect(extensionsReady(released)).toMatchObject({ status: 'True', reason: 'AllExtensionsHealthy' });
