@@ -5,12 +5,14 @@
 import { ConditionReason, ExtensionState } from '../api/index.ts';
 import { GPU_INSTANCE_TYPE, isInitialized } from '../test/autoscalers/karpenter.ts';
 import { HEARTBEAT_SECONDS, type DemoNode } from './cluster.ts';
-import { GPU_STARTUP_GRACE_SECONDS, STARTUP_GRACE_SECONDS } from './endpoints.ts';
+import { GPU_RESOURCE, GPU_STARTUP_GRACE_SECONDS, STARTUP_GRACE_SECONDS } from './endpoints.ts';
 import { ClusterObserver, PhaseError } from './observer.ts';
 import {
   EVERY_NODE_READY,
   describeExtension,
+  describeGpus,
   everyNodeReady,
+  gpuCounts,
   isReady,
   seconds,
   sleep,
@@ -67,14 +69,21 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
   const held = await scene.waitNode(
     'bootstrap-taint',
     gpuNodeName,
-    'Bootstrapping with the bootstrap taint while gpu-plugin reports no healthy GPU, NodeClaim not Initialized',
-    (status, s) =>
-      status?.state === NodeState.Bootstrapping &&
-      status.taints.includes('bootstrap') &&
-      status.extensions.some(
-        (e) => e.name === 'gpu-plugin' && e.state !== undefined && e.state !== ExtensionState.Healthy,
-      ) &&
-      (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c)),
+    'Bootstrapping with the bootstrap taint while the kubelet counts no healthy GPU (capacity 1 or more, ' +
+      'allocatable 0) and gpu-plugin reports not Healthy, NodeClaim not Initialized',
+    (status, s) => {
+      const gpus = gpuCounts(s, gpuNodeName);
+      return (
+        status?.state === NodeState.Bootstrapping &&
+        status.taints.includes('bootstrap') &&
+        Number(gpus.capacity) >= 1 &&
+        gpus.allocatable === '0' &&
+        status.extensions.some(
+          (e) => e.name === 'gpu-plugin' && e.state !== undefined && e.state !== ExtensionState.Healthy,
+        ) &&
+        (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c))
+      );
+    },
     60_000,
   );
   const heldAt = Date.now();
@@ -82,7 +91,7 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
   scene.out.phase(
     'bootstrap-taint',
     `${gpuNodeName} Bootstrapping with the bootstrap taint; NodeClaim ${heldStatus?.nodeClaim}; ` +
-      describeExtension(heldStatus, 'gpu-plugin'),
+      `${describeGpus(held, gpuNodeName)}; ${describeExtension(heldStatus, 'gpu-plugin')}`,
   );
   await scene.observer.waitFor(
     'health-progressing',
@@ -98,16 +107,19 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
   );
   scene.out.say(
     `Karpenter keeps the NodeClaim not Initialized while the bootstrap taint (one of its NodePool's startupTaints) ` +
-      'is on, counts the node as capacity on its way, and launches nothing else for the pod.',
+      `is on and until the ${GPU_RESOURCE} the pod asked for is allocatable, counts the node as capacity on its ` +
+      'way (its GPU as the instance type offers it), and launches nothing else for the pod.',
   );
 
-  // 4. The GPUs turn healthy: nodecare lifts the taint, Karpenter initializes the NodeClaim.
+  // 4. The GPUs turn healthy (the kubelet counts them allocatable): nodecare lifts the taint, Karpenter
+  //    initializes the NodeClaim (it waits for both: the startup taint gone, the GPU allocatable).
   const readySnapshot = await scene.waitNode(
     'node-ready',
     gpuNodeName,
-    'Ready without the bootstrap taint, NodeClaim Initialized',
+    `Ready without the bootstrap taint, ${GPU_RESOURCE} allocatable, NodeClaim Initialized`,
     (status, s) =>
       isReady(status) &&
+      Number(gpuCounts(s, gpuNodeName).allocatable) >= 1 &&
       (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && isInitialized(c)),
     scene.timing.gpuHealthyAfterMs + 60_000,
   );
@@ -115,8 +127,8 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
   const ready = ClusterObserver.node(readySnapshot, gpuNodeName);
   scene.out.phase(
     'node-ready',
-    `${gpuNodeName} Ready after ${seconds(scene.autoscaler.heldMs)} held, ${describeExtension(ready, 'gpu-plugin')}; ` +
-      `NodeClaim ${ready?.nodeClaim}`,
+    `${gpuNodeName} Ready after ${seconds(scene.autoscaler.heldMs)} held, ${describeGpus(readySnapshot, gpuNodeName)}, ` +
+      `${describeExtension(ready, 'gpu-plugin')}; NodeClaim ${ready?.nodeClaim}`,
   );
 }
 

@@ -1,8 +1,9 @@
 // The demo's cluster: a real local control plane with nodecare's CRDs, the real controller, Karpenter with its
 // KWOK cloud provider (KWOK drives the nodes Karpenter launches: Ready, heartbeats, pods Running), one real
-// agent per node Karpenter launches (a local process, as in the integration tests), and the GPU node's
-// extension endpoints. Everything it starts is tracked, so stop() ends all of it — also while things still
-// start.
+// agent per node Karpenter launches (a local process, as in the integration tests), the GPU node's extension
+// endpoints, and the part of its kubelet that KWOK does not play: the device manager that counts the GPUs
+// into the node's status (kubelet.ts). Everything it starts is tracked, so stop() ends all of it — also while
+// things still start.
 
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -34,6 +35,7 @@ import {
   type DevicePluginEndpoint,
   type Endpoint,
 } from './endpoints.ts';
+import { DeviceManager } from './kubelet.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -63,6 +65,8 @@ export interface DemoNode {
   agentStartedMs?: number;
   /** Whether the simulated kubelet posted the node's boot ID yet. */
   bootPosted?: boolean;
+  /** The simulated kubelet's device manager (the GPU node's). */
+  deviceManager?: DeviceManager;
 }
 
 /** What runs on the GPU node: its extensions' endpoints (one GPU node, so one set). */
@@ -311,6 +315,38 @@ export class DemoCluster {
     node.bootPosted = true;
   }
 
+  /**
+   * The GPU node's kubelet, as far as the demo plays it: its device manager (kubelet.ts), writing the plugin's
+   * GPUs to the node's status subresource as a strategic merge patch of `capacity` and `allocatable` for the
+   * plugin's resource. Resolves once it has zeroed them (a kubelet's start); they follow the plugin from then on.
+   */
+  async startKubelet(node: DemoNode, say: (line: string) => void): Promise<void> {
+    const plugin = this.endpoints?.devicePlugin;
+    if (!plugin) throw new Error("the GPU node's extensions are not registered");
+    const { core } = this.clients();
+    const manager = new DeviceManager({
+      socket: plugin.socket,
+      write: async ({ capacity, allocatable }) => {
+        await core.patchNodeStatus(
+          {
+            name: node.name,
+            body: {
+              status: {
+                capacity: { [plugin.resource]: String(capacity) },
+                allocatable: { [plugin.resource]: String(allocatable) },
+              },
+            },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        );
+      },
+      say: (line) => say(`kubelet on ${node.name} (played by the demo): ${plugin.resource} ${line}`),
+    });
+    node.deviceManager = manager;
+    if (this.stopped) manager.stop();
+    await manager.start();
+  }
+
   /** SIGKILL, as when the agent's pod is lost: it writes nothing more, its leases simply stop renewing. */
   async killAgent(node: DemoNode): Promise<void> {
     const agent = node.agent;
@@ -355,6 +391,7 @@ export class DemoCluster {
     this.stopped = true;
     const autoscaler = this.autoscaler ?? (await this.startingAutoscaler?.catch(() => undefined));
     await autoscaler?.karpenter.stop();
+    for (const node of this.nodes) node.deviceManager?.stop();
     await Promise.all([...this.programs].map((p) => p.stop(5_000)));
     await autoscaler?.kwok.stop();
     await Promise.all((this.endpoints?.all ?? []).map((e) => e.stop().catch(() => undefined)));

@@ -1,13 +1,19 @@
 // Real local extension endpoints for the demo's GPU node, each started and stopped in this process:
-// kube-proxy's HTTP health endpoint on a loopback port, a GPU device plugin (gRPC ListAndWatch on a unix
-// socket) whose GPUs turn healthy some seconds after it starts, and a logging agent that touches a heartbeat
-// file every second. The agent probes them exactly as it would on a real node.
+// kube-proxy's HTTP health endpoint on a loopback port, a GPU device plugin on a unix socket (the kubelet's
+// device plugin API: GetDevicePluginOptions, and ListAndWatch for the kubelet's part the demo plays,
+// kubelet.ts) whose GPUs turn healthy some seconds after it starts, and a logging agent that touches a
+// heartbeat file every second. The agent probes them exactly as it would on a real node.
 
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Server as GrpcServer, ServerWritableStream } from '@grpc/grpc-js';
+import type {
+  Server as GrpcServer,
+  ServerUnaryCall,
+  ServerWritableStream,
+  sendUnaryData,
+} from '@grpc/grpc-js';
 import { PROTO_FILES, service } from '../agent/probes/proto.ts';
 import { serveGrpc } from '../agent/probes/testing.ts';
 
@@ -84,40 +90,77 @@ export async function httpEndpoint(name: string): Promise<Endpoint> {
   return endpoint;
 }
 
+/** The extended resource the demo's device plugin registers, and the workload asks for. */
+export const GPU_RESOURCE = 'nvidia.com/gpu';
+/** As many GPUs as the GPU instance type offers (`nvidia.com/gpu: 1`, test/autoscalers/karpenter.ts). */
+export const GPU_DEVICES = 1;
+
+/** A device as ListAndWatch lists it. */
+export interface PluginDevice {
+  ID: string;
+  health: 'Healthy' | 'Unhealthy';
+}
+
 export interface DevicePluginEndpoint extends Endpoint {
-  /** Whether ListAndWatch reports the GPUs Healthy (false: Unhealthy, as while the driver loads). */
-  devicesHealthy: boolean;
+  /** The plugin's unix socket. */
+  socket: string;
+  /** The extended resource its devices are counted under. */
+  resource: string;
+  /**
+   * Sets the GPUs' health (Unhealthy at first, as while the driver loads) and sends the new list on every open
+   * ListAndWatch stream, as a plugin does.
+   */
+  setDevicesHealthy(healthy: boolean): void;
 }
 
 /**
- * A device plugin serving `devices` GPUs through ListAndWatch on a unix socket in `dir`; they are Unhealthy
- * until `devicesHealthy` is set.
+ * A device plugin for `devices` GPUs on a unix socket in `dir`, registered as the `devicePlugin` probe wants
+ * it: the agent counts the GPUs from the node's status, as the kubelet writes it (here the demo's kubelet,
+ * kubelet.ts, which holds the ListAndWatch stream), and calls GetDevicePluginOptions on the socket. The GPUs
+ * are Unhealthy until `setDevicesHealthy(true)`.
  */
-export function devicePluginEndpoint(name: string, dir: string, devices = 2): DevicePluginEndpoint {
+export function devicePluginEndpoint(name: string, dir: string, devices = GPU_DEVICES): DevicePluginEndpoint {
   const socket = join(dir, `${name}.sock`);
   let server: GrpcServer | undefined;
-  const list = (health: string): object[] =>
-    Array.from({ length: devices }, (_, i) => ({ ID: `gpu-${i}`, health }));
+  let healthy = false;
+  const streams = new Set<ServerWritableStream<object, object>>();
+  const list = (): { devices: PluginDevice[] } => ({
+    devices: Array.from({ length: devices }, (_, i) => ({
+      ID: `gpu-${i}`,
+      health: healthy ? 'Healthy' : 'Unhealthy',
+    })),
+  });
   const endpoint: DevicePluginEndpoint = {
     name,
-    description: `device plugin serving ${devices} GPUs on ${socket}`,
+    socket,
+    resource: GPU_RESOURCE,
+    description: `device plugin for ${devices} ${GPU_RESOURCE} on ${socket}`,
     spec: {
-      probe: { devicePlugin: { socket, minHealthy: 1 } },
+      probe: { devicePlugin: { resource: GPU_RESOURCE, minHealthy: 1, socket } },
       ...TIMING,
       startupGraceSeconds: GPU_STARTUP_GRACE_SECONDS,
     },
     running: false,
-    devicesHealthy: false,
+    setDevicesHealthy(value) {
+      healthy = value;
+      for (const call of streams) call.write(list());
+    },
     async start() {
       if (server) return;
       await rm(socket, { force: true });
-      // Like a real plugin: send the devices, then keep the stream open until the caller cancels.
+      // Unary and stateless: the agent's liveness check.
+      const options = (_call: ServerUnaryCall<object, object>, done: sendUnaryData<object>): void =>
+        done(null, { pre_start_required: false, get_preferred_allocation_available: false });
+      // Like a real plugin: send the devices, then again on every change, until the caller goes.
       const listAndWatch = (call: ServerWritableStream<object, object>): void => {
-        call.write({ devices: list(endpoint.devicesHealthy ? 'Healthy' : 'Unhealthy') });
+        streams.add(call);
+        call.on('cancelled', () => streams.delete(call));
+        call.write(list());
       };
       server = (
         await serveGrpc(`unix://${socket}`, (s) =>
           s.addService(service(PROTO_FILES.devicePlugin, 'v1beta1.DevicePlugin'), {
+            GetDevicePluginOptions: options,
             ListAndWatch: listAndWatch,
           }),
         )
@@ -129,6 +172,7 @@ export function devicePluginEndpoint(name: string, dir: string, devices = 2): De
       if (!current) return;
       server = undefined;
       endpoint.running = false;
+      streams.clear();
       current.forceShutdown();
       await rm(socket, { force: true });
     },

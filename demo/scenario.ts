@@ -1,6 +1,7 @@
 // The demo's story, step by step: a workload asks for a GPU; Karpenter launches a GPU node for it; nodecare
-// holds the node with the bootstrap taint (listed in the NodePool's startupTaints) until the node's device
-// plugin reports healthy GPUs, so Karpenter keeps the NodeClaim not initialized and launches nothing else;
+// holds the node with the bootstrap taint (listed in the NodePool's startupTaints) until its GPUs are healthy
+// as the kubelet counts them (the demo plays that part of the kubelet: kubelet.ts), so Karpenter keeps the
+// NodeClaim not initialized and launches nothing else;
 // then the pod lands. Later an extension fails on the Ready node (runtime taint) and recovers, and the node's
 // agent is lost (Degraded (AgentNotReporting)) and comes back. Each act (acts.ts) says what will happen, then waits
 // until the view shows it: a phase not reached in time, or reached the wrong way, fails the run with its name.

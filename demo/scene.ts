@@ -1,9 +1,11 @@
 // The stage the demo's acts play on (acts.ts): the cluster, the observer's view, the output, the timing and the
 // autoscaler's record, with the waits the acts share. It adopts every node that appears (starting its agent;
-// the first is the GPU node, whose extensions it boots) and remembers every ClusterHealth state seen.
+// the first is the GPU node, which it boots: its extensions, and the kubelet's part for its GPUs) and remembers
+// every ClusterHealth state seen.
 
-import type { V1Pod } from '@kubernetes/client-node';
-import type { DemoCluster, GpuNodeEndpoints } from './cluster.ts';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { DemoCluster, DemoNode, GpuNodeEndpoints } from './cluster.ts';
+import { GPU_RESOURCE } from './endpoints.ts';
 import { ClusterObserver, type Snapshot } from './observer.ts';
 import type { AutoscalerRecord, PhaseId, ScenarioOutput, ScenarioTiming } from './story.ts';
 import { NodeState, type NodeStatus } from './view.ts';
@@ -52,13 +54,36 @@ export function describeExtension(status: NodeStatus | undefined, name: string):
   return ext ? `${name} ${ext.state ?? 'no lease'} (${ext.reason})` : `${name} (not reported)`;
 }
 
+/** The node's GPUs as its kubelet counts them: all in capacity, the Healthy ones in allocatable. */
+export function gpuCounts(
+  snapshot: Snapshot,
+  name: string,
+): { capacity: string | undefined; allocatable: string | undefined } {
+  const status = snapshot.nodes.find((n) => n.metadata?.name === name)?.status;
+  return {
+    capacity: status?.capacity?.[GPU_RESOURCE],
+    allocatable: status?.allocatable?.[GPU_RESOURCE],
+  };
+}
+
+export function describeGpus(snapshot: Snapshot, name: string): string {
+  const { capacity, allocatable } = gpuCounts(snapshot, name);
+  return `kubelet: ${GPU_RESOURCE} capacity ${capacity ?? '-'}, allocatable ${allocatable ?? '-'}`;
+}
+
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
+/** Whether KWOK has turned the node Ready: its node-initialize stage, the one that writes allocatable, is done. */
+export function kwokReady(node: V1Node | undefined): boolean {
+  return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
 /**
- * The GPU node boots: its device plugin serves at once with its GPUs Unhealthy (the driver loads), kube-proxy
- * and the logging agent start a few seconds later, and the GPUs turn Healthy after `gpuHealthyAfterMs`.
+ * The GPU node's extensions start: its device plugin serves at once with its GPUs Unhealthy (the driver
+ * loads), kube-proxy and the logging agent start a few seconds later, and the GPUs turn Healthy after
+ * `gpuHealthyAfterMs`.
  */
-export async function bootGpuNode(
+export async function startGpuExtensions(
   eps: GpuNodeEndpoints,
   name: string,
   timing: ScenarioTiming,
@@ -90,10 +115,9 @@ export async function bootGpuNode(
     ),
     later(
       timing.gpuHealthyAfterMs,
-      async () => {
-        eps.devicePlugin.devicesHealthy = true;
-      },
-      `The GPU driver on ${name} has loaded: gpu-plugin now reports its GPUs Healthy.`,
+      async () => eps.devicePlugin.setDevicesHealthy(true),
+      `The GPU driver on ${name} has loaded: gpu-plugin now lists its GPUs Healthy on the kubelet's ` +
+        'ListAndWatch stream.',
     ),
   ]);
 }
@@ -148,15 +172,46 @@ export class Scene {
         if (!name || cluster.nodes.some((n) => n.name === name)) continue;
         const first = cluster.nodes.length === 0;
         const adopted = cluster.adopt(name);
-        out.say(`${name} appeared; starting its nodecare-agent.`);
+        if (!first) out.say(`${name} appeared.`);
+        const boot = first ? this.bootGpuNode(adopted) : this.startAgent(adopted);
         this.starts.push(
-          cluster.startAgent(adopted).catch((err: unknown) => {
-            if (!signal.aborted) out.say(`Could not start the agent of ${name}: ${String(err)}`);
+          boot.catch((err: unknown) => {
+            if (!signal.aborted) out.say(`Could not boot ${name}: ${String(err)}`);
           }),
         );
-        if (first) this.starts.push(bootGpuNode(this.endpoints, name, this.timing, out, signal));
       }
     });
+  }
+
+  private async startAgent(node: DemoNode): Promise<void> {
+    this.out.say(`Starting the nodecare-agent of ${node.name}.`);
+    await this.cluster.startAgent(node);
+  }
+
+  /**
+   * The GPU node boots: its extensions start; once KWOK has turned it Ready, the kubelet's part (played by the
+   * demo, kubelet.ts) zeroes its GPUs and from then on counts them from the plugin's ListAndWatch stream; then
+   * its agent starts, so it never reads the GPUs Karpenter's KWOK provider wrote when it created the Node.
+   */
+  private async bootGpuNode(node: DemoNode): Promise<void> {
+    const { out, signal } = this;
+    out.say(`${node.name} appeared (a GPU machine booting).`);
+    const extensions = startGpuExtensions(this.endpoints, node.name, this.timing, out, signal);
+    await this.observer.waitFor(
+      'node-launched',
+      `${node.name} Ready (KWOK)`,
+      (s) => kwokReady(s.nodes.find((n) => n.metadata?.name === node.name)),
+      this.t(60_000),
+      signal,
+    );
+    out.say(
+      `${node.name} is Ready (KWOK). The demo plays its kubelet's device manager: the one client of ` +
+        `gpu-plugin's ListAndWatch, it writes every GPU to the node's status.capacity[${GPU_RESOURCE}] and the ` +
+        'Healthy ones to status.allocatable (KWOK nodes have no kubelet).',
+    );
+    await this.cluster.startKubelet(node, (line) => out.say(line));
+    await this.startAgent(node);
+    await extensions;
   }
 
   waitNode(

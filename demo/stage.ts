@@ -4,6 +4,7 @@
 
 import type { DemoCluster } from './cluster.ts';
 import { GPU_POOL, WORKLOAD } from './cluster.ts';
+import { GPU_RESOURCE } from './endpoints.ts';
 import type { ClusterObserver } from './observer.ts';
 import type { Output } from './output.ts';
 import { autoscalerLines, renderStatus } from './view.ts';
@@ -67,8 +68,9 @@ export async function setUpAutoscalerAndExtensions(
   );
   await cluster.registerExtensions();
   out.say(
-    'SystemExtensions registered: kube-proxy and log-agent on every node, gpu-plugin (a device plugin with ' +
-      `minHealthy 1) on the nodes of NodePool ${GPU_POOL}.`,
+    'SystemExtensions registered: kube-proxy and log-agent on every node, gpu-plugin on the nodes of NodePool ' +
+      `${GPU_POOL} (a devicePlugin probe: at least 1 ${GPU_RESOURCE} allocatable as the kubelet counts them, ` +
+      "and the plugin answering GetDevicePluginOptions on its socket; it never opens ListAndWatch, the kubelet's stream).",
   );
 }
 

@@ -1,9 +1,9 @@
 // `npm start`: the main job on an embedded default. A real local control plane, the real nodecare-controller,
 // a real autoscaler (Karpenter with its KWOK cloud provider), and a live view of the autoscaler's view beside
 // nodecare's: a pod asks for a GPU, Karpenter launches a node, nodecare holds it with the bootstrap taint until
-// the node's device plugin reports healthy GPUs (a real agent probing a real local device plugin), the pod
-// lands; then an extension fails (runtime taint) and recovers, and the node's agent is lost and back. Then it
-// keeps running until Ctrl-C.
+// the node's GPUs are healthy (a real agent reading the GPUs that the demo, in the kubelet's place, counts from
+// a real local device plugin, and calling that plugin on its socket), the pod lands; then an extension fails
+// (runtime taint) and recovers, and the node's agent is lost and back. Then it keeps running until Ctrl-C.
 //
 // `npm start -- --once` (or NODECARE_DEMO_ONCE=1) runs the same story without the live screen, checks that
 // every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
@@ -18,7 +18,7 @@ import { followStates, printLastState, setUpAutoscalerAndExtensions, startStage 
 const USAGE = `Usage: node demo/main.ts [--once] [--real-nodes]
 
 Runs nodecare with Karpenter (KWOK provider) on a local control plane: a pod asks for a GPU, Karpenter
-launches a node, nodecare holds it until its device plugin reports healthy GPUs. Shows what happens live.
+launches a node, nodecare holds it until its GPUs are healthy. Shows what happens live.
 The first run builds the control plane, KWOK and Karpenter (progress on stderr); later runs reuse them.
 
 Options:

@@ -5,9 +5,10 @@ export const PHASES = {
   'pod-pending': "the GPU workload's pod was Pending: no node offered nvidia.com/gpu",
   'node-launched': 'Karpenter launched a NodeClaim of the GPU instance type and KWOK brought its node up',
   'bootstrap-taint':
-    'nodecare held the node with the bootstrap taint while its GPUs were not healthy; NodeClaim not Initialized',
+    'nodecare held the node with the bootstrap taint while the kubelet counted no healthy GPU (none allocatable); NodeClaim not Initialized',
   'health-progressing': 'ClusterHealth EveryNodeReady was Progressing while the node booted',
-  'node-ready': 'the device plugin reported healthy GPUs: bootstrap taint removed, NodeClaim Initialized',
+  'node-ready':
+    'the GPU turned healthy (allocatable, as the kubelet counts it): bootstrap taint removed, NodeClaim Initialized',
   'pod-running':
     'the pod ran on the new node, bound only after the bootstrap taint went; Karpenter launched no second node',
   'health-true': 'ClusterHealth EveryNodeReady turned True',
@@ -32,7 +33,7 @@ export interface ScenarioTiming {
   logAgentDelayMs: number;
   /**
    * After the node appears, when the device plugin's GPUs turn healthy (the plugin serves from the start,
-   * its GPUs Unhealthy). A window in which to watch Karpenter launch no second node: longer than its
+   * its GPUs Unhealthy, so the kubelet counts them in capacity, none allocatable). A window in which to watch Karpenter launch no second node: longer than its
    * batching (1 s idle, 10 s at most) plus a provisioning round.
    */
   gpuHealthyAfterMs: number;
