@@ -5,8 +5,9 @@
 // the same digests (mtime 0, sorted entries), so re-importing an unchanged image is a no-op.
 
 import { createHash } from 'node:crypto';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { readFile, stat, writeFile, rename } from 'node:fs/promises';
-import { posix } from 'node:path';
+import { join, posix, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 export interface OciFile {
@@ -221,4 +222,21 @@ function json(value: unknown): Buffer {
 
 function digest(data: Buffer): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
+
+/**
+ * Every file and symbolic link under `dir` as image files under `at` (the layout a Dockerfile's `COPY dir/ at`
+ * gives), but those under a `skip` subdirectory (relative to `dir`, e.g. `usr/share/doc`).
+ */
+export function filesUnder(dir: string, at: string, skip: readonly string[] = []): OciFile[] {
+  const files: OciFile[] = [];
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const path = join(entry.parentPath, entry.name);
+    const inside = relative(dir, path);
+    if (skip.some((s) => inside === s || inside.startsWith(`${s}/`))) continue;
+    const target = posix.join(at, inside);
+    if (entry.isSymbolicLink()) files.push({ path: target, symlink: readlinkSync(path) });
+    else if (entry.isFile()) files.push({ path: target, source: path });
+  }
+  return files;
 }
