@@ -60,6 +60,13 @@ export const BOOTSTRAP_TAINT_VALUE = 'nodecare.io-extensions-not-ready';
 export const RUNTIME_TAINT_VALUE = 'nodecare.io-extension-unhealthy';
 
 /**
+ * Opts a DaemonSet, or every DaemonSet of a namespace, out of the MutatingAdmissionPolicy that adds
+ * nodecare's tolerations (manifests/components/extension-daemonset-tolerations): the label with the value
+ * `"false"` on the DaemonSet or on its Namespace.
+ */
+export const INJECT_TOLERATIONS_LABEL = 'nodecare.io/inject-tolerations';
+
+/**
  * The nodes nodecare manages by default: every node but Windows and virtual-kubelet nodes, where the agent
  * cannot run (the agent DaemonSet's node affinity and the bootstrap-taint admission policy exclude the same).
  */

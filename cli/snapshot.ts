@@ -1,6 +1,6 @@
 // Reads what `kubectl nodecare status|explain|extensions` need from the API server, read-only: Nodes, the
-// nodecare Leases, SystemExtensions, ClusterHealth `cluster`, and (for explain) the node's events. Lists are
-// paged. A missing CRD or namespace reads as empty (nodecare not installed yet), and says so.
+// nodecare Leases, SystemExtensions, ClusterHealth `cluster`, and (for explain) the node's events and the
+// DaemonSets and pods that may be meant for it. Lists are paged. A missing CRD or namespace reads as empty (nodecare not installed yet), and says so.
 
 import {
   API_GROUP,
@@ -11,6 +11,7 @@ import {
   type LeaseObject,
   type SystemExtensionObject,
 } from '../api/index.ts';
+import type { DaemonSetObject, PodObject } from '../api/scheduling.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { leasesPath } from '../lib/kube/paths.ts';
@@ -83,4 +84,24 @@ export async function readNodeEvents(client: Client, node: string): Promise<Even
     fieldSelector: `involvedObject.kind=Node,involvedObject.name=${node}`,
   });
   return events;
+}
+
+/** What could be kept off a node: every DaemonSet, and the pods on the node or not yet on any node. */
+export interface NodeWorkloads {
+  daemonSets: DaemonSetObject[];
+  pods: PodObject[];
+}
+
+/**
+ * The DaemonSets of every namespace, the pods on `node` and the unscheduled Pending pods (a DaemonSet's
+ * pod for the node is one or the other). Three paged lists; explain reads them only for a node that
+ * carries a nodecare taint.
+ */
+export async function readNodeWorkloads(client: Client, node: string): Promise<NodeWorkloads> {
+  const [daemonSets, onNode, unscheduled] = await Promise.all([
+    listAll<DaemonSetObject>(client, '/apis/apps/v1/daemonsets'),
+    listAll<PodObject>(client, '/api/v1/pods', { fieldSelector: `spec.nodeName=${node}` }),
+    listAll<PodObject>(client, '/api/v1/pods', { fieldSelector: 'spec.nodeName=,status.phase=Pending' }),
+  ]);
+  return { daemonSets, pods: [...onNode, ...unscheduled] };
 }

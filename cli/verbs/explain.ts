@@ -4,6 +4,8 @@
 // decision core (cli/model.ts). Exit 0 when pods can land and nodecare finds it healthy, 1 when not, 2 error.
 
 import { EXTENSION_ANNOTATION_PREFIX, describeProbe, type Registration } from '../../api/index.ts';
+import { keptOffByTaints, type KeptOff } from '../../api/scheduling.ts';
+import { isKubeError } from '../../lib/kube/errors.ts';
 import type { ExtensionState } from '../../api/names.ts';
 import { Enforcement } from '../../api/extension.ts';
 import type { OptionValues } from '../../lib/options.ts';
@@ -27,7 +29,7 @@ import {
   type NextAction,
   type NodeReport,
 } from '../model.ts';
-import { readNodeEvents } from '../snapshot.ts';
+import { readNodeEvents, readNodeWorkloads, type NodeWorkloads } from '../snapshot.ts';
 import { blocksScheduling, describeTaint } from '../taints.ts';
 import { agentSummary } from './status.ts';
 import {
@@ -109,6 +111,13 @@ export interface ExplainView {
     meaning: string;
     timeAdded?: string;
   }>;
+  /**
+   * Extension workloads nodecare's taints keep off the node: DaemonSets that select it but do not tolerate
+   * the taint (so they have no pod for it) and Pending pods bound for it (api/scheduling.ts).
+   */
+  keptOff: KeptOff[];
+  /** Why keptOff could not be checked (the credentials may not list DaemonSets or pods), if it could not. */
+  keptOffProblem?: string;
   extensions: Array<{
     name: string;
     state: string;
@@ -167,12 +176,22 @@ export function explainView(
   events: readonly EventObject[],
   maxEvents: number,
   now: number,
+  workloads: NodeWorkloads | { problem: string } = { daemonSets: [], pods: [] },
 ): ExplainView {
   const { decision, raw } = report;
   const own = {
     bootstrap: report.input.policy.bootstrapTaintKey,
     runtime: report.input.policy.runtimeTaintKey,
   };
+  const keptOff =
+    'problem' in workloads
+      ? []
+      : keptOffByTaints(
+          { name: report.name, labels: raw.metadata?.labels ?? {}, taints: raw.spec?.taints ?? [] },
+          [own.bootstrap, own.runtime],
+          workloads.daemonSets,
+          workloads.pods,
+        );
   const taints = (raw.spec?.taints ?? []).map((t) => {
     const info = describeTaint(t, own);
     return {
@@ -262,6 +281,8 @@ export function explainView(
         : {}),
     },
     taints,
+    keptOff,
+    ...('problem' in workloads ? { keptOffProblem: workloads.problem } : {}),
     extensions,
     conflicts: report.conflicts.map((c) => c.message),
     ignoredLeases: report.ignoredLeases.map((l) => ({ name: l.name, problem: l.problem ?? 'OwnerMismatch' })),
@@ -396,6 +417,31 @@ function labelWaitLines(decision: NodeDecision): { labelWaits?: string[] } {
   return lines.length > 0 ? { labelWaits: lines } : {};
 }
 
+/** The extension workloads nodecare's taint keeps off the node, and what to do about it. */
+function keptOffLines(view: ExplainView): string[] {
+  if (view.keptOffProblem) {
+    return ['', `Extension workloads kept off by nodecare's taints: not checked (${view.keptOffProblem}).`];
+  }
+  if (view.keptOff.length === 0) return [];
+  const lines = ['', `Extension workloads kept off by nodecare's taints (${view.keptOff.length}):`];
+  for (const k of view.keptOff) {
+    const taints = listed(k.untolerated);
+    lines.push(
+      k.kind === 'DaemonSet'
+        ? `  DaemonSet ${k.namespace}/${k.name} selects this node but does not tolerate ${taints}: the DaemonSet controller creates no pod for it here.`
+        : `  Pod ${k.namespace}/${k.name}${k.owner ? ` (of ${k.owner})` : ''} is Pending for this node and does not tolerate ${taints}.`,
+    );
+    if (k.scheduler) lines.push(`      scheduler: ${cut(k.scheduler, 160)}`);
+    if (k.alsoUntolerated.length > 0) {
+      lines.push(`      it does not tolerate ${listed(k.alsoUntolerated)} either`);
+    }
+  }
+  lines.push(
+    "  If it is an extension this node needs, it can never start here while nodecare holds the node: give it nodecare's two tolerations (operator Exists, effect NoSchedule); on Kubernetes 1.36+ nodecare's admission policy adds them to every DaemonSet (docs/install.md, \"Extension DaemonSets and nodecare's taints\").",
+  );
+  return lines;
+}
+
 export function renderExplainText(view: ExplainView, now: number): string[] {
   const lines: string[] = [];
   const blocking = view.taints.filter((t) => t.blocksScheduling);
@@ -452,6 +498,8 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
     lines.push(`      owner: ${t.owner}${added}`);
     lines.push(`      meaning: ${t.meaning}`);
   }
+
+  lines.push(...keptOffLines(view));
 
   lines.push(
     '',
@@ -527,6 +575,27 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
   return lines;
 }
 
+/**
+ * What keptOffByTaints needs, read only for a node that carries one of nodecare's taints. An answer the
+ * credentials are refused (or any other API error) is reported on the page, never fails explain.
+ */
+async function readKeptOffInputs(
+  client: Parameters<typeof readNodeWorkloads>[0],
+  report: NodeReport,
+): Promise<NodeWorkloads | { problem: string }> {
+  const keys = [report.input.policy.bootstrapTaintKey, report.input.policy.runtimeTaintKey];
+  const held = (report.raw.spec?.taints ?? []).some((t) => keys.includes(t.key) && t.effect === 'NoSchedule');
+  if (!held) return { daemonSets: [], pods: [] };
+  try {
+    return await readNodeWorkloads(client, report.name);
+  } catch (err) {
+    if (!isKubeError(err)) throw err;
+    return {
+      problem: `listing DaemonSets and pods in all namespaces failed: ${err.message}; it needs list on daemonsets and pods`,
+    };
+  }
+}
+
 export const explainVerb: Verb = {
   summary:
     'Why the node is or is not schedulable (every taint, each required extension, what the controller does next); exit 0 schedulable and healthy, 1 not, 2 error.',
@@ -555,8 +624,11 @@ export const explainVerb: Verb = {
           })`,
         );
       }
-      const events = await readNodeEvents(client, name);
-      const view = explainView(report, analysis.tripped, events, values.events as number, now);
+      const [events, workloads] = await Promise.all([
+        readNodeEvents(client, name),
+        readKeptOffInputs(client, report),
+      ]);
+      const view = explainView(report, analysis.tripped, events, values.events as number, now, workloads);
       const format = outputOf(values);
       if (format === 'json' || format === 'yaml') io.out(structured(format, view));
       else for (const line of renderExplainText(view, now)) io.out(line);

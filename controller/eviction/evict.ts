@@ -9,6 +9,7 @@
 // sequential calls keep the API load of a pass at one request in flight.
 
 import { DEFAULT_RUNTIME_TAINT_KEY, RUNTIME_TAINT_VALUE } from '../../api/names.ts';
+import { toleratesTaint, type Taint, type Toleration } from '../../api/scheduling.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -16,33 +17,7 @@ import type { Logger } from '../../lib/log.ts';
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 const LIST_PAGE_SIZE = 500;
 
-export interface Toleration {
-  key?: string;
-  operator?: string;
-  value?: string;
-  effect?: string;
-}
-
-export interface Taint {
-  key: string;
-  value?: string;
-  effect: string;
-}
-
-/** Kubernetes' ToleratesTaint (k8s.io/api/core/v1 toleration.go), for one taint. */
-export function toleratesTaint(toleration: Toleration, taint: Taint): boolean {
-  if (toleration.effect && toleration.effect !== taint.effect) return false;
-  if (toleration.key && toleration.key !== taint.key) return false;
-  switch (toleration.operator ?? '') {
-    case 'Exists':
-      return true;
-    case '':
-    case 'Equal':
-      return (toleration.value ?? '') === (taint.value ?? '');
-    default:
-      return false;
-  }
-}
+export { toleratesTaint, type Taint, type Toleration } from '../../api/scheduling.ts';
 
 /**
  * The runtime taint as the controller puts it on a Degraded node. A pod tolerates it as the scheduler would
