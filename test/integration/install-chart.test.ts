@@ -13,6 +13,7 @@ import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
 } from '../../api/index.ts';
+import { kubernetesMinor } from './helpers.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -73,10 +74,14 @@ async function renderChart(...set: string[]): Promise<Map<string, K8sObject>> {
     'nodecare',
     CHART,
     '--include-crds',
-    ...set.flatMap((s) => ['--set', s]),
+    ...set.flatMap((s) => (s.startsWith('--') ? [s] : ['--set', s])),
   );
   return new Map(parse(out).map((o) => [key(o), o]));
 }
+
+/** What `helm template` is told for a cluster that serves MutatingAdmissionPolicy v1 (helm install asks it). */
+const SERVES_MAP = '--api-versions=admissionregistration.k8s.io/v1/MutatingAdmissionPolicy';
+const TOLERATIONS_POLICY = 'nodecare-extension-daemonset-tolerations';
 
 function podSpec(objects: Map<string, K8sObject>, kind: 'DaemonSet' | 'Deployment'): PodSpec {
   const name = kind === 'DaemonSet' ? 'nodecare-agent' : 'nodecare-controller';
@@ -268,6 +273,48 @@ describe('charts/nodecare', () => {
     expect(text).not.toContain(BOOTSTRAP);
   });
 
+  it('extensionTolerationsPolicy renders the kustomize component where MutatingAdmissionPolicy is served (auto), always or never, with the configured keys', async () => {
+    const overlay = parse(
+      await kubectl('kustomize', join(ROOT, 'manifests', 'overlays', 'extension-daemonset-tolerations')),
+    ).filter((o) => o.kind.startsWith('MutatingAdmissionPolicy'));
+    expect(overlay.map(key).sort()).toEqual([
+      `MutatingAdmissionPolicy /${TOLERATIONS_POLICY}`,
+      `MutatingAdmissionPolicyBinding /${TOLERATIONS_POLICY}`,
+    ]);
+    const rendered = (objects: Map<string, K8sObject>): K8sObject[] =>
+      [...objects.values()].filter((o) => o.metadata.name === TOLERATIONS_POLICY);
+    // auto: only where the API server serves it (Kubernetes >= 1.36), as helm install asks it.
+    expect(rendered(await renderChart())).toEqual([]);
+    const served = await renderChart(SERVES_MAP);
+    for (const object of overlay) expect(served.get(key(object)), key(object)).toEqual(object);
+    expect(rendered(await renderChart('extensionTolerationsPolicy.install=always'))).toHaveLength(2);
+    expect(rendered(await renderChart(SERVES_MAP, 'extensionTolerationsPolicy.install=never'))).toEqual([]);
+    // The keys are the controller's, even swapped (each replaced once, never the other's).
+    const swapped = await renderChart(
+      SERVES_MAP,
+      `taints.bootstrapKey=${RUNTIME}`,
+      `taints.runtimeKey=${BOOTSTRAP}`,
+    );
+    const text = JSON.stringify(swapped.get(`MutatingAdmissionPolicy /${TOLERATIONS_POLICY}`));
+    expect(text.indexOf(`'${RUNTIME}'`)).toBeLessThan(text.indexOf(`'${BOOTSTRAP}'`));
+    const custom = JSON.stringify(
+      (await renderChart(SERVES_MAP, 'taints.runtimeKey=example.com/broken')).get(
+        `MutatingAdmissionPolicy /${TOLERATIONS_POLICY}`,
+      ),
+    );
+    expect(custom).toContain(`['${BOOTSTRAP}', 'example.com/broken']`);
+    expect(custom).not.toContain(RUNTIME);
+    // A misspelt choice is refused with its path.
+    const refused = await run(helmBin, [
+      'template',
+      'nodecare',
+      CHART,
+      '--set',
+      'extensionTolerationsPolicy.install=yes',
+    ]);
+    expect(refused.stderr).toContain('/extensionTolerationsPolicy/install');
+  });
+
   it('helm install and helm upgrade succeed on the real API server', async () => {
     // The workloads as on a cluster that never had them (another test file may have applied them with kubectl).
     await kubectl(
@@ -301,6 +348,9 @@ describe('charts/nodecare', () => {
           }
         ).spec.template.spec.containers[0]!.args;
       expect(await args()).toContain(`--runtime-taint-key=${RUNTIME}`);
+      // On a cluster that serves MutatingAdmissionPolicy v1 (1.36+), install renders the tolerations policy.
+      const policies = await kubectl('get', 'mutatingadmissionpolicies', '-o', 'name').catch(() => '');
+      expect(policies.includes(`/${TOLERATIONS_POLICY}`)).toBe(kubernetesMinor() >= 36);
       const upgraded = await helm(
         'upgrade',
         'nodecare',
@@ -322,6 +372,15 @@ describe('charts/nodecare', () => {
       // Leave the cluster as the kustomize base has it, owned by kubectl, for the test files that follow (no
       // helm uninstall: it would delete the namespaces every other test file works in).
       await kubectl('apply', '--server-side', '--force-conflicts', '-k', join(ROOT, 'manifests'));
+      // ...without the tolerations policy helm added, which the base does not have.
+      if (kubernetesMinor() >= 36) {
+        await kubectl(
+          'delete',
+          '--ignore-not-found',
+          `mutatingadmissionpolicybinding/${TOLERATIONS_POLICY}`,
+          `mutatingadmissionpolicy/${TOLERATIONS_POLICY}`,
+        );
+      }
     }
   });
 });
