@@ -316,9 +316,10 @@ export class DemoCluster {
   }
 
   /**
-   * The GPU node's kubelet, as far as the demo plays it: its device manager (kubelet.ts), writing the plugin's
-   * GPUs to the node's status subresource as a strategic merge patch of `capacity` and `allocatable` for the
-   * plugin's resource. Resolves once it has zeroed them (a kubelet's start); they follow the plugin from then on.
+   * The GPU node's kubelet, as far as the demo plays it: its device manager (kubelet.ts), writing the
+   * plugin's GPUs to the node's status subresource, a strategic merge patch of `capacity` and `allocatable`
+   * for the plugin's resource. Resolves once it has zeroed them (a kubelet's start); from then on they follow
+   * the plugin.
    */
   async startKubelet(node: DemoNode, say: (line: string) => void): Promise<void> {
     const plugin = this.endpoints?.devicePlugin;

@@ -1,7 +1,7 @@
 // The acts of `npm start -- --real-nodes` (demo/real-nodes.ts), in order, on its stage (real-nodes-stage.ts):
 // build and start (the image, a control plane, a real kubelet node), install nodecare as shipped, ask for a GPU,
-// a GPU node joins held by --register-with-taints until its device plugin is healthy, the pod runs, the plugin
-// is lost and comes back.
+// a GPU node joins held by --register-with-taints until its kubelet counts the device plugin's GPUs healthy,
+// the pod runs, the plugin is lost and comes back.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,8 +106,10 @@ export async function askForGpu(stage: RealNodesStage): Promise<void> {
   await stage.kubectl(['apply', '-f', '-'], JSON.stringify(example));
   await stage.kubectl(['apply', '-f', join(FIXTURES, 'device-plugin.yaml')]);
   stage.out.say(
-    `Registered the shipped example SystemExtension ${EXTENSION} (devicePlugin probe, minHealthy 1) for ` +
-      'nodes labelled nvidia.com/gpu.present=true, and the device plugin DaemonSet (a real plugin speaking the ' +
+    `Registered the shipped example SystemExtension ${EXTENSION} for nodes labelled ` +
+      'nvidia.com/gpu.present=true (a devicePlugin probe: at least 1 nvidia.com/gpu allocatable as the ' +
+      "kubelet counts the plugin's devices, and the plugin's socket answering GetDevicePluginOptions; it never " +
+      "opens ListAndWatch, the kubelet's stream), and the device plugin DaemonSet (a real plugin speaking the " +
       "kubelet's device plugin API).",
   );
   await stage.kubectl(
@@ -142,7 +144,7 @@ export async function askForGpu(stage: RealNodesStage): Promise<void> {
   stage.phase('pod-pending', `pod ${WORKLOAD.name} asks for nvidia.com/gpu: 1 and no node has one`);
 }
 
-/** A GPU node joins held by the bootstrap taint; released once its device plugin reports healthy GPUs. */
+/** A GPU node joins held by the bootstrap taint; released once its kubelet counts the plugin's GPUs healthy. */
 export async function joinHeldReleased(stage: RealNodesStage, { image, testbin }: Images): Promise<void> {
   stage.out.say(
     `${JOINING} joins (a new GPU machine booting): its kubelet registers it with ` +
@@ -183,13 +185,16 @@ export async function joinHeldReleased(stage: RealNodesStage, { image, testbin }
 
 /** The kubelet publishes the GPUs and the pod runs on them. */
 export async function gpuWorkloadRuns(stage: RealNodesStage): Promise<void> {
-  // The probe asks the plugin itself (ListAndWatch); the kubelet publishes the capacity with its next status.
+  // The probe counted these before the release (the kubelet's allocatable against its capacity), so this
+  // holds by now: it is what the scheduler needs to place the pod.
+  let counts = '';
   await stage.waitNode('gpus-registered', `nvidia.com/gpu capacity on ${JOINING}`, (_st, snap) => {
-    const node = snap.nodes.find((n) => n.metadata?.name === JOINING);
-    const gpus = node?.status?.capacity?.['nvidia.com/gpu'];
+    const status = snap.nodes.find((n) => n.metadata?.name === JOINING)?.status;
+    const gpus = status?.capacity?.['nvidia.com/gpu'];
+    counts = `capacity ${gpus}, allocatable ${status?.allocatable?.['nvidia.com/gpu']}`;
     return !!gpus && gpus !== '0';
   });
-  stage.phase('gpus-registered', `${JOINING} has nvidia.com/gpu capacity`);
+  stage.phase('gpus-registered', `${JOINING}'s kubelet reports nvidia.com/gpu ${counts}`);
   await stage
     .view()
     .waitFor(
@@ -209,15 +214,20 @@ export async function gpuWorkloadRuns(stage: RealNodesStage): Promise<void> {
 /** The device plugin is lost (runtime taint) and comes back. */
 export async function pluginLostAndBack(stage: RealNodesStage): Promise<void> {
   stage.out.say(
-    `Stopping the device plugin on ${JOINING} (its DaemonSet pod goes): the devicePlugin probe fails.`,
+    `Stopping the device plugin on ${JOINING} (its DaemonSet pod goes): its socket goes, so ` +
+      'GetDevicePluginOptions fails at once, and its kubelet counts its GPUs unhealthy (none allocatable).',
   );
   await stage.kubectl(['label', 'node', JOINING, `${PLUGIN_LABEL}-`]);
-  await stage.waitNode(
+  const lost = await stage.waitNode(
     'plugin-lost',
     `the runtime taint on ${JOINING}`,
     (s) => !!s && s.taints.includes('runtime'),
   );
-  stage.phase('plugin-lost', `${JOINING} Degraded with the runtime taint ${RUNTIME}`);
+  const failed = ClusterObserver.node(lost, JOINING)?.extensions.find((e) => e.name === EXTENSION);
+  stage.phase(
+    'plugin-lost',
+    `${JOINING} Degraded with the runtime taint ${RUNTIME}; ${EXTENSION} ${failed?.state} (${failed?.reason})`,
+  );
   await stage.kubectl(['label', 'node', JOINING, `${PLUGIN_LABEL}=on`]);
   await stage.waitNode(
     'plugin-back',

@@ -19,7 +19,7 @@ export const REAL_NODE_PHASES = {
   installed: 'nodecare installed as shipped: the agent Ready on the first node, the controller Available',
   'pod-pending': 'the GPU workload was Pending: no node offered nvidia.com/gpu',
   'node-held': `${JOINING} joined with the bootstrap taint from --register-with-taints and was held`,
-  released: `the device plugin on ${JOINING} reported healthy GPUs: the extension turned Healthy, the bootstrap taint went`,
+  released: `${JOINING}'s kubelet counted the device plugin's GPUs healthy (allocatable): the extension turned Healthy, the bootstrap taint went`,
   'gpus-registered': `${JOINING}'s kubelet reports the GPUs the device plugin registered (nvidia.com/gpu capacity)`,
   'pod-running': `the GPU workload was bound to ${JOINING} and running`,
   'plugin-lost': 'the device plugin stopped: the runtime taint went on',

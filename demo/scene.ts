@@ -101,7 +101,7 @@ export async function startGpuExtensions(
     later(
       0,
       () => eps.devicePlugin.start(),
-      `gpu-plugin on ${name} is up, its GPUs not healthy yet (driver loading): ${eps.devicePlugin.description}`,
+      `gpu-plugin on ${name} is up, its GPU not healthy yet (driver loading): ${eps.devicePlugin.description}`,
     ),
     later(
       timing.kubeProxyDelayMs,
@@ -116,7 +116,7 @@ export async function startGpuExtensions(
     later(
       timing.gpuHealthyAfterMs,
       async () => eps.devicePlugin.setDevicesHealthy(true),
-      `The GPU driver on ${name} has loaded: gpu-plugin now lists its GPUs Healthy on the kubelet's ` +
+      `The GPU driver on ${name} has loaded: gpu-plugin now lists its GPU Healthy on the kubelet's ` +
         'ListAndWatch stream.',
     ),
   ]);

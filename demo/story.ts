@@ -33,8 +33,9 @@ export interface ScenarioTiming {
   logAgentDelayMs: number;
   /**
    * After the node appears, when the device plugin's GPUs turn healthy (the plugin serves from the start,
-   * its GPUs Unhealthy, so the kubelet counts them in capacity, none allocatable). A window in which to watch Karpenter launch no second node: longer than its
-   * batching (1 s idle, 10 s at most) plus a provisioning round.
+   * its GPUs Unhealthy, so the kubelet counts them in capacity, none allocatable). A window in which to watch
+   * Karpenter launch no second node: longer than its batching (1 s idle, 10 s at most) plus a provisioning
+   * round.
    */
   gpuHealthyAfterMs: number;
   /** How long a state stays on screen before the next step. */
