@@ -46,6 +46,7 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'values',
   'dry-run',
   'wait',
+  'api-versions',
   // npm
   'global',
   'prefix',
