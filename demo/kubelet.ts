@@ -27,6 +27,7 @@ export interface DeviceManagerOptions {
   write: (counts: DeviceCounts) => Promise<void>;
   /** Says each count written, and each failed write. */
   say: (line: string) => void;
+  /** After a failed write or a stream that ended, before the next try (default 1000). */
   retryMs?: number;
 }
 
