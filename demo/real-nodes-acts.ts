@@ -214,7 +214,7 @@ export async function gpuWorkloadRuns(stage: RealNodesStage): Promise<void> {
 /** The device plugin is lost (runtime taint) and comes back. */
 export async function pluginLostAndBack(stage: RealNodesStage): Promise<void> {
   stage.out.say(
-    `Stopping the device plugin on ${JOINING} (its DaemonSet pod goes): its socket goes, so ` +
+    `Stopping the device plugin on ${JOINING} (its DaemonSet pod goes): its socket stops answering, so ` +
       'GetDevicePluginOptions fails at once, and its kubelet counts its GPUs unhealthy (none allocatable).',
   );
   await stage.kubectl(['label', 'node', JOINING, `${PLUGIN_LABEL}-`]);
