@@ -6,6 +6,7 @@
 #   dra      sigs.k8s.io/dra-example-driver: dra-example-kubeletplugin
 #   otelcol  the OpenTelemetry Collector, generated and compiled by the collector's builder from
 #            otelcol/builder-config.yaml
+#   nfd      sigs.k8s.io/node-feature-discovery: nfd-master, nfd-worker and nfd-gc
 # Each component gets a directory $cache/realnodes/upstream/<component>-<version>-<recipe> holding bin/, the
 # OCI image archive image.oci.tar (image.ts, for `ctr -n k8s.io images import`) and module-dir: where the
 # module's source (and so its upstream manifests) is in the Go module cache. Binaries are static
@@ -24,6 +25,7 @@ dra_module=sigs.k8s.io/dra-example-driver dra_version=v0.2.1
 otelcol_builder=go.opentelemetry.io/collector/cmd/builder otelcol_version=v0.165.0
 # The collector module at the builder's version holds the upstream Kubernetes example (examples/k8s).
 otelcol_module=go.opentelemetry.io/collector
+nfd_module=sigs.k8s.io/node-feature-discovery nfd_version=v0.18.3
 
 cache=${NODECARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodecare}
 export GOTOOLCHAIN=local CGO_ENABLED=0
@@ -35,9 +37,9 @@ node=${NODE:-$here/../../../node_modules/.bin/node}
 [ -x "$node" ] || fail "no Node.js at $node (npm ci installs the pinned one; NODE names another)"
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(npd dra otelcol)
+[ ${#components[@]} -gt 0 ] || components=(npd dra otelcol nfd)
 for c in "${components[@]}"; do
-  case $c in npd | dra | otelcol) ;; *) fail "unknown component $c (npd, dra, otelcol)" ;; esac
+  case $c in npd | dra | otelcol | nfd) ;; *) fail "unknown component $c (npd, dra, otelcol, nfd)" ;; esac
 done
 
 # Where `go mod download` put a module's source (read-only), downloading it if needed.
@@ -113,6 +115,26 @@ build_component() {
       cp "$out/dist/otelcol" "$out/bin/otelcol"
       rm -rf "$out/dist" "$out/tools"
       module_dir "$otelcol_module@$otelcol_version" > "$out/module-dir"
+      ;;
+    nfd)
+      step "[nfd] downloading $nfd_module@$nfd_version and its API module"
+      local src api
+      src=$(module_dir "$nfd_module@$nfd_version")
+      api=$(module_dir "$nfd_module/api/nfd@$nfd_version")
+      # Its go.mod replaces the API module with ./api/nfd, a nested module the module's zip leaves out: build
+      # in a copy with the API module where the replace points.
+      rm -rf "$out/src" && cp -r "$src" "$out/src" && chmod -R u+w "$out/src"
+      cp -r "$api" "$out/src/api/nfd" && chmod -R u+w "$out/src/api/nfd"
+      step "[nfd] compiling nfd-master, nfd-worker and nfd-gc ($(elapsed) elapsed)"
+      heartbeat "compiling node-feature-discovery" & hb=$!
+      # As its Dockerfile builds the image (make install, HOSTMOUNT_PREFIX /host-: the worker reads the host's
+      # /sys, /boot, ... where its DaemonSet mounts them); CGO_ENABLED=0 gives what its osusergo,netgo tags do.
+      (cd "$out/src" && go build "${flags[@]}" -mod=readonly -o "$out/bin/" \
+        -ldflags "-s -w -X $nfd_module/pkg/version.version=$nfd_version -X $nfd_module/pkg/utils/hostpath.pathPrefix=/host-" \
+        ./cmd/nfd-master ./cmd/nfd-worker ./cmd/nfd-gc) || fail "go build of node-feature-discovery (see above)"
+      stop_heartbeat
+      rm -rf "$out/src"
+      printf '%s\n' "$src" > "$out/module-dir"
       ;;
   esac
   "$node" "$here/image.ts" "$c" "$out" || fail "writing the image archive of $c"

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { OciFile, OciImage } from '../oci.ts';
 
-export const UPSTREAM_COMPONENTS = ['npd', 'dra', 'otelcol'] as const;
+export const UPSTREAM_COMPONENTS = ['npd', 'dra', 'otelcol', 'nfd'] as const;
 export type UpstreamComponent = (typeof UPSTREAM_COMPONENTS)[number];
 
 /** The image each component is imported as (`imagePullPolicy: IfNotPresent` finds it on the node). */
@@ -16,6 +16,7 @@ export const UPSTREAM_IMAGES = {
   npd: 'nodecare.test/upstream/node-problem-detector:v1.34.0',
   dra: 'nodecare.test/upstream/dra-example-driver:v0.2.1',
   otelcol: 'nodecare.test/upstream/otelcol:0.165.0',
+  nfd: 'nodecare.test/upstream/node-feature-discovery:v0.18.3',
 } as const satisfies Record<UpstreamComponent, string>;
 
 export interface UpstreamBuild {
@@ -75,6 +76,25 @@ export function upstreamImage(component: UpstreamComponent, dir: string, moduleD
         ref: UPSTREAM_IMAGES.otelcol,
         files: [{ path: '/otelcol', source: bin('otelcol'), mode: 0o755 }],
         entrypoint: ['/otelcol'],
+      };
+    case 'nfd':
+      // node-feature-discovery's Dockerfile (its minimal variant): the binaries in /usr/bin, the example worker
+      // config as /etc/kubernetes/node-feature-discovery/nfd-worker.conf, user 65534.
+      return {
+        ref: UPSTREAM_IMAGES.nfd,
+        files: [
+          ...['nfd-master', 'nfd-worker', 'nfd-gc'].map((name) => ({
+            path: `/usr/bin/${name}`,
+            source: bin(name),
+            mode: 0o755,
+          })),
+          {
+            path: '/etc/kubernetes/node-feature-discovery/nfd-worker.conf',
+            source: join(moduleDir, 'deployment', 'components', 'worker-config', 'nfd-worker.conf.example'),
+          },
+        ],
+        env: ['GRPC_GO_LOG_SEVERITY_LEVEL=INFO'],
+        user: '65534:65534',
       };
   }
 }
