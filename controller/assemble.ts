@@ -54,6 +54,7 @@ export function assembleController(
         rollup.systemExtensionsChanged();
       },
       systemExtensionStatusChanged: () => rollup.systemExtensionsChanged(),
+      daemonSetsChanged: () => enqueueAll(),
       syncChanged: () => terms.syncChanged(),
       error: (source, err) => {
         metrics.watchErrors.inc({ source });

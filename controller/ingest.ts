@@ -17,7 +17,9 @@ import {
   type LeaseObject,
   type ObservedLease,
 } from '../api/index.ts';
+import { INJECT_TOLERATIONS_LABEL } from '../api/names.ts';
 import { validateExtensionName } from '../api/naming.ts';
+import type { DaemonSetObject, NodeSelectorTerm, PlacementSpec } from '../api/scheduling.ts';
 import { capInput } from '../api/text.ts';
 import { maintenanceOf, type KubeletNotReady, type NodeTaint, type ObservedNode } from './decide/index.ts';
 
@@ -167,4 +169,66 @@ export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
           ? LeaseProblem.OwnerMismatch
           : undefined;
   return { ...lease, ...(owner ? { ownerUid: owner.uid } : {}), ...(problem ? { problem } : {}) };
+}
+
+/** A DaemonSet as the API returns it, as much as the controller reads. */
+export interface DaemonSetRaw {
+  metadata: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> };
+  spec?: { template?: { spec?: PlacementSpec } };
+}
+
+/** Beyond these a DaemonSet's placement is not kept (and it is never named): a bound per DaemonSet. */
+const DAEMONSET_LIMITS = { tolerations: 64, nodeSelector: 64, terms: 16, requirements: 32, values: 64 };
+
+function termWithin(term: NodeSelectorTerm): boolean {
+  const reqs = [...(term.matchExpressions ?? []), ...(term.matchFields ?? [])];
+  return (
+    reqs.length <= DAEMONSET_LIMITS.requirements &&
+    reqs.every((r) => (r.values?.length ?? 0) <= DAEMONSET_LIMITS.values)
+  );
+}
+
+/**
+ * What the controller keeps of a DaemonSet: its name and its pod template's placement (node name, node
+ * selector, required node affinity, tolerations, host network), enough for api/scheduling.ts to tell whether
+ * nodecare's taint keeps it off a node. Dropped (undefined): a DaemonSet labelled out of nodecare's
+ * tolerations (nodecare.io/inject-tolerations: "false": kept off on purpose), and one whose placement is
+ * larger than DAEMONSET_LIMITS.
+ */
+export function toCachedDaemonSet(raw: DaemonSetRaw): DaemonSetObject | undefined {
+  if (raw.metadata.labels?.[INJECT_TOLERATIONS_LABEL] === 'false') return undefined;
+  const spec = raw.spec?.template?.spec ?? {};
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  const terms = required?.nodeSelectorTerms ?? [];
+  if (
+    (spec.tolerations?.length ?? 0) > DAEMONSET_LIMITS.tolerations ||
+    Object.keys(spec.nodeSelector ?? {}).length > DAEMONSET_LIMITS.nodeSelector ||
+    terms.length > DAEMONSET_LIMITS.terms ||
+    !terms.every(termWithin)
+  )
+    return undefined;
+  const { name, namespace, uid } = raw.metadata;
+  const placement: PlacementSpec = {
+    ...(spec.nodeName ? { nodeName: spec.nodeName } : {}),
+    ...(spec.nodeSelector ? { nodeSelector: spec.nodeSelector } : {}),
+    ...(spec.hostNetwork ? { hostNetwork: true } : {}),
+    ...(spec.tolerations
+      ? {
+          tolerations: spec.tolerations.map(({ key, operator, value, effect }) => ({
+            ...(key ? { key } : {}),
+            ...(operator ? { operator } : {}),
+            ...(value ? { value } : {}),
+            ...(effect ? { effect } : {}),
+          })),
+        }
+      : {}),
+    ...(required
+      ? {
+          affinity: {
+            nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } },
+          },
+        }
+      : {}),
+  };
+  return { metadata: { name, namespace, uid }, spec: { template: { spec: placement } } };
 }

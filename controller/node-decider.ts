@@ -3,6 +3,8 @@
 // the lease is read live: staleness is judged by our clock, and a renewal may not have reached the watch yet.
 
 import { LEASE_NAMESPACE, resolveRegistrations, restrictConditionType } from '../api/index.ts';
+import { BOOTSTRAP_TAINT_VALUE, RUNTIME_TAINT_VALUE } from '../api/names.ts';
+import { keptOffByTaints, type DaemonSetObject } from '../api/scheduling.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { toCachedLease, type CachedNode, type ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
@@ -11,6 +13,7 @@ import {
   decideNode,
   extensionRollout,
   labelWaitsOf,
+  OWN_TAINT_EFFECT,
   RolloutWindows,
   type NodeDecision,
   type NodeMemory,
@@ -18,8 +21,16 @@ import {
 } from './decide/index.ts';
 import type { NodeApi } from './writes/index.ts';
 
+/** The keys of `key=value:effect` taints (api/scheduling.ts taintText), joined: keys hold neither `=` nor `:`. */
+function listKeys(taints: readonly string[]): string {
+  return taints.map((t) => t.split(/[=:]/, 1)[0]).join(' and ');
+}
+
 export interface NodeDeciderDeps {
-  cache: Pick<ClusterCache, 'node' | 'leasesOf' | 'observeLive' | 'systemExtensionList'>;
+  cache: Pick<ClusterCache, 'node' | 'leasesOf' | 'observeLive' | 'systemExtensionList'> & {
+    /** The DaemonSets' placements (ClusterCache.daemonSetList); absent: none known. */
+    daemonSetList?(): Iterable<DaemonSetObject>;
+  };
   api: Pick<NodeApi, 'getLease'>;
   clock: { now(): number };
   config: Pick<
@@ -85,7 +96,7 @@ export class NodeDecider {
       };
     });
     const { extensions, agent } = cache.leasesOf(name);
-    return decideNode({
+    const input = {
       node,
       required,
       leases: extensions,
@@ -105,7 +116,44 @@ export class NodeDecider {
         ...suspendedBy.map((name) => `SystemExtension ${name}`),
       ],
       labelWaits: labelWaitsOf(node.labels, systemExtensions.values()),
-    });
+    };
+    // The DaemonSets kept off are judged against the taints the decision wants (a taint it is about to add
+    // counts), so the condition it writes with that taint names them already: decided again with them.
+    const decision = decideNode(input);
+    const keptOff = this.keptOff(node, decision.desiredTaints);
+    return keptOff.length === 0 ? decision : decideNode({ ...input, keptOff });
+  }
+
+  /**
+   * The DaemonSets nodecare's taints keep off the node once it has the taints the decision wants, one
+   * sentence each for the condition message. Looked at only for a node nodecare holds (few): a Ready node
+   * costs nothing. A taint of ours already there counts as it is (any value); one to add, with our value.
+   */
+  private keptOff(node: CachedNode, desired: NodeDecision['desiredTaints']): string[] {
+    const { cache, config } = this.deps;
+    const wanted = [
+      [config.bootstrapTaintKey, desired.bootstrap, BOOTSTRAP_TAINT_VALUE],
+      [config.runtimeTaintKey, desired.runtime, RUNTIME_TAINT_VALUE],
+    ] as const;
+    if (!cache.daemonSetList || !wanted.some(([, want]) => want)) return [];
+    const keys = wanted.map(([key]) => key);
+    const ours = (t: { key: string; effect: string }, key: string): boolean =>
+      t.key === key && t.effect === OWN_TAINT_EFFECT;
+    const taints = [
+      ...node.taints.filter((t) => !keys.some((key) => ours(t, key))),
+      ...wanted.flatMap(([key, want, value]) =>
+        want ? [node.taints.find((t) => ours(t, key)) ?? { key, value, effect: OWN_TAINT_EFFECT }] : [],
+      ),
+    ];
+    return keptOffByTaints(
+      { name: node.name, labels: node.labels, taints },
+      keys,
+      [...cache.daemonSetList()],
+      [],
+    ).map(
+      (k) =>
+        `DaemonSet ${k.namespace}/${k.name} does not tolerate ${listKeys(k.untolerated)}: its pod cannot start here`,
+    );
   }
 
   /**

@@ -308,6 +308,61 @@ describe('Reconciler taints', () => {
   });
 });
 
+describe("Reconciler: the condition names DaemonSets nodecare's taint keeps off the node (issue 49 item 3)", () => {
+  const stock = {
+    metadata: { name: 'nvidia-device-plugin-daemonset', namespace: 'kube-system', uid: 'ds-1' },
+    spec: {
+      template: {
+        spec: { tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] },
+      },
+    },
+  };
+  const tolerating = {
+    metadata: { name: 'fixed', namespace: 'kube-system', uid: 'ds-2' },
+    spec: {
+      template: { spec: { tolerations: [{ key: RUNTIME, operator: 'Exists', effect: 'NoSchedule' }] } },
+    },
+  };
+  const message = (t: ReturnType<typeof setup>): string | undefined =>
+    t.api.node(NODE)?.status?.conditions?.find((c) => c.type === NODE_CONDITION_TYPE)?.message;
+
+  it('in the same write as the runtime taint it is about to add; gone with the taint', async () => {
+    const t = setup(rawNode({ bootstrapped: true }));
+    t.cache.daemonSets.push(stock, tolerating);
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    expect(message(t)).toBe('All required extensions are Healthy.');
+    // web fails: the runtime taint goes on.
+    const failing = lease('web', t.clock.now(), ExtensionState.Unhealthy);
+    t.cache.leases.added(toCachedLease(failing)!);
+    t.api.putLease(failing);
+    await t.reconciler.reconcile(NODE);
+    t.sync();
+    expect(t.taints()).toEqual([{ key: RUNTIME, value: RUNTIME_TAINT_VALUE, effect: 'NoSchedule' }]);
+    expect(message(t)).toContain(
+      `; DaemonSet kube-system/nvidia-device-plugin-daemonset does not tolerate ${RUNTIME}: its pod cannot start here`,
+    );
+    expect(message(t)).not.toContain('kube-system/fixed');
+    t.renew(t.clock.now(), 'both');
+    await t.reconciler.reconcile(NODE);
+    expect(message(t)).toBe('All required extensions are Healthy.');
+  });
+
+  it('on a held node, whatever the value of its bootstrap taint; never on a Ready node', async () => {
+    const t = setup(rawNode({ taints: [{ key: BOOTSTRAP, value: 'true', effect: 'NoSchedule' }] }));
+    t.renew(T0, 'both');
+    t.cache.daemonSets.push(stock);
+    // The agent has not reported for web yet: replace its lease with a Progressing one.
+    const progressing = lease('web', T0, ExtensionState.Progressing);
+    t.cache.leases.added(toCachedLease(progressing)!);
+    t.api.putLease(progressing);
+    await t.reconciler.reconcile(NODE);
+    expect(message(t)).toContain(
+      `DaemonSet kube-system/nvidia-device-plugin-daemonset does not tolerate ${BOOTSTRAP}: its pod cannot start here`,
+    );
+  });
+});
+
 describe('Reconciler stale-lease re-read', () => {
   it.each([
     { behaviour: 'renewed in the live read → no write at all', renewedLive: true },

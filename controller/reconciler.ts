@@ -36,7 +36,8 @@ export type ReconcilerCache = Pick<
   | 'observeLive'
   | 'systemExtensionList'
   | 'noteWritten'
->;
+> &
+  Partial<Pick<ClusterCache, 'daemonSetList'>>;
 
 export interface ReconcilerDeps {
   cache: ReconcilerCache;

@@ -3,6 +3,7 @@
 // faults with `failNext(op, error)` or runs a test's step just before a call with `beforeNext(op, fn)`;
 // FakeCache is the reconciler's cache port over plain maps and the real LeaseIndex.
 
+import type { DaemonSetObject } from '../api/scheduling.ts';
 import type { LeaseObject } from '../api/lease.ts';
 import type { ParsedSystemExtension } from '../api/registration.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -174,6 +175,7 @@ export class FakeNodeApi implements NodeApi {
 export class FakeCache implements ReconcilerCache {
   readonly nodes = new Map<string, CachedNode>();
   readonly systemExtensions: ParsedSystemExtension[] = [];
+  readonly daemonSets: DaemonSetObject[] = [];
   readonly leases: LeaseIndex;
   readonly written = new WrittenNodes();
 
@@ -195,6 +197,10 @@ export class FakeCache implements ReconcilerCache {
 
   systemExtensionList(): Iterable<ParsedSystemExtension> {
     return this.systemExtensions;
+  }
+
+  daemonSetList(): Iterable<DaemonSetObject> {
+    return this.daemonSets;
   }
 
   observeLive(lease: CachedLease): boolean {

@@ -671,6 +671,7 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
     const poison = { metadata: { name: 'poison' }, status: { conditions: {} } };
     api.serve(NODES, [{ metadata: { name: 'good' } }, poison]);
     api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve('/apis/apps/v1/daemonsets');
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
     const lines: Array<Record<string, unknown>> = [];
     const log = createLogger(
@@ -716,6 +717,7 @@ describe("ClusterCache node events (issue 24: the watch's echo of each of the co
     const api = await FakeApiServer.start();
     api.serve(NODES, [node('boot')]);
     api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve('/apis/apps/v1/daemonsets');
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
     const changed: string[] = [];
     const cache = clusterCacheOver(api, { nodeChanged: (name) => void changed.push(name) });
@@ -749,6 +751,7 @@ describe('ClusterCache list pages (issue 24: a 5,000-node LIST of leases in page
     const api = await FakeApiServer.start();
     api.serve(NODES, [{ metadata: { name: 'a' } }]);
     api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve('/apis/apps/v1/daemonsets');
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
     const cache = clusterCacheOver(api);
     try {
@@ -783,6 +786,7 @@ describe('ClusterCache SystemExtension events (issue 24: every status write re-d
     const api = await FakeApiServer.start();
     api.serve('/api/v1/nodes');
     api.serve(leasesPath(LEASE_NAMESPACE));
+    api.serve('/apis/apps/v1/daemonsets');
     api.serve(SXS, [sx(1, { nodes: 3, healthy: 1 })]);
     const seen: string[] = [];
     const cache = clusterCacheOver(api, {
@@ -833,6 +837,7 @@ describe('ClusterCache lease renewals (issue 24 item 3: a renewal made a new lon
       edited(lease('gpu', ms), (m) => (m.annotations = { ...m.annotations, [LeaseAnnotation.state]: state }));
     api.serve(NODES, [{ metadata: { name: NODE.name, uid: NODE.uid } }]);
     api.serve(leasesPath(LEASE_NAMESPACE), [at(0)]);
+    api.serve('/apis/apps/v1/daemonsets');
     api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
     const changed: string[] = [];
     const cache = clusterCacheOver(api, { nodeChanged: (name) => void changed.push(name) });

@@ -18,11 +18,14 @@ import type { Logger } from '../../lib/log.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 import { decodeLeaseList, protobufListContinue } from '../../lib/kube/protobuf.ts';
+import type { DaemonSetObject } from '../../api/scheduling.ts';
 import {
+  toCachedDaemonSet,
   toCachedLease,
   toCachedNode,
   type CachedLease,
   type CachedNode,
+  type DaemonSetRaw,
   type NodeObject,
 } from '../ingest.ts';
 import type { ControllerMetrics } from '../metrics.ts';
@@ -38,6 +41,8 @@ export interface CacheEvents extends LeaseIndexEvents {
   nodeChanged(name: string): void;
   /** SystemExtensions changed what decisions read: any node may be affected. */
   allNodesChanged(): void;
+  /** A DaemonSet's placement changed: any held node's condition message may be affected. */
+  daemonSetsChanged?(): void;
   /**
    * A SystemExtension changed in nothing decisions read (its status counts, written by the roll-up): no node
    * is affected, but the roll-up may have to read its status again.
@@ -93,6 +98,12 @@ export class ClusterCache {
   readonly nodes: Source<NodeObject, CachedNode>;
   readonly leases: Source<LeaseObject, CachedLease>;
   readonly systemExtensions: Source<SystemExtensionObject, ParsedSystemExtension>;
+  /**
+   * Every DaemonSet's placement (ingest.ts toCachedDaemonSet), for the condition message of a held node
+   * (api/scheduling.ts keptOffByTaints). Not part of `synced`: it only adds to a message, so a list that
+   * fails (RBAC without it) never holds decisions back.
+   */
+  readonly daemonSets: Source<DaemonSetRaw, DaemonSetObject>;
   private readonly index: LeaseIndex;
   private readonly written = new WrittenNodes();
 
@@ -165,16 +176,37 @@ export class ClusterCache {
         skipped: (err, key) => events.skipped('systemextensions', key, err),
       },
     });
+    // A DaemonSet's status moves with every pod it has; what is kept is its placement only, so an update
+    // that changed none of it is not a change.
+    this.daemonSets = new Source({
+      client,
+      clock,
+      path: '/apis/apps/v1/daemonsets',
+      transform: toCachedDaemonSet,
+      handlers: {
+        added: () => events.daemonSetsChanged?.(),
+        updated: (ds, old) => (isDeepStrictEqual(ds, old) ? undefined : events.daemonSetsChanged?.()),
+        deleted: () => events.daemonSetsChanged?.(),
+        error: (err) => events.error('daemonsets', err),
+        skipped: (err, key) => events.skipped('daemonsets', key, err),
+      },
+    });
   }
 
   start(): void {
     this.nodes.start();
     this.leases.start();
     this.systemExtensions.start();
+    this.daemonSets.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.nodes.stop(), this.leases.stop(), this.systemExtensions.stop()]);
+    await Promise.all([
+      this.nodes.stop(),
+      this.leases.stop(),
+      this.systemExtensions.stop(),
+      this.daemonSets.stop(),
+    ]);
   }
 
   /** Every source listed completely and none has failed since (it relists after a failure). */
@@ -202,6 +234,10 @@ export class ClusterCache {
 
   systemExtensionList(): Iterable<ParsedSystemExtension> {
     return this.systemExtensions.store.values();
+  }
+
+  daemonSetList(): Iterable<DaemonSetObject> {
+    return this.daemonSets.store.values();
   }
 
   /** Every lease gets a fresh full duration from now (after start-up or a leader change). */

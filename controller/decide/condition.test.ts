@@ -27,6 +27,48 @@ const csiProgressing = {
   message: '',
 };
 
+describe("buildCondition: DaemonSets kept off by nodecare's taint (issue 49 item 3)", () => {
+  const keptOff = ['DaemonSet kube-system/plugin does not tolerate t: its pod cannot start here'];
+
+  it('are named after what is not Healthy, in the same message', () => {
+    const c = buildCondition({
+      state: NodeState.Bootstrapping,
+      agent: reporting,
+      extensions: [{ name: 'gpu', state: ExtensionState.Progressing, reason: 'StartupGrace', message: '' }],
+      bootstrapTimeoutSeconds: 900,
+      keptOff,
+    });
+    expect(c.message).toBe(`gpu Progressing (StartupGrace); ${keptOff[0]}`);
+  });
+
+  it('are named in the BootstrapTimeout message', () => {
+    const c = buildCondition({
+      state: NodeState.BootstrapTimeout,
+      agent: reporting,
+      extensions: [{ name: 'gpu', state: ExtensionState.Progressing, reason: 'StartupGrace', message: '' }],
+      bootstrapTimeoutSeconds: 900,
+      keptOff,
+    });
+    expect(c.message).toBe(
+      `Bootstrap did not complete within 900s: gpu Progressing (StartupGrace); ${keptOff[0]}`,
+    );
+  });
+
+  it('change nothing when every extension is Healthy (alone they hold nothing)', () => {
+    const c = buildCondition({
+      state: NodeState.Ready,
+      agent: reporting,
+      extensions: [{ name: 'gpu', state: ExtensionState.Healthy, reason: '', message: '' }],
+      bootstrapTimeoutSeconds: 900,
+      keptOff,
+    });
+    expect(c).toMatchObject({
+      reason: 'AllExtensionsHealthy',
+      message: 'All required extensions are Healthy.',
+    });
+  });
+});
+
 describe('buildCondition', () => {
   it.each([
     {

@@ -86,7 +86,8 @@ function condition(reason: ConditionReason, message: string): DesiredCondition {
  * all Healthy, any fault (False), any other Unknown (Unknown: could not be determined), else Progressing.
  * With no required extension and no label wait the condition follows the agent alone. `labelWaits` are the
  * label waits in force (label-wait.ts describeLabelWait): listed after the extensions, they keep the node
- * Progressing at least.
+ * Progressing at least. `keptOff` (DaemonSets nodecare's taint keeps off the node) come last, and only
+ * when something else is listed: they explain why an extension may never turn Healthy here.
  */
 export function buildCondition(input: {
   state: NodeState;
@@ -94,10 +95,14 @@ export function buildCondition(input: {
   extensions: ReadonlyArray<EffectiveState & { name: string }>;
   bootstrapTimeoutSeconds: number;
   labelWaits?: readonly string[];
+  /** DaemonSets nodecare's taint keeps off the node (NodeInput.keptOff): named after what is not Healthy. */
+  keptOff?: readonly string[];
 }): DesiredCondition {
   const { state, agent, extensions } = input;
   const waits = input.labelWaits ?? [];
-  const notHealthy = joinCapped([...notHealthyItems(extensions), ...waits]);
+  const items = [...notHealthyItems(extensions), ...waits];
+  // Only beside something that holds the node: on their own they neither fail nor hold it.
+  const notHealthy = joinCapped(items.length > 0 ? [...items, ...(input.keptOff ?? [])] : items);
   if (state === NodeState.BootstrapTimeout) {
     const waitingFor = notHealthy || (agent.kind === 'reporting' ? '' : agentMessage(agent));
     return condition(

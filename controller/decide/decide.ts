@@ -258,6 +258,7 @@ function decideInService(input: DecisionInput): NodeDecision {
     extensions: verdicts,
     bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
     labelWaits: bootstrapping ? waits.active.map(describeLabelWait) : [],
+    keptOff: input.keptOff ?? [],
   });
   const extensionStates = judgedStates;
 

@@ -193,6 +193,12 @@ export interface DecisionInput {
    * (label-wait.ts labelWaitsOf). Absent or empty: none.
    */
   labelWaits?: readonly LabelWait[];
+  /**
+   * DaemonSets that select this node but do not tolerate the nodecare taint on it, so the DaemonSet
+   * controller places no pod of theirs here, one sentence each, sorted (api/scheduling.ts keptOffByTaints).
+   * The condition message names them while the node is held. Absent or empty: none.
+   */
+  keptOff?: readonly string[];
 }
 
 export interface ExtensionVerdict extends EffectiveState {

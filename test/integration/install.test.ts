@@ -13,7 +13,13 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { loadAll } from 'js-yaml';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -958,13 +964,50 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
       expect(lease.metadata.annotations?.['nodecare.io/state']).toBe('Healthy');
     });
 
-    it('runtime failure on one node: runtime taint; recovery: gone', async () => {
+    it('runtime failure on one node: runtime taint, its condition naming a DaemonSet kept off by it; recovery: gone', async () => {
       const [a] = nodeNames as [string];
       const { port } = endpoints.get(a)!;
+      // A DaemonSet for node a with NVIDIA's stock tolerations only: the controller (its own token, so its
+      // list and watch of DaemonSets are RBAC's) names it in the message while nodecare's taint is there.
+      const ds = uniqueName('stock-plugin');
+      await admin.makeApiClient(AppsV1Api).createNamespacedDaemonSet({
+        namespace: 'default',
+        body: {
+          metadata: { name: ds },
+          spec: {
+            selector: { matchLabels: { app: ds } },
+            template: {
+              metadata: { labels: { app: ds } },
+              spec: {
+                tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+                affinity: {
+                  nodeAffinity: {
+                    requiredDuringSchedulingIgnoredDuringExecution: {
+                      nodeSelectorTerms: [
+                        { matchFields: [{ key: 'metadata.name', operator: 'In', values: [a] }] },
+                      ],
+                    },
+                  },
+                },
+                containers: [{ name: 'plugin', image: 'registry.invalid/device-plugin:stock' }],
+              },
+            },
+          },
+        },
+      });
       await stopEndpoint(a);
       await eventually(async () => taintKeys(await readNode(a)).includes(RUNTIME) || undefined, {
         what: `runtime taint on ${a}`,
       });
+      const named = `DaemonSet default/${ds} does not tolerate ${RUNTIME}: its pod cannot start here`;
+      await eventually(
+        async () =>
+          (await readNode(a)).status?.conditions
+            ?.find((c) => c.type === NODE_CONDITION_TYPE)
+            ?.message?.includes(named) || undefined,
+        { what: `ExtensionsReady of ${a} naming ${ds}` },
+      );
+      await admin.makeApiClient(AppsV1Api).deleteNamespacedDaemonSet({ name: ds, namespace: 'default' });
       await startEndpoint(a, port);
       await eventually(async () => !taintKeys(await readNode(a)).includes(RUNTIME) || undefined, {
         what: `runtime taint gone from ${a}`,
@@ -1083,6 +1126,8 @@ describe('the components as their own ServiceAccounts, with real tokens', () => 
         'nodecare-controller: list leases',
         'nodecare-controller: watch leases',
         'nodecare-controller: create events',
+        'nodecare-controller: list daemonsets',
+        'nodecare-controller: watch daemonsets',
       ])
         expect([...used]).toContain(expected);
     });
