@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { ensureBinaries } from '../controlplane/controlplane.ts';
 import { ensureNodeParts } from './realnodes.ts';
+import { ensureUpstreamBuilds } from './upstream/upstream.ts';
 
 const mode = process.argv[2];
 if (mode !== 'build' && mode !== 'test') {
@@ -23,6 +24,8 @@ if (uid !== 0) {
 try {
   await ensureBinaries();
   await ensureNodeParts();
+  // The upstream extensions the upstream-*.test.ts files install (upstream/build.sh).
+  await ensureUpstreamBuilds();
 } catch (err) {
   process.stderr.write(`${(err as Error).message}\n`);
   process.exit(1);

@@ -4,9 +4,9 @@
 // manifests the tests install) are.
 
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import type { OciFile, OciImage } from '../oci.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { filesUnder, type OciImage } from '../oci.ts';
 
 export const UPSTREAM_COMPONENTS = ['npd', 'dra', 'otelcol', 'nfd'] as const;
 export type UpstreamComponent = (typeof UPSTREAM_COMPONENTS)[number];
@@ -29,16 +29,6 @@ export interface UpstreamBuild {
   moduleDir: string;
 }
 
-/** Every file under `dir`, as image files under `at` (the layout a Dockerfile's `COPY dir/ at` gives). */
-function tree(dir: string, at: string): OciFile[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => ({
-      path: `${at}/${relative(dir, join(e.parentPath, e.name))}`,
-      source: join(e.parentPath, e.name),
-    }));
-}
-
 /** What goes into each image, as the component's own Dockerfile lays it out (paths, entrypoint). */
 export function upstreamImage(component: UpstreamComponent, dir: string, moduleDir: string): OciImage {
   const bin = (name: string): string => join(dir, 'bin', name);
@@ -51,7 +41,7 @@ export function upstreamImage(component: UpstreamComponent, dir: string, moduleD
         files: [
           { path: '/node-problem-detector', source: bin('node-problem-detector'), mode: 0o755 },
           { path: '/home/kubernetes/bin/health-checker', source: bin('health-checker'), mode: 0o755 },
-          ...tree(join(moduleDir, 'config'), '/config'),
+          ...filesUnder(join(moduleDir, 'config'), '/config'),
         ],
         entrypoint: [
           '/node-problem-detector',

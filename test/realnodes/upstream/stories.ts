@@ -1,0 +1,243 @@
+// The stories every upstream extension's test runs on the real nodes (issue 49; docs/extensions.md): nodecare
+// installed as shipped, the extension installed from its upstream manifest, then a new node joins held by
+// the bootstrap taint, the extension starts there, the node is released; the extension is broken, the
+// runtime taint goes on; it recovers, the taint comes off. Each step is printed, so the suite's output tells
+// the story. The test files (../upstream-*.test.ts) say how their extension is installed, broken and mended.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'vitest';
+import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
+  DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  LEASE_NAMESPACE,
+  extensionLeaseName,
+} from '../../../api/index.ts';
+import { addNode, kubectl, realNodes, removeNode, waitNodesReady, type TestNode } from '../client.ts';
+import {
+  applyShipped,
+  describeView,
+  getNode,
+  getPods,
+  healthyView,
+  kustomizationWithImage,
+  podReady,
+  runCli,
+  until,
+  untilView,
+  viewOf,
+  type NodecareView,
+  type Pod,
+} from '../cluster.ts';
+import type { UpstreamBuild } from './upstream.ts';
+
+/** The node that joins in every story (the suite's nodes are node-1..3; shipped.test.ts removes its node-4). */
+export const JOINING = 'node-4';
+
+/** The tolerations of nodecare's two taints, as docs/install.md gives them for extension DaemonSets. */
+export const NODECARE_TOLERATIONS = [
+  { key: BOOTSTRAP, operator: 'Exists', effect: 'NoSchedule' },
+  { key: RUNTIME, operator: 'Exists', effect: 'NoSchedule' },
+];
+
+/** One story line on stderr, `[upstream-<class>] …`, so the suite's output shows each step. */
+export function storyLog(name: string): (line: string) => void {
+  return (line) => process.stderr.write(`[upstream-${name}] ${line}\n`);
+}
+
+export async function leaseState(node: string, extension: string): Promise<string | undefined> {
+  const out = await kubectl([
+    'get',
+    'lease',
+    '-n',
+    LEASE_NAMESPACE,
+    extensionLeaseName(node, extension),
+    '-o',
+    'jsonpath={.metadata.annotations.nodecare\\.io/state}',
+    '--ignore-not-found',
+  ]);
+  return out.trim() || undefined;
+}
+
+/** nodecare as shipped (the image overridden, the given components listed), in a scratch directory. */
+export class NodecareInstall {
+  readonly scratch = mkdtempSync(join(tmpdir(), 'nodecare-upstream-'));
+  private overlay = '';
+  private joined: TestNode | undefined;
+
+  private readonly imageRef: string;
+  private readonly kubeconfig: string;
+
+  constructor(imageRef: string, kubeconfig: string) {
+    this.imageRef = imageRef;
+    this.kubeconfig = kubeconfig;
+  }
+
+  async install(components: string[] = []): Promise<void> {
+    this.overlay = kustomizationWithImage(this.imageRef, components, this.scratch);
+    await applyShipped(kubectl, this.overlay, 180);
+  }
+
+  /** The suite's nodes get the image too, so that a DaemonSet without a node selector runs everywhere. */
+  async importEverywhere(build: UpstreamBuild): Promise<void> {
+    for (const node of realNodes()) await node.importImage(build.archive);
+  }
+
+  /** A new node joins with the bootstrap taint (`--register-with-taints`), the images pre-loaded. */
+  async join(labels: Record<string, string>, archives: string[]): Promise<TestNode> {
+    this.joined = await addNode({
+      name: JOINING,
+      registerWithTaints: [`${BOOTSTRAP}=:NoSchedule`],
+      labels,
+      images: archives,
+    });
+    return this.joined;
+  }
+
+  /** Whatever the stories got to: the joined node leaves, nodecare is uninstalled, the scratch removed. */
+  async teardown(deleteExtension: () => Promise<unknown>): Promise<void> {
+    if (this.joined) await removeNode(this.joined.name).catch(() => undefined);
+    await deleteExtension().catch(() => undefined);
+    if (this.overlay) {
+      await runCli(['uninstall', '--yes', `--kubeconfig=${this.kubeconfig}`]).catch(() => undefined);
+      await kubectl([
+        'delete',
+        '-k',
+        this.overlay,
+        '--ignore-not-found',
+        '--wait=true',
+        '--timeout=120s',
+      ]).catch(() => '');
+    }
+    rmSync(this.scratch, { recursive: true, force: true });
+  }
+}
+
+/** The pod of `selector` in `namespace` on `node`, once Ready. */
+export async function readyPodOn(
+  namespace: string,
+  selector: string,
+  node: string,
+  timeoutMs = 180_000,
+): Promise<Pod> {
+  return until(
+    `a Ready pod of ${namespace}/${selector} on ${node}`,
+    async () => {
+      const pod = (await getPods(namespace, selector)).find((p) => p.spec.nodeName === node);
+      return pod && podReady(pod) ? pod : undefined;
+    },
+    { timeoutMs },
+  );
+}
+
+export interface JoinStory {
+  extension: string;
+  log: (line: string) => void;
+  /** Joins the node (NodecareInstall.join). */
+  join: () => Promise<TestNode>;
+  /** Resolves when the extension runs on the node (its pod Ready, its socket there, …); says what it saw. */
+  started: (node: TestNode) => Promise<string>;
+}
+
+/**
+ * The node joins held; the extension starts; the node is released. Samples nodecare's view of the node from
+ * before it exists, and checks that it was held (the bootstrap taint, not healthy) until the extension's
+ * lease was Healthy.
+ */
+export async function joinsHeldUntilHealthy(story: JoinStory): Promise<TestNode> {
+  const { log, extension } = story;
+  const samples: { view: NodecareView; lease: string | undefined }[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const node = await getNode(JOINING).catch(() => undefined);
+      if (node)
+        samples.push({
+          view: viewOf(node),
+          lease: await leaseState(JOINING, extension).catch(() => undefined),
+        });
+      await sleep(250);
+    }
+  })();
+  const joined = Date.now();
+  const at = (): string => `${((Date.now() - joined) / 1000).toFixed(1)}s`;
+  let node: TestNode;
+  try {
+    log(`${JOINING} joins with --register-with-taints=${BOOTSTRAP}=:NoSchedule`);
+    node = await story.join();
+    await waitNodesReady([JOINING]);
+    const held = samples.find((s) => s.view.bootstrapTaint);
+    expect(held, `${JOINING} never seen with the bootstrap taint`).toBeDefined();
+    log(
+      `${at()} ${JOINING} Ready and held: ${describeView(viewOf(await getNode(JOINING)))}, lease ${extension}=${(await leaseState(JOINING, extension)) ?? 'none yet'}`,
+    );
+    log(`${at()} extension started: ${await story.started(node)}`);
+    const released = await untilView(JOINING, 'released (healthy, no bootstrap taint)', healthyView, 180_000);
+    log(
+      `${at()} ${JOINING} released: ${describeView(released)}, lease ${extension}=${await leaseState(JOINING, extension)}`,
+    );
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  // Held until the extension was Healthy: no sample without the bootstrap taint before its lease was Healthy.
+  const firstHealthy = samples.findIndex((s) => s.lease === 'Healthy');
+  expect(firstHealthy, 'the lease was never seen Healthy while sampling').toBeGreaterThanOrEqual(0);
+  const early = samples.slice(0, firstHealthy).filter((s) => !s.view.bootstrapTaint);
+  expect(early.map((s) => describeView(s.view))).toEqual([]);
+  expect(samples[0]!.view.bootstrapTaint, `${JOINING} at first sight`).toBe(true);
+  return node;
+}
+
+export interface BreakStory {
+  extension: string;
+  log: (line: string) => void;
+  /** Breaks the extension; says how. */
+  breakIt: () => Promise<string>;
+  /** Mends it; says how. */
+  mend: () => Promise<string>;
+  timeoutMs?: number;
+}
+
+/** The extension breaks, the runtime taint goes on; it recovers, the taint comes off. */
+export async function breaksAndRecovers(story: BreakStory): Promise<void> {
+  const { log, extension } = story;
+  const timeoutMs = story.timeoutMs ?? 120_000;
+  let started = Date.now();
+  const at = (): string => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+  log(`broken: ${await story.breakIt()}`);
+  const failed = await untilView(
+    JOINING,
+    'the runtime taint after the extension broke',
+    (v) => v.runtimeTaint,
+    timeoutMs,
+  );
+  const lease = await leaseState(JOINING, extension);
+  log(`${at()} runtime taint on: ${describeView(failed)}, lease ${extension}=${lease}`);
+  expect(lease).toBe('Unhealthy');
+  expect(failed.condition?.status).toBe('False');
+  started = Date.now();
+  log(`mended: ${await story.mend()}`);
+  const back = await untilView(
+    JOINING,
+    'the runtime taint cleared after the extension recovered',
+    healthyView,
+    timeoutMs,
+  );
+  log(
+    `${at()} runtime taint off: ${describeView(back)}, lease ${extension}=${await leaseState(JOINING, extension)}`,
+  );
+  expect(await leaseState(JOINING, extension)).toBe('Healthy');
+}
+
+/** The host PID of a pod's (first) container, from the node's containerd (containers share the host's PIDs). */
+export async function containerPid(node: TestNode, pod: Pod): Promise<number> {
+  const id = pod.status.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
+  const tasks = await node.ctr(['tasks', 'ls']);
+  const line = tasks.stdout.split('\n').find((l) => l.startsWith(id));
+  const pid = Number(/^\S+\s+(\d+)/.exec(line ?? '')?.[1]);
+  if (!pid) throw new Error(`no task for container ${id} on ${node.name}: ${tasks.stdout}`);
+  return pid;
+}
