@@ -259,6 +259,9 @@ export class Sink {
       'ClusterHealth',
       GROUP_VERSION,
     );
+    // The controller watches every DaemonSet's placement (a held node's condition names those its taint keeps
+    // off); the benchmark has none.
+    this.collection('/apis/apps/v1/daemonsets', 'DaemonSet', 'apps/v1');
     // The SystemExtensions exist before the nodes (as in `npm run bench`): every node is new to them.
     for (const [name, probe] of extensionSpecs(init.extensions, 8080, '/var/run/logging-agent.heartbeat')) {
       this.extensionNames.push(name);
