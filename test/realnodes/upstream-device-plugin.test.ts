@@ -22,16 +22,19 @@ import { devicePluginProbe } from '../../agent/probes/devicePlugin.ts';
 import { method, PROTO_FILES } from '../../agent/probes/proto.ts';
 import { testContext } from '../../agent/probes/testing.ts';
 import {
+  DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
   LEASE_NAMESPACE,
   extensionLeaseName,
 } from '../../api/index.ts';
-import { kubectl, realNodes, type TestNode } from './client.ts';
+import { kubectl, realNodes, removeNode, type TestNode } from './client.ts';
 import {
+  ROOT,
   describeView,
   getJson,
   getNode,
   healthyView,
+  runCli,
   until,
   untilView,
   viewOf,
@@ -71,6 +74,9 @@ const SAMPLE = {
   manifest: 'test/e2e/testing-manifests/sample-device-plugin/sample-device-plugin.yaml',
 };
 /** What the test changes in the upstream DaemonSet, and why; nothing else is changed. */
+/** NVIDIA's k8s-device-plugin DaemonSet tolerates this alone (deployments/static/nvidia-device-plugin.yml). */
+const NVIDIA_TOLERATIONS = [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }];
+const TOLERATIONS_COMPONENT = join(ROOT, 'manifests', 'components', 'extension-daemonset-tolerations');
 const SAMPLE_CHANGES = [
   'image: registry.k8s.io/e2e-test-images/sample-device-plugin:1.8.0 -> the image built from k8s.io/kubernetes v1.37.2 test/images/sample-device-plugin (its Dockerfile layout)',
 ];
@@ -411,6 +417,79 @@ describe.skipIf(notRun !== '')(
       const taints = (await getNode(JOINING)).spec.taints ?? [];
       expect(taints.map((t) => t.key)).not.toContain(RUNTIME);
       log(`${JOINING}: ${describeView(viewOf(await getNode(JOINING)))}`);
+    });
+
+    it("NVIDIA's stock tolerations (nvidia.com/gpu only) on the sample plugin, without nodecare's tolerations policy: the DaemonSet gets no pod on the held node, and explain names it", async () => {
+      await removeNode(JOINING);
+      await kubectl(['delete', '-f', '-', '--wait=true'], JSON.stringify(sampleDaemonSet));
+      const nvidiaStyle = structuredClone(sampleDaemonSet);
+      nvidiaStyle.spec.template.spec.tolerations = NVIDIA_TOLERATIONS;
+      log(
+        `the sample plugin's DaemonSet again, with NVIDIA's tolerations: ${JSON.stringify(NVIDIA_TOLERATIONS)}`,
+      );
+      await kubectl(['apply', '-f', '-'], JSON.stringify(nvidiaStyle));
+      joined = await install!.join({ 'nodecare.test/upstream': 'sample-device-plugin' }, [
+        inject('nodecareImage').archive,
+        images.sampleDevicePlugin,
+      ]);
+      await until(`${JOINING} Ready`, async () =>
+        viewOf(await getNode(JOINING)).ready?.status === 'True' ? true : undefined,
+      );
+      const explain = await until('explain naming the DaemonSet kept off', async () => {
+        const out = await runCli(['explain', JOINING, `--kubeconfig=${inject('kubeconfig')}`]);
+        return out.stdout.includes('Extension workloads kept off by nodecare') ? out.stdout : undefined;
+      });
+      const line = explain
+        .split('\n')
+        .find((l: string) => l.includes('DaemonSet kube-system/sample-device-plugin-beta'));
+      log(`kubectl nodecare explain ${JOINING}: ${line?.trim()}`);
+      expect(line).toContain(
+        'does not tolerate startup-taint.cluster-autoscaler.kubernetes.io/meta-readiness',
+      );
+      const view = viewOf(await getNode(JOINING));
+      expect(view.bootstrapTaint).toBe(true);
+      const pods = (
+        await getJson<{ items: Pod[] }>(['get', 'pods', '-n', 'kube-system', '-l', SAMPLE.selector])
+      ).items;
+      expect(pods.filter((p) => p.spec.nodeName === JOINING)).toEqual([]);
+      log(`${JOINING} held, no plugin pod for it: ${describeView(view)}`);
+    });
+
+    it("with nodecare's tolerations policy installed, the same DaemonSet's next write gets nodecare's tolerations: its pod lands on the held node, which is released", async () => {
+      await install!.install([TOLERATIONS_COMPONENT]);
+      log(
+        'nodecare re-applied with the kustomize component extension-daemonset-tolerations (MutatingAdmissionPolicy)',
+      );
+      await kubectl(['rollout', 'restart', 'daemonset', '-n', 'kube-system', sampleDaemonSet.metadata.name]);
+      const template = await getJson<DaemonSet>([
+        'get',
+        'daemonset',
+        '-n',
+        'kube-system',
+        sampleDaemonSet.metadata.name,
+      ]);
+      const tolerations = template.spec.template.spec.tolerations ?? [];
+      log(`after kubectl rollout restart, the DaemonSet tolerates: ${JSON.stringify(tolerations)}`);
+      expect(tolerations).toEqual(
+        expect.arrayContaining([
+          ...NVIDIA_TOLERATIONS,
+          expect.objectContaining({ key: BOOTSTRAP, operator: 'Exists', effect: 'NoSchedule' }),
+          expect.objectContaining({ key: RUNTIME, operator: 'Exists', effect: 'NoSchedule' }),
+        ]),
+      );
+      const pod = await readyPodOn('kube-system', SAMPLE.selector, JOINING);
+      log(
+        `pod ${pod.metadata.name} Ready on ${JOINING}; the kubelet counts ${await resourceCounts(JOINING, SAMPLE.resource)}`,
+      );
+      const released = await untilView(
+        JOINING,
+        'released once the plugin could run there',
+        healthyView,
+        180_000,
+      );
+      log(
+        `${JOINING} released: ${describeView(released)}, lease ${await leaseMessage(JOINING, SAMPLE.extension)}`,
+      );
     });
   },
 );

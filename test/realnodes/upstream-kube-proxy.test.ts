@@ -38,8 +38,8 @@ const EXAMPLE = join(ROOT, 'manifests', 'examples', 'kube-proxy.yaml');
 
 /** What the test changes in kubeadm's objects, and why; nothing else is changed. */
 const CHANGES = [
-  "image: registry.k8s.io/kube-proxy:v1.37.2 -> the image built from k8s.io/kubernetes v1.37.2 cmd/kube-proxy, with Debian's nft (the upstream image carries the nftables and iptables tools; these nodes have nftables, not iptables)",
-  "KubeProxyConfiguration: mode nftables (kubeadm's default leaves it empty, iptables) and conntrack.maxPerCore 0 (a node here is a network namespace: the conntrack table size is the machine's); clusterCIDR the nodes' pod range",
+  "image: kube-proxy v1.37.2 -> the image built from k8s.io/kubernetes v1.37.2 cmd/kube-proxy, with Debian's iptables (nf_tables backend) and nft, as the upstream image carries them",
+  "KubeProxyConfiguration: conntrack.maxPerCore 0 (a node here is a network namespace: the conntrack table size is the machine's) and clusterCIDR the nodes' pod range; the mode left as kubeadm leaves it (iptables). Not nftables: that mode rejects traffic to a ClusterIP that, after DNAT, still goes to a ClusterIP, and the harness serves the kubernetes Service's ClusterIP with the API server itself",
   "DaemonSet nodeSelector: nodecare.test/upstream=kube-proxy added beside kubernetes.io/os=linux, so that only the joining node runs it (the suite's other nodes run without a service proxy, as the harness is built, and the joining node leaves with its network namespace)",
 ];
 
@@ -66,7 +66,6 @@ function kubeadmObjects(source: string, server: string, clusterCIDR: string): K8
     'clientConnection:',
     '  kubeconfig: /var/lib/kube-proxy/kubeconfig.conf',
     `clusterCIDR: ${clusterCIDR}`,
-    'mode: nftables',
     'conntrack:',
     '  maxPerCore: 0',
   ]

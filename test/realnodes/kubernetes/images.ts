@@ -1,7 +1,8 @@
 // The images of the upstream extensions from the Kubernetes tree (../build.sh builds their binaries into the
 // node parts' k8s/ directory), laid out as their own images are, for `ctr images import` on the real nodes:
 // - kube-proxy: the binary at /usr/local/bin/kube-proxy (where kubeadm's DaemonSet runs it) with Debian's
-//   nft and the libraries it needs, as the upstream image (distroless-iptables) carries the nftables tools;
+//   iptables (its nf_tables backend, chosen as Debian's alternatives choose it) and nft, and the libraries
+//   they need, as the upstream image (distroless-iptables) carries both;
 // - sample-device-plugin: test/images/sample-device-plugin's Dockerfile: /sampledeviceplugin, with
 //   -alsologtostderr;
 // - stub-plugin: Kubernetes' device plugin stub with a control socket (stub-plugin/main.go).
@@ -25,10 +26,15 @@ export const KUBERNETES_IMAGES = {
 } as const;
 
 /**
- * Debian's nft and what it loads (ldd of /usr/sbin/nft on bookworm), glibc included: the image has nothing
- * else to run it with.
+ * Debian's iptables and nft and what they load (ldd on bookworm), glibc included: the image has nothing else
+ * to run them with.
  */
-const NFT_PACKAGES = [
+const NETFILTER_PACKAGES = [
+  'iptables',
+  'libip4tc2',
+  'libip6tc2',
+  'libnetfilter-conntrack3',
+  'libnfnetlink0',
   'nftables',
   'libnftables1',
   'libedit2',
@@ -75,7 +81,7 @@ export async function writeKubernetesImages(
   if (!existsSync(archives.kubeProxy)) {
     const { stdout } = await execFileAsync('bash', [
       join(HERE, '..', '..', 'image', 'debs.sh'),
-      ...NFT_PACKAGES,
+      ...NETFILTER_PACKAGES,
     ]);
     const debian: OciFile[] = stdout
       .trim()
@@ -85,6 +91,13 @@ export async function writeKubernetesImages(
       ref: KUBERNETES_IMAGES.kubeProxy,
       files: [
         ...debian,
+        // What Debian's update-alternatives would link (iptables' postinst): the nf_tables backend.
+        ...['iptables', 'ip6tables'].flatMap((t) =>
+          ['', '-save', '-restore'].map((suffix) => ({
+            path: `/usr/sbin/${t}${suffix}`,
+            symlink: `${t}-nft${suffix}`,
+          })),
+        ),
         { path: '/usr/local/bin/kube-proxy', source: bin('kube-proxy'), mode: 0o755 },
         { path: '/tmp/.keep', content: '' },
       ],
