@@ -142,6 +142,18 @@ function systemExtension(waitSeconds: number): string {
   });
 }
 
+/** The condition's item for the wait: its end is the node's creation plus waitSeconds (docs/adr/0019). */
+function waitMessage(createdMs: number, waitSeconds: number): string {
+  const end = new Date(createdMs + waitSeconds * 1000).toISOString();
+  return `${EXTENSION} waiting until ${end} for node label ${FEATURE_LABEL} (SystemExtension spec.labelWait)`;
+}
+
+async function pluginPodsOn(node: string): Promise<string[]> {
+  return (await getPods('kube-system', SAMPLE_SELECTOR))
+    .filter((p) => p.spec.nodeName === node)
+    .map((p) => p.metadata.name);
+}
+
 async function resourceCounts(node: string): Promise<string> {
   const { status } = await getNode(node);
   return `${status.allocatable?.[RESOURCE] ?? 'none'} of ${status.capacity?.[RESOURCE] ?? 'none'}`;
@@ -237,14 +249,14 @@ describe.skipIf(notRun !== '')(
           });
           log(`${sinceCreation(createdMs)} ${JOINING} waits for the label: ${waiting.condition?.message}`);
           expect(waiting.bootstrapTaint).toBe(true);
-          expect(waiting.condition?.message).toContain(`${EXTENSION} waiting until `);
-          expect(waiting.condition?.message).toContain(
-            `for node label ${FEATURE_LABEL} (SystemExtension spec.labelWait)`,
-          );
+          expect(waiting.condition?.message).toContain(waitMessage(createdMs, WAIT_SECONDS.labeled));
           const nfdRan = await readyPodOn(NFD_NAMESPACE, 'app=nfd-worker', JOINING);
           log(`${sinceCreation(createdMs)} NFD's worker ${nfdRan.metadata.name} Ready on ${JOINING}`);
 
           await sleep(Math.max(0, createdMs + LABEL_AFTER_MS - Date.now()));
+          // Nothing of the plugin on the node before its label: it cannot be Healthy there yet.
+          expect(await pluginPodsOn(JOINING)).toEqual([]);
+          expect(await leaseState(JOINING, EXTENSION)).toBeUndefined();
           const file = n.hostPath(`${FEATURES_DIR}/fake-gpu`);
           await mkdir(dirname(file), { recursive: true });
           writeFileSync(file, 'fake-gpu.present=true\n');
@@ -303,6 +315,7 @@ describe.skipIf(notRun !== '')(
             : undefined;
         });
         log(`${sinceCreation(createdMs)} ${JOINING} held: ${waiting.condition?.message}`);
+        expect(waiting.condition?.message).toContain(waitMessage(createdMs, WAIT_SECONDS.neverLabeled));
         const nfdRan = await until(`NFD's labels on ${JOINING}`, async () => {
           const found = nfdLabels((await getNode(JOINING)).metadata.labels);
           return found.length ? found : undefined;
@@ -350,9 +363,7 @@ describe.skipIf(notRun !== '')(
         `node label ${FEATURE_LABEL} not set within ${WAIT_SECONDS.neverLabeled}s of the node's creation`,
       );
       // The extension never applied there: no plugin pod, no Lease.
-      expect(
-        (await getPods('kube-system', SAMPLE_SELECTOR)).filter((p) => p.spec.nodeName === JOINING),
-      ).toEqual([]);
+      expect(await pluginPodsOn(JOINING)).toEqual([]);
       expect(await leaseState(JOINING, EXTENSION)).toBeUndefined();
       log(`${JOINING}: no ${EXTENSION} pod, no Lease; ${describeView(viewOf(await getNode(JOINING)))}`);
     });
