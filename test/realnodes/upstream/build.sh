@@ -15,7 +15,8 @@
 #   NODECARE_CACHE   cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
 # Prints one line per component, `<component> <directory>`, on stdout; progress goes to stderr.
 # Cold (empty Go build cache, modules downloaded) on this kind of 2-core machine while other builds shared it
-# (load 8-15): npd 6m02s, dra 6m23s, otelcol 6m12s; with a warm build cache each takes seconds (link, image).
+# (load 8-15): npd 6m02s, dra 6m23s, otelcol 6m12s, nfd 6m15s (221 CPU-seconds, about 2 minutes on an idle
+# machine); with a warm build cache each takes seconds (link, image).
 #
 # Not built, because the Go module proxy refuses them (every version tried answers 403 "This module version is
 # not available"): github.com/kubernetes-csi/csi-driver-host-path and github.com/kubernetes-csi/node-driver-registrar
