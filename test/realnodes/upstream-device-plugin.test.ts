@@ -446,7 +446,14 @@ describe.skipIf(notRun !== '')(
       expect(line).toContain(
         'does not tolerate startup-taint.cluster-autoscaler.kubernetes.io/meta-readiness',
       );
-      const view = viewOf(await getNode(JOINING));
+      // The node's condition says it too, whatever the cluster version.
+      const view = await untilView(JOINING, 'the condition naming the DaemonSet kept off', (v) =>
+        (v.condition?.message ?? '').includes(
+          'DaemonSet kube-system/sample-device-plugin-beta does not tolerate',
+        ),
+      );
+      log(`${JOINING} ExtensionsReady: ${view.condition?.message}`);
+      expect(view.condition?.message).toContain(`does not tolerate ${BOOTSTRAP}: its pod cannot start here`);
       expect(view.bootstrapTaint).toBe(true);
       const pods = (
         await getJson<{ items: Pod[] }>(['get', 'pods', '-n', 'kube-system', '-l', SAMPLE.selector])
