@@ -3,8 +3,10 @@
 //
 //	testbin pause                 sleep until SIGTERM/SIGINT (a workload pod, or a pod sandbox)
 //	testbin device-plugin [flags] a device plugin speaking the kubelet's device plugin API (v1beta1): serves
-//	                              ListAndWatch on <dir>/<socket>, registers with the kubelet, and re-registers
-//	                              when the kubelet restarts and removes the socket
+//	                              GetDevicePluginOptions and ListAndWatch on <dir>/<socket>, registers with
+//	                              the kubelet, and re-registers when the kubelet restarts and removes the
+//	                              socket (the shipped example SystemExtension's resource and socket name;
+//	                              the upstream plugins' stories are in ../upstream-device-plugin.test.ts)
 //	testbin ready-server [flags]  an HTTP endpoint for a kubelet readiness probe (a stand-in CNI or logging
 //	                              agent): GET /healthz answers 200 or 503; POST /fail and POST /ok flip it
 //	testbin csi-driver [flags]    a CSI node plugin's Identity service on <socket> (csi.v1.Identity: Probe
