@@ -95,7 +95,7 @@ describe.skipIf(notRun !== '')(
   () => {
     const install = notRun
       ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'));
+      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'), log);
     let build: UpstreamBuild;
     let manifests: K8sObject[] = [];
     let node: TestNode;

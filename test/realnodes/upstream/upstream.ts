@@ -34,13 +34,12 @@ export function upstreamImage(component: UpstreamComponent, dir: string, moduleD
   const bin = (name: string): string => join(dir, 'bin', name);
   switch (component) {
     case 'npd':
-      // node-problem-detector's Dockerfile: the binary at /, health-checker in /home/kubernetes/bin, the
-      // repository's config/ at /config.
+      // node-problem-detector's Dockerfile: the binary at /, the repository's config/ at /config (not
+      // health-checker: at this version it fails on Linux before checking anything).
       return {
         ref: UPSTREAM_IMAGES.npd,
         files: [
           { path: '/node-problem-detector', source: bin('node-problem-detector'), mode: 0o755 },
-          { path: '/home/kubernetes/bin/health-checker', source: bin('health-checker'), mode: 0o755 },
           ...filesUnder(join(moduleDir, 'config'), '/config'),
         ],
         entrypoint: [
