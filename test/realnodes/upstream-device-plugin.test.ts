@@ -24,8 +24,6 @@ import { testContext } from '../../agent/probes/testing.ts';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
-  LEASE_NAMESPACE,
-  extensionLeaseName,
 } from '../../api/index.ts';
 import { kubectl, realNodes, removeNode, type TestNode } from './client.ts';
 import {
@@ -52,6 +50,7 @@ import {
   NodecareInstall,
   breaksAndRecovers,
   joinsHeldUntilHealthy,
+  leaseAnnotation,
   leaseState,
   readyPodOn,
   storyLog,
@@ -123,18 +122,6 @@ class StubControl {
 async function resourceCounts(node: string, resource: string): Promise<string> {
   const { status } = await getNode(node);
   return `${status.allocatable?.[resource] ?? 'none'} of ${status.capacity?.[resource] ?? 'none'}`;
-}
-
-async function leaseMessage(node: string, extension: string): Promise<string> {
-  return kubectl([
-    'get',
-    'lease',
-    '-n',
-    LEASE_NAMESPACE,
-    extensionLeaseName(node, extension),
-    '-o',
-    'jsonpath={.metadata.annotations.nodecare\\.io/message}',
-  ]);
 }
 
 /** The probe as nodecare ran it before issue 49: open ListAndWatch, take the first answer, cancel. */
@@ -306,7 +293,7 @@ describe.skipIf(notRun !== '')(
         (v) => v.runtimeTaint,
       );
       expect(await leaseState(node.name, STUB.extension)).toBe('Unhealthy');
-      const message = await leaseMessage(node.name, STUB.extension);
+      const message = await leaseAnnotation(node.name, STUB.extension, 'message');
       expect(message).toContain(`7 of 8 ${STUB.resource} devices Healthy (kubelet), want at least 8`);
       log(`nodecare: ${describeView(tainted)}, lease: ${message}`);
 
@@ -375,7 +362,7 @@ describe.skipIf(notRun !== '')(
           return `pod ${pod.metadata.name} Ready, the kubelet counts ${counts} ${SAMPLE.resource}`;
         },
       });
-      expect(await leaseMessage(JOINING, SAMPLE.extension)).toBe(
+      expect(await leaseAnnotation(JOINING, SAMPLE.extension, 'message')).toBe(
         `2 of 2 ${SAMPLE.resource} devices Healthy (kubelet)`,
       );
     });
@@ -495,7 +482,7 @@ describe.skipIf(notRun !== '')(
         180_000,
       );
       log(
-        `${JOINING} released: ${describeView(released)}, lease ${await leaseMessage(JOINING, SAMPLE.extension)}`,
+        `${JOINING} released: ${describeView(released)}, lease ${await leaseAnnotation(JOINING, SAMPLE.extension, 'message')}`,
       );
     });
   },

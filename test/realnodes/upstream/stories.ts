@@ -12,6 +12,7 @@ import { expect } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
+  LeaseAnnotation,
   LEASE_NAMESPACE,
   extensionLeaseName,
 } from '../../../api/index.ts';
@@ -47,7 +48,12 @@ export function storyLog(name: string): (line: string) => void {
   return (line) => process.stderr.write(`[upstream-${name}] ${line}\n`);
 }
 
-export async function leaseState(node: string, extension: string): Promise<string | undefined> {
+/** One annotation of the extension's Lease on `node` (`state`, `message`, …), undefined while it has none. */
+export async function leaseAnnotation(
+  node: string,
+  extension: string,
+  key: keyof typeof LeaseAnnotation,
+): Promise<string | undefined> {
   const out = await kubectl([
     'get',
     'lease',
@@ -55,10 +61,14 @@ export async function leaseState(node: string, extension: string): Promise<strin
     LEASE_NAMESPACE,
     extensionLeaseName(node, extension),
     '-o',
-    'jsonpath={.metadata.annotations.nodecare\\.io/state}',
+    `jsonpath={.metadata.annotations.${LeaseAnnotation[key].replaceAll('.', '\\.')}}`,
     '--ignore-not-found',
   ]);
   return out.trim() || undefined;
+}
+
+export function leaseState(node: string, extension: string): Promise<string | undefined> {
+  return leaseAnnotation(node, extension, 'state');
 }
 
 /** nodecare as shipped (the image overridden, the given components listed), in a scratch directory. */
