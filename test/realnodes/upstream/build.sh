@@ -16,9 +16,9 @@
 #   build.sh [component...]   (default: all)
 #   NODECARE_CACHE   cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
 # Prints one line per component, `<component> <directory>`, on stdout; progress goes to stderr.
-# Cold (empty Go build cache, modules downloaded) on this kind of 2-core machine while other builds shared it
-# (load 8-15): npd 6m02s, dra 6m23s, otelcol 6m12s, nfd 6m15s (221 CPU-seconds, about 2 minutes on an idle
-# machine); with a warm build cache each takes seconds (link, image).
+# Cold (empty Go module and build caches) on this kind of 2-core machine, shared with other builds (load 5-7):
+# npd 2m03s, dra 2m30s, otelcol 2m30s, about 7 minutes in all; with a warm build cache each takes seconds (the
+# link and the image). Under a heavier load (8-15) they took about 6 minutes each.
 #
 # Not built, because the Go module proxy refuses them (every version tried answers 403 "This module version is
 # not available"): github.com/kubernetes-csi/csi-driver-host-path and github.com/kubernetes-csi/node-driver-registrar
