@@ -18,7 +18,9 @@
 # Prints one line per component, `<component> <directory>`, on stdout; progress goes to stderr.
 # Cold (empty Go module and build caches) on this kind of 2-core machine, shared with other builds (load 5-7):
 # npd 2m03s, dra 2m30s, otelcol 2m30s, about 7 minutes in all; with a warm build cache each takes seconds (the
-# link and the image). Under a heavier load (8-15) they took about 6 minutes each.
+# link and the image). Under a heavier load (8-15), with an empty build cache, they took about 6 minutes
+# each: npd 6m02s (with health-checker and every plugin), dra 6m23s, otelcol 6m12s, nfd 6m15s (221
+# CPU-seconds, about 2 minutes on an idle machine).
 #
 # Not built, because the Go module proxy refuses them (every version tried answers 403 "This module version is
 # not available"): github.com/kubernetes-csi/csi-driver-host-path and github.com/kubernetes-csi/node-driver-registrar
