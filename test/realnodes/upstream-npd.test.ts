@@ -118,6 +118,31 @@ describe.skipIf(notRun !== '')(
           ['delete', '--ignore-not-found', '-f', '-'],
           dump({ apiVersion: 'v1', kind: 'List', items: manifests }),
         );
+        // NPD leaves its conditions on the Nodes when it goes (upstream behaviour): once its pods are gone,
+        // they are removed, so that the suite's other files find their nodes as they were.
+        await kubectl(['wait', '--for=delete', 'pod', '-n', 'kube-system', '-l', SELECTOR, '--timeout=60s']);
+        const npdConditions = ['KernelDeadlock', 'ReadonlyFilesystem'].map((type) => ({
+          type,
+          $patch: 'delete',
+        }));
+        for (const n of realNodes())
+          await kubectl([
+            'patch',
+            'node',
+            n.name,
+            '--subresource=status',
+            '--type=strategic',
+            '-p',
+            JSON.stringify({ status: { conditions: npdConditions } }),
+          ]);
+        const left = (await Promise.all(realNodes().map((n) => getNode(n.name))))
+          .flatMap((n) => n.status.conditions ?? [])
+          .filter((c) => npdConditions.some((d) => d.type === c.type));
+        log(
+          `NPD's conditions removed from ${realNodes()
+            .map((n) => n.name)
+            .join(', ')}: ${left.length} left`,
+        );
       });
     });
 
