@@ -58,13 +58,17 @@ module_dir() {
   printf '%s\n' "$dir"
 }
 
+# A build is complete with its image and its module's source still in the Go module cache (the tests read
+# the upstream manifests there; `go clean -modcache` removes it, and then the build is redone).
+complete() { [ -s "$1/image.oci.tar" ] && [ -s "$1/module-dir" ] && [ -d "$(cat "$1/module-dir")" ]; }
+
 build_component() {
   local c=$1 version recipe out started hb=
   eval "version=\$${c}_version"
   # The cache key covers everything that shapes the component, so editing the recipe rebuilds.
   recipe=$(cd "$here" && cat build.sh image.ts upstream.ts ../oci.ts $([ "$c" = otelcol ] && echo otelcol/builder-config.yaml) | sha256sum | cut -c1-12)
   out="$cache/realnodes/upstream/$c-$version-$recipe"
-  if [ -s "$out/image.oci.tar" ] && [ -s "$out/module-dir" ]; then
+  if complete "$out"; then
     step "[$c] using the cached build in $out"
     echo "$c $out"
     return
@@ -72,7 +76,7 @@ build_component() {
   mkdir -p "$out/bin"
   exec 9>"$out/.lock"
   flock 9 # a second concurrent build waits for the first instead of racing it
-  if [ -s "$out/image.oci.tar" ] && [ -s "$out/module-dir" ]; then echo "$c $out"; exec 9>&-; return; fi
+  if complete "$out"; then echo "$c $out"; exec 9>&-; return; fi
   started=$SECONDS
   elapsed() { printf '%dm%02ds' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)); }
   heartbeat() { while sleep 60; do step "  ... still $1 ($(elapsed) so far)"; done; }
