@@ -1,7 +1,10 @@
 import { defineConfig } from 'vitest/config';
+import { RealNodesSequencer } from './test/realnodes/sequencer.ts';
 
 export default defineConfig({
   test: {
+    // The real-node suite's upstream-*.test.ts files last: they share one nodecare install (the sequencer says why).
+    sequence: { sequencer: RealNodesSequencer },
     projects: [
       {
         test: {

@@ -151,9 +151,7 @@ async function oldProbe(socket: string): Promise<void> {
 describe.skipIf(notRun !== '')(
   `device plugins (upstream) on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
-    const install = notRun
-      ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'));
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref);
     const node1 = notRun ? undefined : realNodes()[0];
     let images: KubernetesImages;
     let sampleDaemonSet: DaemonSet;
@@ -442,10 +440,25 @@ describe.skipIf(notRun !== '')(
       log(`${JOINING} ExtensionsReady: ${view.condition?.message}`);
       expect(view.condition?.message).toContain(`does not tolerate ${BOOTSTRAP}: its pod cannot start here`);
       expect(view.bootstrapTaint).toBe(true);
+      // No pod of this DaemonSet for the node (the stock one's pods may still be going: they are not its).
+      const daemonSet = await getJson<{ metadata: { uid: string } }>([
+        'get',
+        'daemonset',
+        '-n',
+        'kube-system',
+        sampleDaemonSet.metadata.name,
+      ]);
       const pods = (
-        await getJson<{ items: Pod[] }>(['get', 'pods', '-n', 'kube-system', '-l', SAMPLE.selector])
+        await getJson<{
+          items: (Pod & { metadata: { ownerReferences?: { uid: string }[]; deletionTimestamp?: string } })[];
+        }>(['get', 'pods', '-n', 'kube-system', '-l', SAMPLE.selector])
       ).items;
-      expect(pods.filter((p) => p.spec.nodeName === JOINING)).toEqual([]);
+      const ours = pods.filter(
+        (p) =>
+          p.spec.nodeName === JOINING &&
+          p.metadata.ownerReferences?.some((o) => o.uid === daemonSet.metadata.uid),
+      );
+      expect(ours.map((p) => p.metadata.name)).toEqual([]);
       log(`${JOINING} held, no plugin pod for it: ${describeView(view)}`);
     });
 

@@ -87,7 +87,7 @@ describe.skipIf(notRun !== '')(
   `dra-example-driver (upstream) on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
     const kubeconfig = notRun ? '' : inject('kubeconfig');
-    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref, kubeconfig, log);
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref, log);
     let build: UpstreamBuild;
     let helmBin = '';
     let node: TestNode;

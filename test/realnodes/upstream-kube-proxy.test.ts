@@ -100,9 +100,7 @@ function kubeadmObjects(source: string, server: string, clusterCIDR: string): K8
 describe.skipIf(notRun !== '')(
   `kube-proxy (upstream, as kubeadm installs it) on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
-    const install = notRun
-      ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'));
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref);
     let images: KubernetesImages;
     let objects: K8sObject[] = [];
     let joined: TestNode | undefined;

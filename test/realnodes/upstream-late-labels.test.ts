@@ -187,9 +187,7 @@ async function pruneNfd(node: string): Promise<void> {
 describe.skipIf(notRun !== '')(
   `late labels: node-feature-discovery (upstream) labels a GPU node after registration, on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
-    const install = notRun
-      ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'));
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref);
     let nfd: UpstreamBuild;
     let nfdObjects: K8sObject[] = [];
     let sample: PodTemplateOwner | undefined;

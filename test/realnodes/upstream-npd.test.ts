@@ -93,9 +93,7 @@ function kernelLine(message: string, node: string): string {
 describe.skipIf(notRun !== '')(
   `node-problem-detector (upstream) on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
-    const install = notRun
-      ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'), log);
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref, log);
     let build: UpstreamBuild;
     let manifests: K8sObject[] = [];
     let node: TestNode;

@@ -76,9 +76,7 @@ function upstreamManifests(build: UpstreamBuild): K8sObject[] {
 describe.skipIf(notRun !== '')(
   `OpenTelemetry Collector (upstream) on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`,
   () => {
-    const install = notRun
-      ? undefined
-      : new NodecareInstall(inject('nodecareImage').ref, inject('kubeconfig'), log);
+    const install = notRun ? undefined : new NodecareInstall(inject('nodecareImage').ref, log);
     let build: UpstreamBuild;
     let manifests: K8sObject[] = [];
     let node: TestNode;

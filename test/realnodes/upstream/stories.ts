@@ -25,7 +25,6 @@ import {
   healthyView,
   kustomizationWithImage,
   podReady,
-  runCli,
   until,
   untilView,
   viewOf,
@@ -74,22 +73,18 @@ export function leaseState(node: string, extension: string): Promise<string | un
 /** nodecare as shipped (the image overridden, the given components listed), in a scratch directory. */
 export class NodecareInstall {
   readonly scratch = mkdtempSync(join(tmpdir(), 'nodecare-upstream-'));
-  private overlay = '';
   private joined: TestNode | undefined;
 
   private readonly imageRef: string;
-  private readonly kubeconfig: string;
   private readonly log: (line: string) => void;
 
-  constructor(imageRef: string, kubeconfig: string, log: (line: string) => void = storyLog('install')) {
+  constructor(imageRef: string, log: (line: string) => void = storyLog('install')) {
     this.imageRef = imageRef;
-    this.kubeconfig = kubeconfig;
     this.log = log;
   }
 
   async install(components: string[] = []): Promise<void> {
-    this.overlay = kustomizationWithImage(this.imageRef, components, this.scratch);
-    await applyShipped(kubectl, this.overlay, 180);
+    await applyShipped(kubectl, kustomizationWithImage(this.imageRef, components, this.scratch), 180);
   }
 
   /** The suite's nodes get the image too, so that a DaemonSet without a node selector runs everywhere. */
@@ -108,27 +103,19 @@ export class NodecareInstall {
     return this.joined;
   }
 
-  /** Whatever the stories got to: the joined node leaves, nodecare is uninstalled, the scratch removed. */
+  /**
+   * Whatever the stories got to: the joined node leaves, the extension's objects go, the scratch is removed.
+   * nodecare stays installed for the next upstream file (../sequencer.ts runs them last, one after another);
+   * the suite's teardown removes the cluster.
+   */
   async teardown(deleteExtension: () => Promise<unknown>): Promise<void> {
     const started = Date.now();
     const joined = this.joined;
-    // The node first: `nodecare uninstall` then finds only the nodes that stay.
     if (joined) await removeNode(joined.name).catch(() => undefined);
     await deleteExtension().catch(() => undefined);
-    if (this.overlay) {
-      await runCli(['uninstall', '--yes', `--kubeconfig=${this.kubeconfig}`]).catch(() => undefined);
-      await kubectl([
-        'delete',
-        '-k',
-        this.overlay,
-        '--ignore-not-found',
-        '--wait=true',
-        '--timeout=120s',
-      ]).catch(() => '');
-    }
     rmSync(this.scratch, { recursive: true, force: true });
     this.log(
-      `cleaned up (${joined ? `${joined.name} removed, ` : ''}nodecare uninstalled) in ${((Date.now() - started) / 1000).toFixed(1)}s`,
+      `cleaned up (${joined ? `${joined.name} removed, ` : ''}the extension's objects deleted; nodecare stays for the next upstream file) in ${((Date.now() - started) / 1000).toFixed(1)}s`,
     );
   }
 }
