@@ -198,12 +198,13 @@ export function jwtClaims(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-/** `kubectl nodecare …` from this checkout's sources, as the operator runs it. */
-export function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `command` with `args` (no shell) and resolves with its exit code and output; rejects if it cannot start. */
+export function runCommand(
+  command: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'cli', 'main.ts'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -211,6 +212,18 @@ export function runCli(args: string[]): Promise<{ code: number | null; stdout: s
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** `kubectl nodecare …` from this checkout's sources, as the operator runs it. */
+export function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runCommand(process.execPath, [join(ROOT, 'cli', 'main.ts'), ...args]);
+}
+
+/** A Kubernetes object as the upstream manifests' tests read and edit them. */
+export interface K8sObject {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [key: string]: unknown;
 }
 
 /**

@@ -3,7 +3,6 @@
 // nodes; then `kubectl nodecare uninstall`, `helm uninstall` and the CRDs deleted leave nothing of nodecare's,
 // with the kubelets still running.
 
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LEASE_NAMESPACE, agentLeaseName } from '../../api/index.ts';
@@ -19,25 +18,11 @@ import {
   runCli,
   untilView,
   type Node,
+  runCommand,
 } from './cluster.ts';
 
 const notRun = inject('realNodesNotRun');
 const CHART = join(ROOT, 'charts', 'nodecare');
-
-function run(
-  command: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`, () => {
   const nodes = notRun ? [] : realNodes();
@@ -47,13 +32,13 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
   let uninstalled = false;
 
   const helm = async (...args: string[]): Promise<string> => {
-    const result = await run(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
+    const result = await runCommand(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
     if (result.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
     return result.stdout;
   };
 
   beforeAll(async () => {
-    const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')]);
+    const built = await runCommand('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')]);
     if (built.code !== 0) throw new Error(`test/tools/build-helm.sh failed:\n${built.stderr}`);
     helmBin = built.stdout.trim().split('\n').pop() ?? '';
   }, 900_000);
@@ -61,7 +46,7 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
   afterAll(async () => {
     if (uninstalled || !helmBin) return;
     await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
-    await run(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
+    await runCommand(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--ignore-not-found']).catch(() => '');
     await kubectl(['delete', 'namespace', SYSTEM, '--ignore-not-found']).catch(() => '');
   });

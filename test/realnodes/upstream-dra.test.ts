@@ -6,11 +6,10 @@
 // GPUs of driver gpu.example.com in a ResourceSlice for its node. Broken: the plugin's node label goes (the
 // chart's kubeletPlugin.nodeSelector), its pod stops and its slices go; mended: the label back.
 
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kubectl, type TestNode } from './client.ts';
-import { ROOT, getJson, until } from './cluster.ts';
+import { ROOT, getJson, until, runCommand } from './cluster.ts';
 import {
   JOINING,
   NODECARE_TOLERATIONS,
@@ -56,21 +55,6 @@ const VALUES: [string, string, string][] = [
   ]),
 ];
 
-function run(
-  command: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 interface ResourceSlice {
   spec: { driver: string; nodeName?: string; devices?: { name: string }[] };
 }
@@ -92,7 +76,7 @@ describe.skipIf(notRun !== '')(
     let helmBin = '';
     let node: TestNode;
     const helm = async (...args: string[]): Promise<string> => {
-      const result = await run(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
+      const result = await runCommand(helmBin, [...args, `--kubeconfig=${kubeconfig}`]);
       if (result.code !== 0)
         throw new Error(`helm ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
       return result.stdout;
@@ -100,7 +84,7 @@ describe.skipIf(notRun !== '')(
 
     beforeAll(async () => {
       build = await ensureUpstream('dra', log);
-      const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')]);
+      const built = await runCommand('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')]);
       if (built.code !== 0) throw new Error(`test/tools/build-helm.sh failed:\n${built.stderr}`);
       helmBin = built.stdout.trim().split('\n').pop() ?? '';
     }, 1_800_000);

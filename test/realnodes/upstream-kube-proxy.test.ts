@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kubectl, realNodes, type TestNode } from './client.ts';
-import { ROOT } from './cluster.ts';
+import { ROOT, type K8sObject } from './cluster.ts';
 import {
   KUBERNETES_IMAGES,
   kubernetesSource,
@@ -49,12 +49,6 @@ function kubeadmTemplate(source: string, name: string): string {
   const match = new RegExp(`${name} = \`([^\`]*)\``).exec(text);
   if (!match) throw new Error(`no ${name} in ${join(source, TEMPLATES)}`);
   return match[1]!;
-}
-
-interface K8sObject {
-  kind: string;
-  metadata: { name: string; namespace?: string };
-  [key: string]: unknown;
 }
 
 /** The objects kubeadm's proxy addon creates, filled in as kubeadm does, with CHANGES applied. */

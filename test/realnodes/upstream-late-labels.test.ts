@@ -19,7 +19,16 @@ import { dump, load, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP } from '../../api/index.ts';
 import { kubectl, realNodes, removeNode } from './client.ts';
-import { describeView, getJson, getNode, getPods, until, viewOf, type NodecareView } from './cluster.ts';
+import {
+  describeView,
+  getJson,
+  getNode,
+  getPods,
+  until,
+  viewOf,
+  type NodecareView,
+  type K8sObject,
+} from './cluster.ts';
 import {
   KUBERNETES_IMAGES,
   kubernetesSource,
@@ -66,13 +75,6 @@ const CHANGES = [
   `sample-device-plugin (e2e DaemonSet): image registry.k8s.io/e2e-test-images/sample-device-plugin:1.8.0 -> the image built from k8s.io/kubernetes v1.37.2 test/images/sample-device-plugin`,
   `sample-device-plugin (e2e DaemonSet): nodeSelector ${FEATURE_LABEL}: "true" added (the e2e DaemonSet runs on every node; a GPU plugin runs where the GPU label is, as NVIDIA's chart selects nodes by NFD's labels)`,
 ];
-
-interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string };
-  [key: string]: unknown;
-}
 
 interface PodTemplateOwner extends K8sObject {
   spec: {

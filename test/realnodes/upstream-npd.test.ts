@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { dump, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kubectl, realNodes, type TestNode } from './client.ts';
-import { getNode, until } from './cluster.ts';
+import { getNode, until, type K8sObject } from './cluster.ts';
 import {
   JOINING,
   NodecareInstall,
@@ -42,12 +42,6 @@ const CHANGES = [
   "DaemonSet command: --config.system-log-monitor=/config/kernel-monitor-filelog.json,/config/readonly-monitor.json instead of /config/kernel-monitor.json,/config/readonly-monitor.json,/config/docker-monitor.json: the kernel monitor reads the node's /var/log/kern.log (the repository's filelog variant) instead of /dev/kmsg, the one kernel log of this machine that every test node shares; docker-monitor.json needs the journald plugin, which needs cgo and libsystemd (the static build has none, these nodes no journal)",
   "ConfigMap node-problem-detector-config: the key kernel-monitor-filelog.json added, the module's config/kernel-monitor-filelog.json verbatim, and listed in the DaemonSet's config volume items",
 ];
-
-interface K8sObject {
-  kind: string;
-  metadata: { name: string };
-  [key: string]: unknown;
-}
 
 /** The module's deployment files with CHANGES applied. */
 function upstreamManifests(build: UpstreamBuild): K8sObject[] {

@@ -21,6 +21,7 @@ import {
   storyLog,
 } from './upstream/stories.ts';
 import { ensureUpstream, type UpstreamBuild } from './upstream/upstream.ts';
+import { type K8sObject } from './cluster.ts';
 
 const notRun = inject('realNodesNotRun');
 const log = storyLog('otelcol');
@@ -34,12 +35,6 @@ const CHANGES = [
   "DaemonSet hostNetwork: true (nodecare's http probe needs an address on the node: a pod-network pod has none fixed, and a hostPort needs the CNI portmap plugin these nodes do not have)",
   "DaemonSet tolerations: nodecare's two taints (the example tolerates none, so the agent could never start on a held node: issue 49, taint deadlock)",
 ];
-
-interface K8sObject {
-  kind: string;
-  metadata: { name: string };
-  [key: string]: unknown;
-}
 
 function upstreamManifests(build: UpstreamBuild): K8sObject[] {
   const all = loadAll(
