@@ -30,11 +30,16 @@ export function assembleController(
   const { fence } = terms;
   const port = { timeoutMs: config.requestTimeoutMs, signal: () => terms.signal };
   let droppedEvents = 0;
-  // Events queue behind the node writes they describe (writes/event-lane.ts); a full backlog drops them.
+  // Events queue behind the node writes they describe (writes/event-lane.ts), the nodes taking turns; a full
+  // backlog, or a node's full share of it, drops them.
   const api = withEventLane(new KubeNodeApi(client, port), fence, {
-    dropped: () => {
+    dropped: (reason) => {
+      metrics.eventsDropped.inc({ reason });
       if (droppedEvents++ % 1_000 === 0)
-        log.warn({ dropped: droppedEvents }, 'Dropped an event: too many events waiting to be written');
+        log.warn(
+          { dropped: droppedEvents, reason },
+          'Dropped an event: too many events waiting to be written',
+        );
     },
     abandoned: (count) => log.info({ events: count }, 'Events not recorded: no longer leading'),
   });

@@ -17,6 +17,7 @@ export class ControllerMetrics {
   readonly deadlineRearms: Counter;
   readonly nodeWrites: Counter<'kind' | 'result'>;
   readonly events: Counter<'reason'>;
+  readonly eventsDropped: Counter<'reason'>;
   readonly breakerTripped: Gauge<'extension'>;
   readonly isLeader: Gauge;
   readonly queueDepth: Gauge;
@@ -74,6 +75,12 @@ export class ControllerMetrics {
     this.events = new Counter({
       name: 'nodecare_controller_events_total',
       help: 'Events recorded by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.eventsDropped = new Counter({
+      name: 'nodecare_controller_events_dropped_total',
+      help: "Event writes dropped unsent: the backlog was full (backlog), or their subject's share of it (subjectShare).",
       labelNames: ['reason'],
       registers,
     });

@@ -25,13 +25,13 @@ function heldApi() {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('withEventLane', () => {
-  it('sends events two at a time in the order they were made; node writes never wait for them', async () => {
+  it("sends events two at a time, one node's in the order they were made; node writes never wait for them", async () => {
     const { api, calls, sent } = heldApi();
     const lane = withEventLane(api, () => undefined);
     const done: string[] = [];
     for (const note of ['e1', 'e2', 'e3', 'e4'])
-      void lane.createEvent('default', { note }).then(() => done.push(note));
-    void lane.patchEvent('default', 'e1.abc', {}).then(() => done.push('p1'));
+      void lane.createEvent('default', { note, regarding: { name: 'n' } }).then(() => done.push(note));
+    void lane.patchEvent('default', 'n.abc', {}).then(() => done.push('p1'));
     void lane.patchNode('n', {});
     void lane.patchNodeStatus('n', {});
     await tick();
@@ -42,7 +42,7 @@ describe('withEventLane', () => {
     calls[0]?.settle();
     calls[4]?.settle();
     await tick();
-    expect(sent().slice(5)).toEqual(['createEvent e4', 'patchEvent e1.abc']);
+    expect(sent().slice(5)).toEqual(['createEvent e4', 'patchEvent n.abc']);
     calls[5]?.settle();
     calls[6]?.settle();
     await tick();
@@ -116,6 +116,58 @@ describe('eventNotRecorded', () => {
     expect(lines.map((l) => [l.level, l.msg, l.reason])).toEqual([
       ['warn', 'Failed to record event', 'ExtensionUnhealthy'],
       ['debug', 'Event not recorded: no longer leading', 'ExtensionUnhealthy'],
+    ]);
+  });
+});
+
+describe('withEventLane fairness across nodes (regression: one flapping node delayed every other node)', () => {
+  const nodeEvent = (node: string, note: string) => ({ note, regarding: { kind: 'Node', name: node } });
+
+  it("a node that made 50 events does not hold back another node's event: nodes take turns", async () => {
+    const { api, calls, sent } = heldApi();
+    const lane = withEventLane(api, () => undefined, { inFlight: 1 });
+    for (let i = 0; i < 50; i++) void lane.createEvent('default', nodeEvent('flappy', `flappy-${i}`));
+    void lane.createEvent('default', nodeEvent('quiet', 'quiet-0'));
+    void lane.patchEvent('default', 'quiet.18c2f3a', {});
+    await tick();
+    for (let i = 0; i < 4; i++) {
+      calls[i]?.settle();
+      await tick();
+    }
+    // flappy-0 was in flight before quiet had any: quiet's two writes join the turns behind flappy's next.
+    expect(sent()).toEqual([
+      'createEvent flappy-0',
+      'createEvent flappy-1',
+      'createEvent quiet-0',
+      'createEvent flappy-2',
+      'patchEvent quiet.18c2f3a',
+    ]);
+  });
+
+  it("a node over its share of the backlog has its newest events dropped and counted; other nodes' still queue", async () => {
+    const { api, calls, sent } = heldApi();
+    const dropped: string[] = [];
+    const lane = withEventLane(api, () => undefined, {
+      inFlight: 1,
+      maxQueuedPerSubject: 3,
+      dropped: (reason) => dropped.push(reason),
+    });
+    for (let i = 0; i < 6; i++) void lane.createEvent('default', nodeEvent('flappy', `flappy-${i}`));
+    void lane.createEvent('default', nodeEvent('quiet', 'quiet-0'));
+    await tick();
+    // flappy-0 is in flight, flappy-1..3 wait (its share), flappy-4 and -5 are dropped; quiet-0 waits.
+    expect(dropped).toEqual(['subjectShare', 'subjectShare']);
+    expect(sent()).toEqual(['createEvent flappy-0']);
+    for (let i = 0; i < 4; i++) {
+      calls[i]?.settle();
+      await tick();
+    }
+    expect(sent()).toEqual([
+      'createEvent flappy-0',
+      'createEvent flappy-1',
+      'createEvent quiet-0',
+      'createEvent flappy-2',
+      'createEvent flappy-3',
     ]);
   });
 });
