@@ -16,3 +16,4 @@ export * from './registration.ts';
 export * from './label-wait.ts';
 export * from './lease.ts';
 export * from './text.ts';
+export * from './taint-key.ts';

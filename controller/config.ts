@@ -1,16 +1,14 @@
 // nodecare-controller configuration: flags and environment, validated together before any I/O.
 
 import { hostname } from 'node:os';
-import { DEFAULT_NODE_SELECTOR, COMPONENT_NAMESPACE } from '../api/index.ts';
+import { DEFAULT_NODE_SELECTOR, COMPONENT_NAMESPACE, taintKeyProblem } from '../api/index.ts';
 import { labelSelectorProblem } from '../api/selector.ts';
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
-import { OptionsError, parseOptions, renderHelp, type OptionTable } from '../lib/options.ts';
+import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
 import { EVICTION_DEFAULTS, validateEvictionPolicy, type EvictionSettings } from './eviction/index.ts';
 import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
-
-const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 export const CONTROLLER_OPTIONS = {
   kubeconfig: COMMON_OPTIONS.kubeconfig,
@@ -254,9 +252,13 @@ export function loadControllerConfig(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { help: string } | { config: ControllerConfig } {
-  const { help, values: v } = parseOptions(CONTROLLER_OPTIONS, argv, env);
+  // Flags the parser refuses do not stop the rules across flags from being checked: every problem in one go
+  // (as the agent does). A rule reads only values the parser accepted (a refused one is undefined here), so
+  // one bad value is one problem.
+  const { help, values: v, problems } = collectOptions(CONTROLLER_OPTIONS, argv, env);
   if (help) return { help: renderHelp('nodecare-controller', CONTROLLER_SUMMARY, CONTROLLER_OPTIONS) };
-  const problems: string[] = [];
+  const accepted = (...names: Array<keyof typeof CONTROLLER_OPTIONS>): boolean =>
+    names.every((name) => v[name] !== undefined);
   const leaseDuration = v['leader-election-lease-duration-seconds'] as number;
   const renewDeadline = v['leader-election-renew-deadline-seconds'] as number;
   const retryPeriod = v['leader-election-retry-period-seconds'] as number;
@@ -266,7 +268,12 @@ export function loadControllerConfig(
     renewDeadlineMs: renewDeadline * 1000,
     retryPeriodMs: retryPeriod * 1000,
   };
-  if (validateLeaderElectionTiming(timing).length > 0) {
+  const timingAccepted = accepted(
+    'leader-election-lease-duration-seconds',
+    'leader-election-renew-deadline-seconds',
+    'leader-election-retry-period-seconds',
+  );
+  if (timingAccepted && validateLeaderElectionTiming(timing).length > 0) {
     problems.push(
       `leader election: need lease duration (${leaseDuration}) > renew deadline (${renewDeadline}) > 1.2 × retry period (${retryPeriod})`,
     );
@@ -277,17 +284,22 @@ export function loadControllerConfig(
     unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
     dryRun: v['eviction-dry-run'] as boolean,
   };
-  for (const problem of validateEvictionPolicy({ ...eviction, minZoneNodes: EVICTION_DEFAULTS.minZoneNodes }))
+  const evictionAccepted = accepted('evict-after-seconds', 'eviction-rate', 'unhealthy-zone-threshold');
+  const evictionProblems = evictionAccepted
+    ? validateEvictionPolicy({ ...eviction, minZoneNodes: EVICTION_DEFAULTS.minZoneNodes })
+    : [];
+  for (const problem of evictionProblems)
     problems.push(
       `eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold): ${problem}`,
     );
   for (const flag of ['bootstrap-taint-key', 'runtime-taint-key'] as const) {
-    if (!TAINT_KEY.test(v[flag] as string))
-      problems.push(`--${flag}: "${String(v[flag])}" is not a valid taint key`);
+    if (!accepted(flag)) continue;
+    const problem = taintKeyProblem(v[flag] as string);
+    if (problem) problems.push(`--${flag}: "${String(v[flag])}" ${problem}`);
   }
-  if (v['bootstrap-taint-key'] === v['runtime-taint-key'])
+  if (accepted('bootstrap-taint-key') && v['bootstrap-taint-key'] === v['runtime-taint-key'])
     problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
-  const selectorProblem = labelSelectorProblem(v['node-selector'] as string);
+  const selectorProblem = accepted('node-selector') && labelSelectorProblem(v['node-selector'] as string);
   if (selectorProblem) problems.push(`--node-selector: ${selectorProblem}`);
   const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
   const annotationConditionTypes = v['annotation-condition-type'] as string[];
@@ -295,7 +307,11 @@ export function loadControllerConfig(
     if (!CONDITION_TYPE.test(type))
       problems.push(`--annotation-condition-type: "${type}" is not a PascalCase condition type`);
   const gardenerCluster = v['gardener-cluster'] as string;
-  if (gardenerCluster !== '' && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(gardenerCluster))
+  if (
+    accepted('gardener-cluster') &&
+    gardenerCluster !== '' &&
+    !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(gardenerCluster)
+  )
     problems.push(`--gardener-cluster: "${gardenerCluster}" is not a valid object name`);
   if (problems.length > 0) throw new OptionsError(problems);
   return {
