@@ -42,13 +42,10 @@ class Cluster {
   readonly reconciler: Reconciler;
   private writes = 0;
 
-  constructor(nodeSelector: Record<string, unknown> = {}) {
-    this.cache.systemExtensions.push(
-      parseSystemExtension({
-        metadata: { name: 'gpu' },
-        spec: { nodeSelector, probe: { tcp: { port: 9400 } } },
-      }),
-    );
+  /** `null`: no SystemExtension gpu yet. */
+  constructor(nodeSelector: Record<string, unknown> | null = {}) {
+    if (nodeSelector) this.setGpu({ nodeSelector });
+
     const fence = (): void => undefined;
     this.reconciler = new Reconciler({
       cache: this.cache,
@@ -109,6 +106,22 @@ class Cluster {
       if (!lease) throw new Error('expected a nodecare lease');
       this.cache.observeLive(lease);
     }
+  }
+
+  /** Puts SystemExtension gpu (tcp probe) with `spec` in the cache, a new generation of the one there. */
+  setGpu(spec: Record<string, unknown>): void {
+    const at = this.cache.systemExtensions.findIndex((sx) => sx.name === 'gpu');
+    const generation = at < 0 ? 1 : this.cache.systemExtensions[at]!.generation + 1;
+    const sx = parseSystemExtension({
+      metadata: {
+        name: 'gpu',
+        generation,
+        creationTimestamp: new Date(this.clock.now() - DAY_MS).toISOString(),
+      },
+      spec: { probe: { tcp: { port: 9400 } }, ...spec },
+    });
+    if (at < 0) this.cache.systemExtensions.push(sx);
+    else this.cache.systemExtensions[at] = sx;
   }
 
   deleteNode(name: string): void {
@@ -227,6 +240,58 @@ describe('the nodes a term writes first', () => {
     expect(start.settled.size).toBe(0);
     expect(start.sweep).toEqual(NODES.slice(6));
   });
+});
+
+describe('breaker while a requirement is added (regression: tripped on the first nodes decided, then flapped their taints)', () => {
+  const failingFirst = [...NODES.filter((n) => FAILING.has(n)), ...NODES.filter((n) => !FAILING.has(n))];
+  const pool = (name: string) => ({ labels: { pool: name === 'node-5' ? 'a' : 'b' } });
+  it.each([
+    { name: 'a new SystemExtension', before: undefined, after: {} },
+    { name: 'critical false → true', before: { critical: false }, after: { critical: true } },
+    {
+      name: 'a wider nodeSelector',
+      before: { nodeSelector: { matchLabels: { pool: 'a' } } },
+      after: { nodeSelector: {} },
+    },
+    {
+      name: 'rollout Observe → Enforce',
+      before: { rollout: { existingNodes: 'Observe' } },
+      after: { rollout: { existingNodes: 'Enforce' } },
+    },
+  ])(
+    '$name over 10 nodes, 3 failing gpu (30%), reconciled failing first: never tripped, their runtime taints added once',
+    async ({ before, after }) => {
+      const cluster = new Cluster(null);
+      if (before) cluster.setGpu(before);
+      for (const name of NODES)
+        cluster.node(name, FAILING.has(name) ? ExtensionState.Unhealthy : ExtensionState.Healthy, pool(name));
+      await cluster.lead(NODES);
+      expect(
+        cluster.api.writes().filter((w) => JSON.stringify(w.body).includes(DEFAULT_RUNTIME_TAINT_KEY)),
+      ).toEqual([]);
+
+      cluster.setGpu(after);
+      const trippedAfterEach: Array<readonly string[]> = [];
+      for (const name of failingFirst) {
+        await cluster.reconciler.reconcile(name);
+        trippedAfterEach.push([...cluster.reconciler.trippedExtensions]);
+      }
+      expect(trippedAfterEach).toEqual(failingFirst.map(() => []));
+      expect(cluster.breakerChanges).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve)); // events are recorded without awaiting
+      const taintEvents = cluster.api.events
+        .map((e) => e.event as { reason: string; regarding: { name: string } })
+        .filter(
+          (e) => e.reason === EventReason.RuntimeTaintAdded || e.reason === EventReason.RuntimeTaintRemoved,
+        )
+        .map((e) => `${e.reason} ${e.regarding.name}`);
+      expect(taintEvents).toEqual([...FAILING].sort().map((name) => `RuntimeTaintAdded ${name}`));
+      for (const name of NODES)
+        expect(cluster.api.nodes.get(name)?.spec?.taints?.map((t) => t.key) ?? []).toEqual(
+          FAILING.has(name) ? [DEFAULT_RUNTIME_TAINT_KEY] : [],
+        );
+    },
+  );
 });
 
 describe('breaker across leadership terms (regression: counts of an earlier term leaked)', () => {

@@ -76,6 +76,8 @@ export class Reconciler {
   private readonly durations: TaintDurations;
   /** What each node's last decision's deadline was made of, until the node is decided again. */
   private readonly deadlines = new Map<string, DeadlineParts>();
+  /** The SystemExtensions every node was last decided on at once (requirementsKey). */
+  private requirements = '';
 
   constructor(deps: ReconcilerDeps) {
     const { cache, api, fence, clock, log, metrics, config } = deps;
@@ -139,6 +141,7 @@ export class Reconciler {
     this.ledger.reset();
     this.durations.reset();
     this.deadlines.clear();
+    this.requirements = requirementsKey(this.deps.cache.systemExtensionList());
     const pressing: string[] = [];
     const settled = new Map<string, number>();
     const calm: string[] = [];
@@ -183,6 +186,7 @@ export class Reconciler {
     // Until this decision is carried out, the node has no deadline to re-arm: a failure decides it again.
     this.deadlines.delete(name);
     const started = performance.now();
+    this.decideAllOnNewRequirements();
     // A rollout window that ended is judged by the breaker before any node is decided as enforced.
     if (this.ledger.evaluateBreaker(clock.now())) this.deps.onBreakerChange();
     const cached = cache.node(name);
@@ -257,9 +261,38 @@ export class Reconciler {
     return next - now;
   }
 
+  /**
+   * A SystemExtension created, deleted or changed (a wider nodeSelector, critical false → true, Observe →
+   * Enforce) adds or takes away a pair on every node it selects. Recorded one node at a time as each is
+   * reconciled, the breaker would judge the first nodes decided alone: three failing of three trip it, it
+   * lifts their taints, and it resets as the healthy nodes fill in, so their taints flap (issue 50 item 3).
+   * So the first reconcile that sees other SystemExtensions decides every node on them first, without
+   * writing, and records those decisions, as the term start does (reset): the breaker judges an extension
+   * only on every node decided for its new requirement. The nodes are reconciled through the queue as usual
+   * (the change enqueued them all).
+   */
+  private decideAllOnNewRequirements(): void {
+    const { cache } = this.deps;
+    const key = requirementsKey(cache.systemExtensionList());
+    if (key === this.requirements) return;
+    this.requirements = key;
+    let rollupChanged = false;
+    for (const name of cache.nodeNames())
+      if (this.ledger.record(name, this.decider.decide(name, cache.node(name)))) rollupChanged = true;
+    if (rollupChanged) this.deps.onRollupChange?.();
+  }
+
   /** Records a node's latest decision (undefined: the node is gone) and re-judges the breaker. */
   private contribute(name: string, decision: NodeDecision | undefined): void {
     if (this.ledger.record(name, decision)) this.deps.onRollupChange?.();
     if (this.ledger.evaluateBreaker(this.deps.clock.now())) this.deps.onBreakerChange();
   }
+}
+
+/**
+ * Which SystemExtensions there are, each in its current spec: a generation (or a recreated object, a new
+ * creationTimestamp) changes it. Status writes do not.
+ */
+function requirementsKey(systemExtensions: Iterable<ParsedSystemExtension>): string {
+  return JSON.stringify([...systemExtensions].map((sx) => [sx.name, sx.generation, sx.createdMs]).sort());
 }
