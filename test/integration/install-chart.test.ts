@@ -146,6 +146,54 @@ describe('charts/nodecare', () => {
     );
   });
 
+  it("refuses taint keys Kubernetes owns, except the Cluster Autoscaler's prefixes (issue 50 item 10)", async () => {
+    for (const key of [
+      'node.kubernetes.io/not-ready',
+      'node-role.kubernetes.io/control-plane',
+      'kubernetes.io/arch',
+      'node.k8s.io/x',
+    ]) {
+      for (const value of ['bootstrapKey', 'runtimeKey']) {
+        const result = await run(helmBin, ['template', 'nodecare', CHART, '--set', `taints.${value}=${key}`]);
+        expect(result.code, `taints.${value}=${key}`).not.toBe(0);
+        expect(result.stderr).toContain(`/taints/${value}`);
+      }
+    }
+    const objects = await renderChart(
+      'taints.bootstrapKey=ignore-taint.cluster-autoscaler.kubernetes.io/nodecare',
+      'taints.runtimeKey=example.com/broken',
+    );
+    expect(podSpec(objects, 'Deployment').containers[0]!.args).toContain(
+      '--bootstrap-taint-key=ignore-taint.cluster-autoscaler.kubernetes.io/nodecare',
+    );
+  });
+
+  it('agent.hostDirectories: rendered quoted, exactly as given; only absolute paths without ".." (issue 50 item 13)', async () => {
+    // YAML would read an unquoted `#` after a space as a comment, and `: ` as a mapping.
+    const odd = ['/run/odd #dir', '/run/key: value', "/run/it's"];
+    const objects = await renderChart(`--set-json=agent.hostDirectories=${JSON.stringify(odd)}`);
+    const pod = podSpec(objects, 'DaemonSet') as unknown as {
+      volumes: Array<{ name: string; hostPath?: { path: string; type: string } }>;
+      containers: Array<{ volumeMounts: Array<{ name: string; mountPath: string }> }>;
+    };
+    const added = pod.volumes.filter((v) => v.name.startsWith('host-directory-'));
+    expect(added.map((v) => v.hostPath)).toEqual(odd.map((path) => ({ path, type: 'Directory' })));
+    const mounts = pod.containers[0]!.volumeMounts.filter((m) => m.name.startsWith('host-directory-'));
+    expect(mounts.map((m) => m.mountPath)).toEqual(odd);
+    for (const path of ['run/relative', '/var/lib/kubelet/../../etc', '/run/..', '../etc', '/run/a\nb']) {
+      const result = await run(helmBin, [
+        'template',
+        'nodecare',
+        CHART,
+        `--set-json=agent.hostDirectories=${JSON.stringify([path])}`,
+      ]);
+      expect(result.code, path).not.toBe(0);
+      expect(result.stderr, path).toContain('/agent/hostDirectories/0');
+    }
+    // A name with dots that is not a '..' segment is a path like any other.
+    expect(podSpec(await renderChart('agent.hostDirectories={/run/a..b/x}'), 'DaemonSet')).toBeDefined();
+  });
+
   it('values set the taint keys, eviction, dry-run, resources, node selectors, tolerations and the image', async () => {
     const objects = await renderChart(
       'taints.bootstrapKey=example.com/booting',

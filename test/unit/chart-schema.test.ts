@@ -8,14 +8,30 @@ import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
+import { taintKeyProblem } from '../../api/index.ts';
 import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
 
 const CHART = join(import.meta.dirname, '..', '..', 'charts', 'nodecare');
 
 interface Schema {
   type?: string | string[];
+  pattern?: string;
+  anyOf?: Schema[];
+  not?: Schema;
+  definitions?: Record<string, Schema>;
   properties?: Record<string, Schema>;
-  items?: Schema & { anyOf?: Array<{ pattern?: string }> };
+  items?: Schema;
+}
+
+/**
+ * Whether `value` meets `node`, for the keywords the string definitions use (pattern, anyOf, not). Helm
+ * applies the whole schema with Go's regexp (RE2); these patterns mean the same in both engines.
+ */
+function admits(node: Schema, value: string): boolean {
+  if (node.pattern !== undefined && !new RegExp(node.pattern, 'u').test(value)) return false;
+  if (node.anyOf && !node.anyOf.some((alternative) => admits(alternative, value))) return false;
+  if (node.not && admits(node.not, value)) return false;
+  return true;
 }
 
 const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Schema;
@@ -44,6 +60,45 @@ describe('charts/nodecare/values.schema.json', () => {
     ['controller', CONTROLLER_OPTIONS],
   ] as const)('%s.extraArgs admits exactly the flags of its option table', (component, options) => {
     expect(flagsOf(component)).toEqual(Object.keys(options).sort());
+  });
+
+  it.each([
+    'startup-taint.cluster-autoscaler.kubernetes.io/meta-readiness',
+    'status-taint.cluster-autoscaler.kubernetes.io/meta-readiness',
+    'ignore-taint.cluster-autoscaler.kubernetes.io/x',
+    'example.com/booting',
+    'plain',
+    'notkubernetes.io/x',
+    'kubernetes.io.example.com/x',
+    'node.kubernetes.io/not-ready',
+    'node-role.kubernetes.io/control-plane',
+    'kubernetes.io/arch',
+    'k8s.io/x',
+    'node.k8s.io/x',
+    'cluster-autoscaler.kubernetes.io/x',
+    'not a key',
+  ])('taints.*Key admits %s exactly when the controller does (issue 50 item 10)', (key) => {
+    const taintKey = schema.definitions?.taintKey;
+    expect(taintKey).toBeDefined();
+    for (const value of ['bootstrapKey', 'runtimeKey'])
+      expect(schema.properties?.taints?.properties?.[value]).toEqual({ $ref: '#/definitions/taintKey' });
+    expect(admits(taintKey!, key)).toBe(taintKeyProblem(key) === undefined);
+  });
+
+  it.each([
+    ['/var/lib/kubelet/plugins/ebs.csi.aws.com', true],
+    ['/run/a..b', true],
+    ['/run/cilium', true],
+    ['run/relative', false],
+    ['/var/lib/kubelet/../../etc', false],
+    ['/run/..', false],
+    ['/..', false],
+    ['/run/a,b', false],
+    ['/run/a\nb', false],
+  ])('agent.hostDirectories admits %s: %s (issue 50 item 13)', (path, admitted) => {
+    const items = schema.properties?.agent?.properties?.hostDirectories?.items;
+    expect(items).toEqual({ $ref: '#/definitions/hostDirectory' });
+    expect(admits(schema.definitions!.hostDirectory!, path)).toBe(admitted);
   });
 
   it('describes every value values.yaml has, and nothing values.yaml lacks', () => {
