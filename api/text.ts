@@ -46,3 +46,49 @@ export function quoteInput(value: string, max: number = MAX_ECHOED_INPUT): strin
   // JSON escapes C0 controls; escapeControls then finds only the others (DEL, C1, formatting marks).
   return escapeControls(JSON.stringify(cap(value, max)));
 }
+
+/** The UTF-8 size of one UTF-16 code unit at `i` of `text` and how many units its code point spans. */
+function codePointAt(text: string, i: number): { bytes: number; units: number } {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return { bytes: 1, units: 1 };
+  if (c < 0x800) return { bytes: 2, units: 1 };
+  const next = text.charCodeAt(i + 1);
+  if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) return { bytes: 4, units: 2 };
+  // The rest of the BMP; a lone surrogate goes out as U+FFFD, also 3 bytes.
+  return { bytes: 3, units: 1 };
+}
+
+/** The size of `text` in UTF-8 bytes: what the API server's byte limits count (an event's note: 1 KiB). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length;) {
+    const point = codePointAt(text, i);
+    bytes += point.bytes;
+    i += point.units;
+  }
+  return bytes;
+}
+
+/**
+ * The longest start of `text` within `maxBytes` UTF-8 bytes that ends on a code-point boundary (never half of
+ * a character, nor half of a surrogate pair). Kubernetes counts some limits in bytes (an event's note, a
+ * metav1.Condition's message): a cut by characters lets non-ASCII text over them, and the write is refused.
+ */
+export function cutUtf8(text: string, maxBytes: number): string {
+  // No UTF-16 code unit takes more than 3 bytes (a surrogate pair: 2 units, 4 bytes).
+  if (text.length * 3 <= maxBytes) return text;
+  let bytes = 0;
+  for (let i = 0; i < text.length;) {
+    const point = codePointAt(text, i);
+    if (bytes + point.bytes > maxBytes) return text.slice(0, i);
+    bytes += point.bytes;
+    i += point.units;
+  }
+  return text;
+}
+
+/** `text` within `maxBytes` UTF-8 bytes: as it is when it fits, else cut (cutUtf8) and ended with `tail`. */
+export function capUtf8(text: string, maxBytes: number, tail = '…'): string {
+  if (text.length * 3 <= maxBytes || utf8Length(text) <= maxBytes) return text;
+  return `${cutUtf8(text, Math.max(0, maxBytes - utf8Length(tail)))}${tail}`;
+}

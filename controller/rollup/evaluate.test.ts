@@ -391,6 +391,16 @@ describe('evaluateRollup: bounded by the ClusterHealth schema whatever nodes wri
     expect(single.message).toMatch(/^na{252}: gpu Unhealthy \(Bad\\u001b\[2Jx+… \(\d+ more characters\)\.$/);
   });
 
+  it('cuts a non-ASCII message by UTF-8 bytes on a character boundary, never by characters (issue 50 item 7)', () => {
+    // Ten items of 512 CJK characters and surrogate pairs: within 8,192 characters, but about 16 KB of UTF-8.
+    const reason = '障害😀'.repeat(400);
+    const pairs = Array.from({ length: 12 }, (_, i) => pair(`node-${i}`, 'gpu', 'Unhealthy', reason));
+    const message = byType(run(pairs).conditions, 'EveryNodeReady')!.message;
+    expect(Buffer.byteLength(message, 'utf8')).toBeLessThanOrEqual(MAX_CONDITION_MESSAGE);
+    expect(Buffer.from(message, 'utf8').toString('utf8')).toBe(message);
+    expect(message).toMatch(/… \(\d+ more bytes\)$/);
+  });
+
   it('never writes more than MAX_CONDITIONS conditions: Gardener types first, then custom ones by name; foreign ones kept', () => {
     const custom = Array.from({ length: 70 }, (_, i) =>
       pair('node-a', `ext-${i}`, 'Healthy', '', `Custom${String(i).padStart(2, '0')}`),

@@ -5,7 +5,7 @@
 import type { RegistrationSource } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
-import { capInput } from '../../api/text.ts';
+import { capInput, cutUtf8, utf8Length } from '../../api/text.ts';
 import { describeMaintenance, type NodeMaintenance } from '../decide/index.ts';
 
 /** How many failing items a message names before it says how many more there are. */
@@ -15,7 +15,7 @@ export const MAX_MESSAGE_ITEMS = 10;
  * Bounds that keep every status the roll-up computes within the ClusterHealth CRD's schema (a status the API
  * server refuses with 422 would block the whole roll-up): whatever nodes write, one item of a message is at
  * most MAX_ITEM_LENGTH characters (a node name of 253, an extension name of 63, the state and a capped
- * reason fit), a message at most MAX_CONDITION_MESSAGE (the CRD allows 32,768), at most MAX_CONDITIONS
+ * reason fit), a message at most MAX_CONDITION_MESSAGE bytes (the CRD allows 32,768 characters), at most MAX_CONDITIONS
  * conditions (the CRD's maxItems) and MAX_EXTENSION_ROWS per-extension rows (the CRD's maxItems).
  */
 export const MAX_ITEM_LENGTH = 512;
@@ -177,11 +177,16 @@ export function unevaluableMessage(pairs: readonly RollupPair[], max: number = M
   return capMessage(rest > 0 ? `${listed} … and ${rest} more.` : listed);
 }
 
-/** A condition message within MAX_CONDITION_MESSAGE characters, whatever `max` items it lists. */
+/**
+ * A condition message within MAX_CONDITION_MESSAGE bytes of UTF-8, whatever `max` items it lists, cut on a
+ * character boundary: bytes, not characters, so non-ASCII text stays within any limit counted either way (the
+ * CRD's maxLength counts characters, metav1.Condition's 32 KiB bytes).
+ */
 export function capMessage(message: string): string {
-  if (message.length <= MAX_CONDITION_MESSAGE) return message;
-  const tail = ` … (${message.length - MAX_CONDITION_MESSAGE} more characters)`;
-  return `${message.slice(0, MAX_CONDITION_MESSAGE - tail.length)}${tail}`;
+  const bytes = utf8Length(message);
+  if (bytes <= MAX_CONDITION_MESSAGE) return message;
+  const tail = ` … (${bytes - MAX_CONDITION_MESSAGE} more bytes)`;
+  return `${cutUtf8(message, MAX_CONDITION_MESSAGE - utf8Length(tail))}${tail}`;
 }
 
 /** A pair as the reconciler decided it, with where the node's registration of the extension came from. */

@@ -4,7 +4,7 @@
 // (docs/design.md section 6), which need not exist yet. All go to namespace `default`, where the API server
 // accepts events about cluster-scoped objects. Only the leader records (fenced).
 
-import { CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/index.ts';
+import { capUtf8, CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/index.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { NodeEvent } from '../decide/index.ts';
@@ -37,6 +37,17 @@ export interface EventSubject {
   kind: string;
   name: string;
   uid?: string;
+}
+
+/**
+ * The API server refuses an events.k8s.io Event whose note is over 1 KiB, counted in UTF-8 bytes: a note cut by
+ * characters let non-ASCII text (an extension's message, a node name) over it, and the event was lost.
+ */
+export const MAX_EVENT_NOTE_BYTES = 1024;
+
+/** The note of `message`: within MAX_EVENT_NOTE_BYTES, cut on a character boundary. */
+export function eventNote(message: string): string {
+  return capUtf8(message, MAX_EVENT_NOTE_BYTES);
 }
 
 /** A repeat of an event this long after the last one starts a new Event (client-go's `finishTime`). */
@@ -84,7 +95,7 @@ export function eventWriter(
       reportingInstance,
       action: event.reason,
       reason: event.reason,
-      note: event.message.slice(0, 1024),
+      note: eventNote(event.message),
       type: event.type,
       regarding: subject,
     });
@@ -97,7 +108,7 @@ export function eventWriter(
       if (nowMs - entry.lastObservedMs <= EVENT_SERIES_FINISH_MS) break;
       series.delete(key);
     }
-    const note = event.message.slice(0, 1024);
+    const note = eventNote(event.message);
     const key = JSON.stringify([
       subject.kind,
       subject.name,

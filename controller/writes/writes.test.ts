@@ -279,6 +279,19 @@ describe('eventWriter: a repeated event is one Event with a series, as client-go
     expect(first.series.lastObservedTime).toBe('2026-01-01T00:02:00.000000Z');
   });
 
+  it('a long non-ASCII message becomes a note within 1 KiB of UTF-8, cut on a character boundary (issue 50 item 7)', async () => {
+    const { api, write } = setup();
+    // RuntimeTaintAdded names every failing extension with its message: 600 characters of CJK text are 1,800
+    // bytes, which the API server refused (422) when the note was cut at 1,024 characters.
+    const message = `gpu-plugin Unhealthy (ProbeFailed): ${'デバイスが見つかりません😀'.repeat(60)}`;
+    await write(subject, { type: 'Warning', reason: EventReason.RuntimeTaintAdded, message });
+    const note = (api.events[0]!.event as { note: string }).note;
+    // The API server's limit (NoteLengthLimit), in bytes.
+    expect(Buffer.byteLength(note, 'utf8')).toBeLessThanOrEqual(1024);
+    expect(note.startsWith('gpu-plugin Unhealthy (ProbeFailed): デバイス')).toBe(true);
+    expect(Buffer.from(note, 'utf8').toString('utf8')).toBe(note);
+  });
+
   it('a repeat more than 6 minutes after the last one starts a new Event', async () => {
     const { clock, write, series } = setup();
     await write(subject, unhealthy);
