@@ -32,6 +32,11 @@ export const LeaseAnnotation = {
 export const NodeAnnotation = {
   /** The bootID for which the controller completed bootstrap; a different bootID means the node rebooted. */
   bootstrappedBootId: 'nodecare.io/bootstrapped-boot-id',
+  /**
+   * Present (its value the cause) while nodecare has reported the node's maintenance (MaintenanceStarted) and
+   * not yet its end: what a new leader reads to say each once per spell (controller/decide/maintenance.ts).
+   */
+  maintenance: 'nodecare.io/maintenance',
 } as const;
 
 export const LeaseLabel = {

@@ -86,6 +86,7 @@ export function toCachedNode(raw: NodeObject): CachedNode {
   const unparsedAnnotations: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
     if (key === NodeAnnotation.bootstrappedBootId) annotations[key] = value;
+    if (key === NodeAnnotation.maintenance) annotations[key] = capInput(value, 64);
     if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
     // A value too long to parse is never read: keep why, not up to 256 KiB of it.
     const tooLong = annotationTooLong(value);

@@ -26,7 +26,7 @@ interface MergePatch {
   metadata?: {
     resourceVersion?: string;
     labels?: Record<string, string>;
-    annotations?: Record<string, string>;
+    annotations?: Record<string, string | null>;
   };
   spec?: { taints?: NonNullable<NonNullable<NodeObject['spec']>['taints']> };
   status?: { conditions?: NonNullable<NonNullable<NodeObject['status']>['conditions']> };
@@ -94,7 +94,12 @@ export class FakeNodeApi implements NodeApi {
     node.metadata = {
       ...node.metadata,
       labels: { ...node.metadata?.labels, ...metadata.labels },
-      annotations: { ...node.metadata?.annotations, ...metadata.annotations },
+      // JSON merge patch: null removes.
+      annotations: Object.fromEntries(
+        Object.entries({ ...node.metadata?.annotations, ...metadata.annotations }).filter(
+          ([, v]) => v !== null,
+        ),
+      ) as Record<string, string>,
     };
     if (spec?.taints) node.spec = { ...node.spec, taints: spec.taints };
     return this.stamp(node);

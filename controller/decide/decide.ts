@@ -9,7 +9,7 @@ import { judgeAgent, judgeExtension } from './extension-state.ts';
 import { extensionEvents, notReadyEventMessage, taintEvents, type Judged } from './events.ts';
 import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from './node-state.ts';
 import { activeLabelWaits, describeLabelWait, labelWaitEndedEvent } from './label-wait.ts';
-import { inMaintenance, maintenanceEnded } from './maintenance.ts';
+import { inMaintenance, outOfMaintenance } from './maintenance.ts';
 import { labelFor } from './node-status.ts';
 import { suspended } from './suspend.ts';
 import type {
@@ -87,10 +87,7 @@ function withMaintenance(
 ): NodeDecision {
   const { node } = input;
   const planned = node.maintenancePlanned ? { maintenancePlanned: node.maintenancePlanned } : {};
-  if (node.maintenance === undefined) {
-    const ended = maintenanceEnded(input);
-    return { ...decided, ...planned, ...(ended.length > 0 ? { events: [...ended, ...decided.events] } : {}) };
-  }
+  if (node.maintenance === undefined) return { ...outOfMaintenance(decided, input), ...planned };
   return { ...inMaintenance(decided, input, node.maintenance, tainted), ...planned };
 }
 

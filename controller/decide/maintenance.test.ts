@@ -235,7 +235,8 @@ describe('decideNode for a node in maintenance', () => {
       }),
     );
     expect(d.desiredTaints.bootstrap).toBe(true);
-    expect(d.desiredAnnotations).toEqual({});
+    // The bootstrapped marker is not written; the maintenance marker is.
+    expect(d.desiredAnnotations).toEqual({ maintenance: MaintenanceCause.Cordoned });
     expect(d.events.map((e) => e.reason)).toEqual([EventReason.MaintenanceStarted]);
     const released = decideNode(
       input({
@@ -288,6 +289,38 @@ describe('decideNode for a node in maintenance', () => {
     expect(decideNode(input({ ...base, node: written, previous: first.memory })).events).toEqual([]);
     expect(decideNode(input({ ...base, node: written })).events).toEqual([]);
   });
+
+  it.each([
+    { name: 'healthy', gpu: healthy },
+    { name: 'unhealthy', gpu: unhealthy },
+  ])(
+    'a maintained node with $name extensions: MaintenanceStarted once and MaintenanceEnded once, whatever the leader changes (regression: Started at every new leader, Ended never)',
+    ({ gpu }) => {
+      const base = { required: [ext('gpu')], agent: agent(FRESH), leases: leases(FRESH, { gpu }), now: NOW };
+      const reasons = (d: { events: Array<{ reason: string }> }) => d.events.map((e) => e.reason);
+      const started = decideNode(input({ ...base, node: bootstrappedNode({ maintenance: cordoned }) }));
+      expect(reasons(started)).toContain(EventReason.MaintenanceStarted);
+      let node = applied(bootstrappedNode({ maintenance: cordoned }), started);
+      // Two leader changes during the spell: each new leader decides the node as written, with no memory.
+      for (let term = 0; term < 2; term++) {
+        const d = decideNode(input({ ...base, node }));
+        expect(reasons(d)).not.toContain(EventReason.MaintenanceStarted);
+        node = applied(node, d);
+      }
+      // Uncordoned, decided by yet another new leader.
+      const { maintenance: _over, ...inService } = node;
+      const ended = decideNode(input({ ...base, node: inService }));
+      expect(reasons(ended)).toContain(EventReason.MaintenanceEnded);
+      // Once: the leader after that one says it no more.
+      const after = applied(inService, ended);
+      expect(reasons(decideNode(input({ ...base, node: after })))).not.toContain(
+        EventReason.MaintenanceEnded,
+      );
+      expect(reasons(decideNode(input({ ...base, node: after, previous: ended.memory })))).not.toContain(
+        EventReason.MaintenanceEnded,
+      );
+    },
+  );
 
   it('MaintenancePlanned is carried and changes nothing', () => {
     const facts = {

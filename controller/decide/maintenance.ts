@@ -32,12 +32,16 @@
 //   neither while maintained).
 // - Events: one Normal MaintenanceStarted on entry and one MaintenanceEnded on exit; the taints' own events;
 //   no ExtensionUnhealthy, NodeNotReady or BootstrapTimeout. Memory keeps the extension states last reported
-//   before maintenance, so the first decision after it reports what changed meanwhile, once.
+//   before maintenance, so the first decision after it reports what changed meanwhile, once. "Once" holds
+//   across leader changes: the node carries the annotation nodecare.io/maintenance (its value the cause) from
+//   the MaintenanceStarted on until the MaintenanceEnded, so a new leader, which has no memory, reads from the
+//   node that the spell was reported (issue 50 item 8: the condition alone says nothing of a maintained node
+//   whose extensions are all Healthy).
 // - Roll-up: a pair of a maintained node that is not Healthy counts as progressing (Gardener's EveryNodeReady
 //   reports nodes being rolled as Progressing); controller/rollup/pairs.ts.
 
 import { truncateMessage } from '../../api/lease.ts';
-import { NODE_CONDITION_TYPE } from '../../api/names.ts';
+import { NODE_CONDITION_TYPE, NodeAnnotation } from '../../api/names.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
 import { MAX_CONDITION_MESSAGE } from './condition.ts';
@@ -215,10 +219,7 @@ export function inMaintenance(
       e.reason !== EventReason.BootstrapTaintRemoved &&
       e.reason !== EventReason.RuntimeTaintRemoved,
   );
-  if (
-    !previous?.maintenanceReported &&
-    input.node.extensionsReadyCondition?.reason !== ConditionReason.InMaintenance
-  ) {
+  if (!previous?.maintenanceReported && !reportedOnNode(input)) {
     events.unshift({
       type: 'Normal',
       reason: EventReason.MaintenanceStarted,
@@ -235,7 +236,8 @@ export function inMaintenance(
     condition,
     label: allHealthy ? base.label : labelFor(ConditionReason.InMaintenance),
     // A bootstrap does not complete while maintained: its taint stays, so its marker is not written either.
-    desiredAnnotations: {},
+    // The maintenance marker is: a new leader reads from it that this spell was reported.
+    desiredAnnotations: { maintenance: m.cause },
     events,
     maintenance: m,
     memory: {
@@ -250,19 +252,34 @@ export function inMaintenance(
 }
 
 /**
- * The MaintenanceEnded event of the first decision after a maintenance this controller reported (or whose
- * condition it finds on the node after a restart).
+ * Whether the node shows a maintenance nodecare reported: its marker annotation, or (written before the marker
+ * existed) the InMaintenance condition.
  */
-export function maintenanceEnded(input: DecisionInput): NodeEvent[] {
-  const reported =
-    input.previous?.maintenanceReported === true ||
-    input.node.extensionsReadyCondition?.reason === ConditionReason.InMaintenance;
-  if (!reported) return [];
-  return [
-    {
-      type: 'Normal',
-      reason: EventReason.MaintenanceEnded,
-      message: 'Node out of maintenance: nodecare acts on its extension results again.',
-    },
-  ];
+function reportedOnNode(input: DecisionInput): boolean {
+  return (
+    input.node.annotations[NodeAnnotation.maintenance] !== undefined ||
+    input.node.extensionsReadyCondition?.reason === ConditionReason.InMaintenance
+  );
+}
+
+/**
+ * The decision for a node out of maintenance: `decided`, with the MaintenanceEnded event when a maintenance was
+ * reported (this controller's memory, or the node's marker or condition after a restart or a leader change)
+ * and the marker removed.
+ */
+export function outOfMaintenance(decided: NodeDecision, input: DecisionInput): NodeDecision {
+  const marked = input.node.annotations[NodeAnnotation.maintenance] !== undefined;
+  if (input.previous?.maintenanceReported !== true && !reportedOnNode(input)) return decided;
+  return {
+    ...decided,
+    events: [
+      {
+        type: 'Normal',
+        reason: EventReason.MaintenanceEnded,
+        message: 'Node out of maintenance: nodecare acts on its extension results again.',
+      },
+      ...decided.events,
+    ],
+    ...(marked ? { desiredAnnotations: { ...decided.desiredAnnotations, maintenance: null } } : {}),
+  };
 }

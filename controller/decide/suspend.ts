@@ -63,7 +63,11 @@ export function suspended(
   return {
     ...base,
     desiredTaints: { ...tainted },
-    desiredAnnotations: {},
+    // The maintenance marker is no taint: it is written as decided.
+    desiredAnnotations:
+      base.desiredAnnotations.maintenance === undefined
+        ? {}
+        : { maintenance: base.desiredAnnotations.maintenance },
     events,
     suspended: { by: [...by], wouldChange },
     memory: { ...base.memory, suspendedReported: reported },

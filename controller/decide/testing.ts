@@ -151,6 +151,9 @@ export function applied(n: ObservedNode, d: NodeDecision, policy: DecisionPolicy
   if (d.desiredAnnotations.bootstrappedBootId !== undefined) {
     annotations[NodeAnnotation.bootstrappedBootId] = d.desiredAnnotations.bootstrappedBootId;
   }
+  const marker = d.desiredAnnotations.maintenance;
+  if (marker === null) delete annotations[NodeAnnotation.maintenance];
+  else if (marker !== undefined) annotations[NodeAnnotation.maintenance] = marker;
   const { status, reason, message } = d.condition;
   return { ...n, taints, annotations, extensionsReadyCondition: { status, reason, message } };
 }

@@ -239,7 +239,11 @@ export interface NodeDecision {
   condition: DesiredCondition;
   label: NodeStatusLabelValue;
   /** undefined fields are left as they are on the node. */
-  desiredAnnotations: { bootstrappedBootId?: string };
+  desiredAnnotations: {
+    bootstrappedBootId?: string;
+    /** The maintenance marker (NodeAnnotation.maintenance): its value, or null to remove it. */
+    maintenance?: string | null;
+  };
   /** Transitions between the node as observed (and the memory) and this decision; emit after writing. */
   events: NodeEvent[];
   /** The earliest future time at which the same inputs could give another answer. */

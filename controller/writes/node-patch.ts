@@ -31,7 +31,8 @@ export interface TaintKeys {
 export interface NodeChange {
   taints?: NodeTaint[];
   labels?: Record<string, string>;
-  annotations?: Record<string, string>;
+  /** null removes the annotation (JSON merge patch). */
+  annotations?: Record<string, string | null>;
   /** Human summary of the taint change, for logs and dry-run. */
   taintSummary: string[];
 }
@@ -80,6 +81,10 @@ export function nodeChange(
   const bootId = decision.desiredAnnotations.bootstrappedBootId;
   if (bootId !== undefined && node.annotations[NodeAnnotation.bootstrappedBootId] !== bootId) {
     change.annotations = { [NodeAnnotation.bootstrappedBootId]: bootId };
+  }
+  const maintenance = decision.desiredAnnotations.maintenance;
+  if (maintenance !== undefined && (node.annotations[NodeAnnotation.maintenance] ?? null) !== maintenance) {
+    change.annotations = { ...change.annotations, [NodeAnnotation.maintenance]: maintenance };
   }
   return change.taints || change.labels || change.annotations ? change : undefined;
 }
