@@ -30,7 +30,7 @@ export interface AgentDeps {
   /** Defaults to the real Lease API through `client`. */
   leaseStore?: LeaseStore;
   random?: () => number;
-  /** When the host booted (ms); defaults to now − os.uptime(). */
+  /** When the host booted (ms on clock.monotonic()); defaults to monotonic now − os.uptime(). */
   bootTimeMs?: number;
 }
 
@@ -56,7 +56,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
     config.requestTimeoutMs,
   );
   const writer = new LeaseWriter({ store: leases, clock, log, metrics, random });
-  const startedMs = clock.now();
+  const startedMs = clock.monotonic();
   const watches = new AgentWatches({
     ...{ client, clock, nodeName: config.nodeName, ...watchReports(log, metrics) },
     kubeletPodsSocket: config.kubeletPodsSocket,
@@ -77,12 +77,13 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const renewIntervalMs = config.extensionRenewSeconds * 1000;
   const supervisor: Supervisor = new Supervisor({
     ...{ clock, log, metrics, writer, heartbeat, watches, config },
-    bootTimeMs: deps.bootTimeMs ?? clock.now() - uptime() * 1000,
+    // On the monotonic clock, as the startup grace measured from it (os.uptime counts since boot, no step).
+    bootTimeMs: deps.bootTimeMs ?? clock.monotonic() - uptime() * 1000,
     runners: { clock, writer, metrics, env, runProbe, renewIntervalMs, random },
   });
   const alive = (): boolean =>
     agentAlive({
-      ...{ now: clock.now(), startedMs, heartbeatDurationSeconds: durationSeconds },
+      ...{ now: clock.monotonic(), startedMs, heartbeatDurationSeconds: durationSeconds },
       ...{ nodeSynced: watches.node.synced, nodeKnown: supervisor.node !== undefined },
       ...{ nodeSeenMs: supervisor.nodeSeenMs, lastHeartbeatOkMs: heartbeat.lastOkMs },
     });

@@ -61,7 +61,7 @@ export class Heartbeat {
           record: undefined,
         })
         .then(() => {
-          if (!this.stopped) this.lastOk = clock.now();
+          if (!this.stopped) this.lastOk = clock.monotonic();
         });
     }
     const intervalMs = (durationSeconds * 1000) / HEARTBEAT_RENEWALS_PER_DURATION;

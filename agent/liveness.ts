@@ -1,6 +1,6 @@
 // When the agent is alive and ready (its /healthz and /readyz). Alive while heartbeats land: an agent that
 // cannot renew for two lease durations restarts. Waiting for its Node to be created is not a fault (a restart
-// would not help): alive, not ready. Pure: the times come in.
+// would not help): alive, not ready. Pure: the times come in, all on the monotonic clock (docs/adr/0020).
 
 export interface AgentVitals {
   now: number;

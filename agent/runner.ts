@@ -149,7 +149,7 @@ export class ExtensionRunner {
    */
   private renewLoop(): void {
     if (this.stopping.signal.aborted) return;
-    const dueInMs = this.lastWrittenMs + this.deps.renewIntervalMs - this.deps.clock.now();
+    const dueInMs = this.lastWrittenMs + this.deps.renewIntervalMs - this.deps.clock.monotonic();
     this.renewTimer = this.deps.clock.setTimer(dueInMs > 0 ? dueInMs : this.deps.renewIntervalMs, () => {
       this.publish();
       this.renewLoop();
@@ -200,6 +200,7 @@ export class ExtensionRunner {
     const step = transition(this.machine, {
       result,
       nowMs: clock.now(),
+      monotonicMs: clock.monotonic(),
       spec,
       graceStartMs: this.graceStartMs,
     });
@@ -220,7 +221,7 @@ export class ExtensionRunner {
    */
   private publish(): void {
     const record = this.machine.published;
-    const now = this.deps.clock.now();
+    const now = this.deps.clock.monotonic();
     const target = this.deps.target();
     if (!target) return; // node not observed yet; the agent republishes once it is
     const last = this.lastWrittenRecord;
@@ -245,7 +246,7 @@ export class ExtensionRunner {
       extension: this.name,
       holderIdentity: target.holderIdentity,
       leaseDurationSeconds: Math.ceil((this.deps.renewIntervalMs * 3) / 1000),
-      renewTime: new Date(now),
+      renewTime: new Date(this.deps.clock.now()),
       bootId: target.bootId,
       record: this.note === undefined ? record : withNote(record, this.note),
     };

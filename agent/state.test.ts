@@ -46,17 +46,27 @@ interface Run {
   machine: ExtensionMachine;
 }
 
-/** Feeds results at the given seconds after T0 into a machine created at T0. */
+/**
+ * Feeds results at the given seconds after T0 into a machine created at T0; the wall clock reads `wallStepMs`
+ * ahead of the monotonic one (an NTP step before the first result).
+ */
 function play(
   results: ReadonlyArray<readonly [seconds: number, result: ProbeResult]>,
-  options: { spec?: Partial<Thresholds>; graceStartMs?: number; from?: ExtensionMachine } = {},
+  options: {
+    spec?: Partial<Thresholds>;
+    graceStartMs?: number;
+    from?: ExtensionMachine;
+    wallStepMs?: number;
+  } = {},
 ): Run {
   const spec = { ...DEFAULTS, ...options.spec };
   const graceStartMs = options.graceStartMs ?? GRACE_OVER;
   let machine = options.from ?? initialMachine(T0, graceStartMs);
   const steps: Transition[] = [];
   for (const [seconds, result] of results) {
-    const step = transition(machine, { result, nowMs: at(seconds), spec, graceStartMs });
+    const monotonicMs = at(seconds);
+    const nowMs = monotonicMs + (options.wallStepMs ?? 0);
+    const step = transition(machine, { result, nowMs, monotonicMs, spec, graceStartMs });
     steps.push(step);
     machine = step.machine;
   }
@@ -320,6 +330,20 @@ describe('transition: startup grace', () => {
     expect(later.machine.published.state).toBe('Unhealthy');
   });
 
+  it.each([
+    { name: '150 s forward wall clock step', wallStepMs: 150_000 },
+    { name: '1 h backward wall clock step', wallStepMs: -3_600_000 },
+  ])('measures the grace on the monotonic clock: a $name neither ends nor stretches it', ({ wallStepMs }) => {
+    const spec = { failureThreshold: 1, startupGraceSeconds: 300 };
+    const inside = play([[200, REFUSED]], { graceStartMs: T0, spec, wallStepMs });
+    expect(inside.machine.published.state).toBe('Progressing');
+    expect(inside.machine.published.message).toContain(
+      `startup grace until ${new Date(T0 + 300_000 + wallStepMs).toISOString()}`,
+    );
+    const after = play([[300, REFUSED]], { graceStartMs: T0, spec, wallStepMs });
+    expect(after.machine.published.state).toBe('Unhealthy');
+  });
+
   it('re-opens the grace when the caller moves the grace start (not Healthy at the time)', () => {
     const failed = play(every10s(REFUSED, REFUSED, REFUSED)).machine;
     expect(failed.published.state).toBe('Unhealthy');
@@ -406,6 +430,7 @@ describe('transition: what counts as a change', () => {
     const step = transition(before, {
       result: next,
       nowMs: at(100),
+      monotonicMs: at(100),
       spec: { ...DEFAULTS, ...spec },
       graceStartMs: GRACE_OVER,
     });
@@ -421,7 +446,14 @@ describe('transition: what counts as a change', () => {
   it('does not modify the machine it is given', () => {
     const before = Object.freeze(play(every10s(OK, REFUSED)).machine);
     const copy = structuredClone(before);
-    transition(before, { result: REFUSED, nowMs: at(100), spec: DEFAULTS, graceStartMs: GRACE_OVER });
+    const input = {
+      result: REFUSED,
+      nowMs: at(100),
+      monotonicMs: at(100),
+      spec: DEFAULTS,
+      graceStartMs: GRACE_OVER,
+    };
+    transition(before, input);
     expect(before).toEqual(copy);
   });
 });

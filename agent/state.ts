@@ -44,9 +44,12 @@ export interface ExtensionMachine {
 
 export interface TransitionInput {
   result: ProbeResult;
+  /** Wall clock at the result: the `since` written. */
   nowMs: number;
+  /** Monotonic clock at the result (Clock.monotonic): the grace is measured on it (docs/adr/0020). */
+  monotonicMs: number;
   spec: Thresholds;
-  /** Registration time or node boot, whichever is later (the caller decides). */
+  /** Registration time or node boot, whichever is later (the caller decides), on the monotonic clock. */
   graceStartMs: number;
 }
 
@@ -131,7 +134,7 @@ function failingTarget(step: FailingStep): Target {
 
 /** Moves the machine by one probe result. Pure: the input machine is not modified. */
 export function transition(machine: ExtensionMachine, input: TransitionInput): Transition {
-  const { result, nowMs, spec, graceStartMs } = input;
+  const { result, nowMs, monotonicMs, spec, graceStartMs } = input;
   const { published } = machine;
   const outcomeRun = machine.lastOutcome === result.outcome ? machine.outcomeRun + 1 : 1;
   const failingRun = result.outcome === 'Healthy' ? 0 : machine.failingRun + 1;
@@ -139,7 +142,7 @@ export function transition(machine: ExtensionMachine, input: TransitionInput): T
     published.state === ExtensionState.Healthy ||
     (machine.graceStartMs === graceStartMs && machine.healthySinceGraceStart);
   const graceEndMs = graceStartMs + spec.startupGraceSeconds * 1000;
-  const inGrace = nowMs < graceEndMs && !healthySinceGraceStart;
+  const inGrace = monotonicMs < graceEndMs && !healthySinceGraceStart;
   const failingStep = (state: FailingStep['state']): FailingStep => ({
     published,
     result,
@@ -147,7 +150,8 @@ export function transition(machine: ExtensionMachine, input: TransitionInput): T
     outcomeRun,
     failingRun,
     inGrace,
-    graceEndMs,
+    // As wall time, for the message.
+    graceEndMs: nowMs + (graceEndMs - monotonicMs),
     failureThreshold: spec.failureThreshold,
   });
 

@@ -40,7 +40,7 @@ export interface SupervisorDeps {
   heartbeat: Pick<Heartbeat, 'now' | 'started'>;
   watches: Pick<AgentWatches, 'currentNode' | 'node' | 'systemExtensions' | 'setWatches'>;
   config: Pick<AgentConfig, 'identity' | 'allowedPaths' | 'fileExtensions'>;
-  /** When the host booted: registrations present at start get their grace from then. */
+  /** When the host booted, on the monotonic clock: registrations present at start get their grace from then. */
   bootTimeMs: number;
   /** What every runner shares (its log is the supervisor's, per extension). */
   runners: Omit<RunnerDeps, 'log' | 'target'>;
@@ -60,7 +60,7 @@ export class Supervisor {
 
   constructor(deps: SupervisorDeps) {
     this.deps = deps;
-    this.seenMs = deps.clock.now();
+    this.seenMs = deps.clock.monotonic();
     this.fileRegistrations = new Map(
       [...deps.config.fileExtensions].map(([name, spec]) => [name, fromConfigFile(name, spec)]),
     );
@@ -123,7 +123,7 @@ export class Supervisor {
     }
     const previous = this.snapshot;
     this.snapshot = current;
-    if (previous === undefined) this.seenMs = clock.now();
+    if (previous === undefined) this.seenMs = clock.monotonic();
     if (!watches.systemExtensions.synced) return;
     const { wanted, notes } = this.wanted(current);
     const rebooted = previous !== undefined && previous.bootId !== current.bootId;
@@ -169,7 +169,8 @@ export class Supervisor {
     const { clock, log, writer } = this.deps;
     const { previous, rebooted, recreated } = change;
     // Registrations present when the agent starts get their grace from node boot; later ones from now.
-    const graceStart = (): number => (this.initialRegistrationsSeen ? clock.now() : this.deps.bootTimeMs);
+    const graceStart = (): number =>
+      this.initialRegistrationsSeen ? clock.monotonic() : this.deps.bootTimeMs;
     for (const [name, runner] of this.runners) {
       if (!wanted.has(name)) {
         runner.stop();
@@ -192,7 +193,7 @@ export class Supervisor {
         created.start();
       } else if (JSON.stringify(runner.current) !== JSON.stringify(registration) || rebooted) {
         log.info({ extension: name, rebooted }, 'Re-registered extension');
-        runner.update(registration, rebooted ? clock.now() : graceStart());
+        runner.update(registration, rebooted ? clock.monotonic() : graceStart());
       } else if (recreated || previous === undefined) {
         runner.republish();
       }

@@ -226,6 +226,8 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
       previous: reconstructedMemory(node, [...byName.keys()]),
       policy: decisionPolicy(policy, new Set()),
       now,
+      // One look, no history (seen() estimates from renewTime): the CLI's one timeline is the wall clock.
+      monotonicNow: now,
       suspendedBy: [
         ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
         ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
@@ -331,6 +333,7 @@ function renewedAt(input: DecisionInput, at: number): DecisionInput {
     leases: new Map([...input.leases].map(([name, s]) => [name, renew(s)])),
     agent: input.agent ? renew(input.agent) : undefined,
     now: at,
+    monotonicNow: at,
   };
 }
 
@@ -350,7 +353,8 @@ export function nextAction(
   for (let step = 0; step < maxSteps; step++) {
     const at = current.nextDeadlineMs;
     if (at === undefined) return undefined;
-    const input = mode === 'renewed' ? renewedAt(report.input, at) : { ...report.input, now: at };
+    const input =
+      mode === 'renewed' ? renewedAt(report.input, at) : { ...report.input, now: at, monotonicNow: at };
     const next = decideNode({ ...input, previous: current.memory });
     const changes = decisionChanges(first, next, report.input.policy);
     const from = stateText(first.state, first.condition.reason);

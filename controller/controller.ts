@@ -108,7 +108,9 @@ export async function runController(
     async stop(budgetMs = DEFAULT_STOP_BUDGET_MS) {
       stopped = true;
       // Drains in-flight work (onStoppedLeading), then releases the lease, all by the deadline.
-      await terms.stop(clock.now() + budgetMs - STOP_MARGIN_MS, (deadlineMs) => elector.stop({ deadlineMs }));
+      await terms.stop(clock.monotonic() + budgetMs - STOP_MARGIN_MS, (deadlineMs) =>
+        elector.stop({ deadlineMs }),
+      );
       await Promise.all([cache.stop(), health.close()]);
       log.info('Stopped nodecare-controller');
     },

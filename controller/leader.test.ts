@@ -466,3 +466,33 @@ describe('LeaderElector', () => {
     expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('a');
   });
 });
+
+describe('LeaderElector on a wall clock that steps (regression: issue 50 item 4)', () => {
+  it('holder stopped renewing and our wall clock stepped back an hour → still taken over after leaseDuration', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('b', new Date(clock.now()).toISOString()));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    clock.stepWall(-3_600_000);
+    await clock.advance(leaseDurationMs - 1);
+    expect(a.isLeader).toBe(false);
+    await clock.advance(1);
+    expect(a.isLeader).toBe(true);
+    await a.stop();
+  });
+
+  it('renewals failing and our wall clock stepped back an hour → the leader still steps down at renewDeadline', async () => {
+    const { store, clock } = setup();
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    store.failNext('replace', FakeLeaseStore.unavailable(), 100);
+    store.failNext('get', new KubeError(KubeErrorCode.Timeout, 0, 'timed out'), 100);
+    await clock.advance(retryPeriodMs + 1);
+    clock.stepWall(-3_600_000);
+    await clock.advance(renewDeadlineMs);
+    expect(a.isLeader).toBe(false);
+    await a.stop();
+  });
+});

@@ -1,7 +1,7 @@
 // Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics (tools/leaderelection):
 // a candidate takes the lease when it is free (empty holder) or when it has not seen the lease record
-// change for the holder's leaseDuration by its OWN clock (observedTime, so clock skew between replicas
-// never matters); the leader renews every retryPeriod and steps down when it could not renew within
+// change for the holder's leaseDuration by its OWN monotonic clock (observedTime, so neither clock skew between
+// replicas nor a step of this replica's wall clock matters; wall time only goes into the written times); the leader renews every retryPeriod and steps down when it could not renew within
 // renewDeadline; every write is optimistic (resourceVersion); leaseTransitions counts takeovers; stop()
 // releases the lease (empty holder, leaseDurationSeconds 1) so a standby takes over on its next try.
 //
@@ -150,7 +150,7 @@ export class LeaderElector {
   /**
    * Stops campaigning; when leading, aborts the leader's signal, waits for onStoppedLeading, then releases
    * the lease (unless `release: false`, which leaves it to expire as after a crash). The release's requests
-   * end by `deadlineMs` (on the elector's clock), so a shutdown deadline is kept. Resolves when done.
+   * end by `deadlineMs` (on the elector's monotonic clock), so a shutdown deadline is kept. Resolves when done.
    */
   async stop(options: { release?: boolean; deadlineMs?: number } = {}): Promise<void> {
     if (!this.stopping.signal.aborted) {
@@ -207,12 +207,12 @@ export class LeaderElector {
     for (;;) {
       if (this.stopping.signal.aborted) return false;
       this.releasedDuringTry = false;
-      if (await this.tryAcquireOrRenew(this.clock.now() + this.timing.renewDeadlineMs)) return true;
+      if (await this.tryAcquireOrRenew(this.clock.monotonic() + this.timing.renewDeadlineMs)) return true;
       if (this.releasedDuringTry) continue;
       const retryMs = this.timing.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER);
       const holder = this.leader;
       const untilExpiryMs =
-        holder && holder !== this.identity ? this.expiresAtMs() - this.clock.now() : retryMs;
+        holder && holder !== this.identity ? this.expiresAtMs() - this.clock.monotonic() : retryMs;
       if (!(await this.sleep(Math.max(0, Math.min(retryMs, untilExpiryMs))))) return false;
     }
   }
@@ -259,16 +259,16 @@ export class LeaderElector {
     const { retryPeriodMs, renewDeadlineMs } = this.timing;
     for (;;) {
       if (!(await this.sleep(retryPeriodMs))) return;
-      const deadline = this.clock.now() + renewDeadlineMs;
+      const deadline = this.clock.monotonic() + renewDeadlineMs;
       while (!(await this.tryAcquireOrRenew(deadline))) {
         if (this.stopping.signal.aborted) return;
         if (this.leader !== this.identity) {
           this.log.warn({ holder: this.leader }, 'Lost leadership to another holder');
           return;
         }
-        const left = deadline - this.clock.now();
+        const left = deadline - this.clock.monotonic();
         if (left <= 0 || !(await this.sleep(Math.min(retryPeriodMs, left)))) return;
-        if (this.clock.now() >= deadline) {
+        if (this.clock.monotonic() >= deadline) {
           this.log.warn({ renewDeadlineMs }, 'Lost leadership: could not renew within the renew deadline');
           return;
         }
@@ -301,10 +301,10 @@ export class LeaderElector {
   }
 
   private callOptions(deadlineMs: number): LeaseCallOptions {
-    return { timeoutMs: Math.max(1, deadlineMs - this.clock.now()), signal: this.stopping.signal };
+    return { timeoutMs: Math.max(1, deadlineMs - this.clock.monotonic()), signal: this.stopping.signal };
   }
 
-  /** When the observed lease stops being valid (by our clock): observedTime + its duration. */
+  /** When the observed lease stops being valid (by our monotonic clock): observedTime + its duration. */
   private expiresAtMs(): number {
     const seconds = this.observed?.spec?.leaseDurationSeconds;
     const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.timing.leaseDurationMs;
@@ -318,7 +318,7 @@ export class LeaderElector {
   /** Records what we read or wrote; observedTime moves only when the record changed (or we wrote it). */
   private observe(lease: LeaderLease, wroteIt: boolean): void {
     const key = recordKey(lease);
-    if (wroteIt || key !== this.observedKey) this.observedTimeMs = this.clock.now();
+    if (wroteIt || key !== this.observedKey) this.observedTimeMs = this.clock.monotonic();
     this.observed = lease;
     this.observedKey = key;
     const holder = lease.spec?.holderIdentity ?? '';
@@ -333,7 +333,7 @@ export class LeaderElector {
     }
   }
 
-  /** Our record: a renewal keeps acquireTime and leaseTransitions, a takeover starts them anew. */
+  /** Our record (`now` wall time): a renewal keeps acquireTime and leaseTransitions, a takeover starts them anew. */
   private desiredSpec(now: number, previous: LeaderLease['spec'], takeover: boolean): LeaderLease['spec'] {
     const renewTime = microTime(new Date(now));
     const transitions = previous?.leaseTransitions ?? 0;
@@ -348,10 +348,11 @@ export class LeaderElector {
 
   /** One attempt, as client-go's tryAcquireOrRenew; never throws. */
   private async tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
+    const wallNow = this.clock.now();
     // Fast path: the leader updates from the lease it last wrote, without reading.
     if (this.isLeader && this.observed && this.isLeaseValid(now)) {
-      const spec = this.desiredSpec(now, this.observed.spec, false);
+      const spec = this.desiredSpec(wallNow, this.observed.spec, false);
       try {
         this.observe(
           await this.store.replace({ ...this.observed, spec }, this.callOptions(deadlineMs)),
@@ -372,7 +373,7 @@ export class LeaderElector {
         if (!this.stopping.signal.aborted) this.log.warn({ err }, 'Failed to read leadership lease');
         return false;
       }
-      return this.create(now, deadlineMs);
+      return this.create(wallNow, deadlineMs);
     }
     this.observe(current, false);
 
@@ -380,7 +381,7 @@ export class LeaderElector {
     if (holder && holder !== this.identity && this.isLeaseValid(now)) return false;
 
     const takeover = holder !== this.identity;
-    const spec = this.desiredSpec(now, current.spec, takeover);
+    const spec = this.desiredSpec(wallNow, current.spec, takeover);
     try {
       this.observe(await this.store.replace({ ...current, spec }, this.callOptions(deadlineMs)), true);
       if (takeover) {
@@ -401,12 +402,12 @@ export class LeaderElector {
     }
   }
 
-  private async create(now: number, deadlineMs: number): Promise<boolean> {
+  private async create(wallNow: number, deadlineMs: number): Promise<boolean> {
     const lease: LeaderLease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: this.name, namespace: this.namespace },
-      spec: this.desiredSpec(now, undefined, false),
+      spec: this.desiredSpec(wallNow, undefined, false),
     };
     try {
       this.observe(await this.store.create(lease, this.callOptions(deadlineMs)), true);
@@ -425,8 +426,8 @@ export class LeaderElector {
    * (a renewal that was cut short may still have landed) it re-reads and retries once if we still hold it.
    */
   private async release(): Promise<void> {
-    const deadline = Math.min(this.clock.now() + this.timing.renewDeadlineMs, this.releaseByMs);
-    const options = (): LeaseCallOptions => ({ timeoutMs: deadline - this.clock.now() });
+    const deadline = Math.min(this.clock.monotonic() + this.timing.renewDeadlineMs, this.releaseByMs);
+    const options = (): LeaseCallOptions => ({ timeoutMs: deadline - this.clock.monotonic() });
     let lease = this.observed;
     for (let attempt = 0; attempt < 2 && lease; attempt++) {
       if (lease.spec?.holderIdentity !== this.identity) return;

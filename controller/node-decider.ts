@@ -5,6 +5,7 @@
 import { LEASE_NAMESPACE, resolveRegistrations, restrictConditionType } from '../api/index.ts';
 import { BOOTSTRAP_TAINT_VALUE, RUNTIME_TAINT_VALUE } from '../api/names.ts';
 import { keptOffByTaints, type DaemonSetObject } from '../api/scheduling.ts';
+import type { Clock } from '../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { toCachedLease, type CachedNode, type ClusterCache } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
@@ -32,7 +33,7 @@ export interface NodeDeciderDeps {
     daemonSetList?(): Iterable<DaemonSetObject>;
   };
   api: Pick<NodeApi, 'getLease'>;
-  clock: { now(): number };
+  clock: Pick<Clock, 'now' | 'monotonic'>;
   config: Pick<
     ControllerConfig,
     | 'bootstrapTaintKey'
@@ -111,6 +112,7 @@ export class NodeDecider {
         trippedExtensions: this.deps.tripped(),
       },
       now,
+      monotonicNow: clock.monotonic(),
       suspendedBy: [
         ...(config.suspend === true ? [CONTROLLER_SUSPEND] : []),
         ...suspendedBy.map((name) => `SystemExtension ${name}`),

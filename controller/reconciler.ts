@@ -145,7 +145,7 @@ export class Reconciler {
     const pressing: string[] = [];
     const settled = new Map<string, number>();
     const calm: string[] = [];
-    const now = this.deps.clock.now();
+    const now = this.deps.clock.monotonic();
     for (const name of this.deps.cache.nodeNames()) {
       const cached = this.deps.cache.node(name);
       const decision = this.decider.decide(name, cached);
@@ -208,7 +208,8 @@ export class Reconciler {
       throw err;
     }
     const { node, decision, taintEvents } = written;
-    this.durations.observe(node, taintEvents, clock.now(), this.decider.bootstrapStartedMs(name));
+    const at = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+    this.durations.observe(node, taintEvents, at, this.decider.bootstrapStartedMs(name));
     // Events about extensions and timeouts are transitions of the decision's memory: the first decision's.
     // Taint events are what the node patches really changed, so a write that found its change already made
     // (a duplicate reconcile on a lagging cache, a 409 rebase) records nothing.
@@ -230,7 +231,7 @@ export class Reconciler {
     const deadline = decision.nextDeadlineMs;
     if (deadline === undefined) return {};
     this.deadlines.set(name, decision.deadlines);
-    return { requeueAfterMs: Math.max(0, deadline - clock.now()) };
+    return { requeueAfterMs: Math.max(0, deadline - clock.monotonic()) };
   }
 
   /**
@@ -246,7 +247,7 @@ export class Reconciler {
     const { cache, clock, metrics } = this.deps;
     const parts = this.deadlines.get(name);
     if (!parts) return undefined;
-    const now = clock.now();
+    const now = clock.monotonic();
     let next = parts.fixedMs ?? Number.POSITIVE_INFINITY;
     if (next <= now) return undefined;
     for (const lease of parts.leases) {
@@ -255,8 +256,9 @@ export class Reconciler {
       next = Math.min(next, expiresAtMs);
     }
     if (!Number.isFinite(next)) return undefined;
-    // The breaker is judged at each node's deadline, as when it was decided.
-    if (this.ledger.evaluateBreaker(now)) this.deps.onBreakerChange();
+    // The breaker is judged at each node's deadline, as when it was decided (on the wall clock: rollout windows
+    // end at persisted wall times, docs/adr/0020).
+    if (this.ledger.evaluateBreaker(clock.now())) this.deps.onBreakerChange();
     metrics.deadlineRearms.inc();
     return next - now;
   }

@@ -12,6 +12,8 @@ import { TaintDurations } from './taint-durations.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const event = (reason: EventReason): NodeEvent => ({ type: 'Normal', reason, message: '' });
+/** Both clocks at `ms`, or the monotonic one `wallStepMs` behind a wall clock that stepped. */
+const at = (ms: number, wallStepMs = 0) => ({ wallMs: ms + wallStepMs, monotonicMs: ms });
 
 function node(bootstrapped: boolean): CachedNode {
   return {
@@ -36,22 +38,34 @@ function setup() {
 describe('TaintDurations', () => {
   it('a first boot bootstraps from the node creation; a later boot only from its remembered start', async () => {
     const { durations, sums } = setup();
-    durations.observe(node(false), [event(EventReason.BootstrapTaintRemoved)], T0 + 30_000, undefined);
+    durations.observe(node(false), [event(EventReason.BootstrapTaintRemoved)], at(T0 + 30_000), undefined);
     expect((await sums()).bootstrap).toBe(30);
-    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], T0 + 90_000, undefined);
+    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], at(T0 + 90_000), undefined);
     expect((await sums()).bootstrap).toBe(30);
-    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], T0 + 90_000, T0 + 80_000);
+    durations.observe(node(true), [event(EventReason.BootstrapTaintRemoved)], at(T0 + 90_000), T0 + 80_000);
     expect((await sums()).bootstrap).toBe(40);
   });
 
   it('a runtime taint is timed from when this leader added it, and not after a reset', async () => {
     const { durations, sums } = setup();
-    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], T0, undefined);
-    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], T0 + 12_000, undefined);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], at(T0), undefined);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], at(T0 + 12_000), undefined);
     expect((await sums()).runtime).toBe(12);
-    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], T0, undefined);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], at(T0), undefined);
     durations.reset();
-    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], T0 + 50_000, undefined);
+    durations.observe(node(true), [event(EventReason.RuntimeTaintRemoved)], at(T0 + 50_000), undefined);
+    expect((await sums()).runtime).toBe(12);
+  });
+
+  it('a runtime taint held 12 s across a 45 s forward wall clock step is timed 12 s', async () => {
+    const { durations, sums } = setup();
+    durations.observe(node(true), [event(EventReason.RuntimeTaintAdded)], at(T0), undefined);
+    durations.observe(
+      node(true),
+      [event(EventReason.RuntimeTaintRemoved)],
+      at(T0 + 12_000, 45_000),
+      undefined,
+    );
     expect((await sums()).runtime).toBe(12);
   });
 });

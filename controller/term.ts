@@ -102,7 +102,7 @@ export class LeadershipTerms {
       this.leadingNow = false;
       this.metrics.isLeader.set(0);
       if (this.stopped) {
-        const left = this.stopDeadlineMs - this.clock.now();
+        const left = this.stopDeadlineMs - this.clock.monotonic();
         await this.end(this.stopDeadlineMs - Math.min(RELEASE_RESERVE_MS, left / 2));
       } else {
         this.log.warn('Lost leadership; stopped writing');
@@ -120,7 +120,7 @@ export class LeadershipTerms {
     this.stopDeadlineMs = deadlineMs;
     this.syncCheck?.cancel();
     await release(deadlineMs);
-    await this.end(this.clock.now());
+    await this.end(this.clock.monotonic());
     this.leadingNow = false;
   }
 
@@ -144,7 +144,9 @@ export class LeadershipTerms {
       const timeout = new AbortController();
       await Promise.race([
         drained,
-        this.clock.sleep(Math.max(0, drainByMs - this.clock.now()), timeout.signal).catch(() => undefined),
+        this.clock
+          .sleep(Math.max(0, drainByMs - this.clock.monotonic()), timeout.signal)
+          .catch(() => undefined),
       ]);
       timeout.abort();
       current.abort();

@@ -473,3 +473,28 @@ describe('WorkQueue deadline slots (WorkQueueOptions.deadlineTickMs, docs/adr/00
     await queue.stop();
   });
 });
+
+describe('WorkQueue deadlines on a wall clock that steps (regression: issue 50 item 4)', () => {
+  it.each([
+    { name: 'a 1 h backward step does not delay', stepMs: -3_600_000 },
+    { name: 'a 45 s forward step does not bring forward', stepMs: 45_000 },
+  ])('$name a deadline: it comes after its delay of monotonic time', async ({ stepMs }) => {
+    const runs: number[] = [];
+    const { clock, queue } = setup(async (key) => {
+      if (key !== 'n') return undefined;
+      runs.push(clock.monotonic());
+      return runs.length === 1 ? { requeueAfterMs: 10_000 } : undefined;
+    });
+    const start = clock.monotonic();
+    queue.add('n');
+    await queue.idle();
+    clock.stepWall(stepMs);
+    queue.add('other'); // any run after the step looks at the deadlines again
+    await queue.idle();
+    await clock.advance(9_999);
+    expect(runs).toEqual([start]);
+    await clock.advance(1);
+    await queue.idle();
+    expect(runs).toEqual([start, start + 10_000]);
+  });
+});

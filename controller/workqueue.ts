@@ -167,7 +167,7 @@ export class WorkQueue {
       return this.fire(key, merged);
     }
     const tick = cause === 'deadline' ? (this.options.deadlineTickMs ?? 0) : 0;
-    const exact = this.options.clock.now() + delayMs;
+    const exact = this.options.clock.monotonic() + delayMs;
     const at = tick > 0 ? Math.ceil(exact / tick) * tick : exact;
     if (pending) {
       pending.cause = merged;
@@ -198,7 +198,7 @@ export class WorkQueue {
     if (first === undefined || first.at >= this.timerAt) return;
     this.timer?.cancel();
     this.timerAt = first.at;
-    this.timer = this.options.clock.setTimer(first.at - this.options.clock.now(), () => this.onTimer());
+    this.timer = this.options.clock.setTimer(first.at - this.options.clock.monotonic(), () => this.onTimer());
   }
 
   /**
@@ -209,7 +209,7 @@ export class WorkQueue {
   private onTimer(): void {
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
-    const now = this.options.clock.now() + TIMER_ROUNDING_MS;
+    const now = this.options.clock.monotonic() + TIMER_ROUNDING_MS;
     this.firing = true;
     try {
       for (let first = this.due.peek(); first !== undefined && first.at <= now; first = this.due.peek()) {
@@ -277,7 +277,7 @@ export class WorkQueue {
 
   /** How long the longest reconcile in flight has been running (0 when none is). */
   stuckForMs(): number {
-    const now = this.options.clock.now();
+    const now = this.options.clock.monotonic();
     let oldest = now;
     for (const at of this.startedAt.values()) oldest = Math.min(oldest, at);
     return now - oldest;
@@ -306,7 +306,7 @@ export class WorkQueue {
   }
 
   private async run(key: string, cause: ReconcileCause): Promise<void> {
-    this.startedAt.set(key, this.options.clock.now());
+    this.startedAt.set(key, this.options.clock.monotonic());
     let next: { delayMs: number; cause: ReconcileCause } | undefined;
     try {
       const result = await this.reconcile(key, cause);

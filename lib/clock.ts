@@ -1,14 +1,24 @@
 // Time is a dependency (docs/conventions.md 2). Code takes a Clock; only main.ts constructs the real one, and tests
 // step a FakeClock forward.
+//
+// Two readings (docs/adr/0020): `now()` is wall time, for timestamps written to objects and for comparing with
+// timestamps read from them; `monotonic()` never steps, and every duration the process measures itself (a
+// lease's age since it was seen renewed, a deadline, a backoff, a timeout) is taken on it. Timers run on it too.
+// An NTP step (`makestep`, a VM time sync) moves the first and not the second.
 
 export interface Timer {
   cancel(): void;
 }
 
 export interface Clock {
-  /** Milliseconds since the epoch. */
+  /** Wall time, milliseconds since the epoch: for timestamps written to objects, never for a duration. */
   now(): number;
-  /** Runs `fn` after `delayMs`; cancel() is a no-op once it ran. */
+  /**
+   * Milliseconds on a clock that never steps (from an arbitrary origin): every duration measured by this
+   * process, and every deadline, is a difference of two of these.
+   */
+  monotonic(): number;
+  /** Runs `fn` after `delayMs` of monotonic time; cancel() is a no-op once it ran. */
   setTimer(delayMs: number, fn: () => void): Timer;
   /** Resolves after `delayMs`, or rejects with the signal's reason when it aborts first. */
   sleep(delayMs: number, signal?: AbortSignal): Promise<void>;
@@ -34,6 +44,9 @@ export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  // performance.now() is process.hrtime (CLOCK_MONOTONIC) since the process started; setTimeout runs on the same
+  // kind of clock (libuv's loop time), so timers and monotonic() agree.
+  monotonic: () => performance.now(),
   /**
    * Negative and NaN delays run at once; a delay beyond MAX_TIMER_DELAY_MS (a lease duration of 25 days, a
    * deadline far in the future, Infinity) is waited out in steps of at most that, so it never becomes 1 ms.

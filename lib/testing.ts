@@ -69,9 +69,14 @@ export function duplicateKeys(line: string): string[] {
   return duplicates;
 }
 
-/** A clock that moves only when a test calls advance(); due timers fire in order. */
+/**
+ * A clock that moves only when a test calls advance(); due timers fire in order. Wall and monotonic time start
+ * at the same reading and advance() moves both; stepWall() moves the wall clock alone, as an NTP step does, and
+ * fires nothing (timers run on monotonic time).
+ */
 export class FakeClock implements Clock {
   private current: number;
+  private wallOffsetMs = 0;
   private sequence = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
 
@@ -80,7 +85,16 @@ export class FakeClock implements Clock {
   }
 
   now(): number {
+    return this.current + this.wallOffsetMs;
+  }
+
+  monotonic(): number {
     return this.current;
+  }
+
+  /** Steps the wall clock by `ms` (negative: backward) and leaves monotonic time and the timers alone. */
+  stepWall(ms: number): void {
+    this.wallOffsetMs += ms;
   }
 
   setTimer(delayMs: number, fn: () => void): Timer {
@@ -98,7 +112,7 @@ export class FakeClock implements Clock {
     return this.timers.size;
   }
 
-  /** Moves time forward, firing every timer that falls due, and lets their promise callbacks run. */
+  /** Moves both clocks forward, firing every timer that falls due, and lets their promise callbacks run. */
   async advance(ms: number): Promise<void> {
     const target = this.current + ms;
     for (;;) {

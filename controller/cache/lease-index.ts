@@ -1,6 +1,6 @@
-// The believed leases by node, with the controller's clock reading of when each renewTime last changed (lease
-// staleness is judged from it: reset to "now" for every lease on start-up and on becoming leader, docs/design.md
-// section 5). Fed by the lease watch and by live re-reads; leases that are not the agent's own are ignored.
+// The believed leases by node, with the controller's monotonic clock reading of when each renewTime last changed
+// (lease staleness is judged from it, never from renewTime against the wall clock: reset to "now" for every lease
+// on start-up and on becoming leader, docs/design.md section 5, docs/adr/0020). Fed by the lease watch and by live re-reads; leases that are not the agent's own are ignored.
 
 import { LeaseRole } from '../../api/index.ts';
 import type { Clock } from '../../lib/clock.ts';
@@ -65,7 +65,7 @@ export class LeaseIndex {
 
   added(lease: CachedLease): string | undefined {
     if (!this.believe(lease)) return undefined;
-    this.file(lease, this.clock.now());
+    this.file(lease, this.clock.monotonic());
     return lease.node;
   }
 
@@ -77,7 +77,7 @@ export class LeaseIndex {
       return known.lease.node;
     }
     if (!known) return this.added(lease);
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     const wasExpired = now - known.observedAtMs >= known.lease.leaseDurationSeconds * 1000;
     if (lease.renewTime !== known.lease.renewTime) known.observedAtMs = now;
     if (onlyRenewed(lease, known.lease)) {
@@ -116,7 +116,7 @@ export class LeaseIndex {
   observeLive(lease: CachedLease): boolean {
     if (!this.believe(lease)) return false;
     if (this.leases.get(lease.name)?.lease.renewTime === lease.renewTime) return false;
-    this.file(lease, this.clock.now());
+    this.file(lease, this.clock.monotonic());
     return true;
   }
 
@@ -132,7 +132,7 @@ export class LeaseIndex {
 
   /** Every lease gets a fresh full duration from now (after start-up or a leader change). */
   refreshObservations(): void {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     for (const known of this.leases.values()) known.observedAtMs = now;
   }
 

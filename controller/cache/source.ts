@@ -93,7 +93,7 @@ export class Source<R extends Meta, T> {
         synced: () => {
           const turned = !this.fresh;
           this.fresh = true;
-          this.syncedAtMs = clock.now();
+          this.syncedAtMs = clock.monotonic();
           handlers.synced?.();
           if (turned) this.options.syncChanged?.();
         },
@@ -113,7 +113,7 @@ export class Source<R extends Meta, T> {
     this.fresh = false;
     this.options.syncChanged?.();
     const { clock } = this.options;
-    if (clock.now() - this.syncedAtMs >= STABLE_MS) this.backoff.reset();
+    if (clock.monotonic() - this.syncedAtMs >= STABLE_MS) this.backoff.reset();
     const delayMs = this.backoff.next();
     const failed = this.reflector;
     const stopping = this.stopping.signal;

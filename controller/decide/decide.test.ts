@@ -1636,7 +1636,8 @@ describe('decideNode: next deadline', () => {
   it('deciding again at the deadline changes the answer', () => {
     const i = deadlineCases[0]?.input as DecisionInput;
     const first = decideNode(i);
-    const atDeadline = decideNode({ ...i, now: first.nextDeadlineMs as number, previous: first.memory });
+    const at = first.nextDeadlineMs as number;
+    const atDeadline = decideNode({ ...i, now: at, monotonicNow: at, previous: first.memory });
     expect(first.state).toBe(NodeState.Ready);
     expect(atDeadline.state).toBe(NodeState.Degraded);
     expect(atDeadline.staleLeases).toEqual([GPU_LEASE]);

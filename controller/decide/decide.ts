@@ -1,5 +1,5 @@
 // The controller's decision for one node (docs/design.md section 5, docs/conventions.md 1): a pure function of the node, its
-// leases, the policy, the controller's memory and `now`. No I/O, no clock, no logger.
+// leases, the policy, the controller's memory and `now` (wall) with `monotonicNow` (docs/adr/0020). No I/O, no clock, no logger.
 
 import { Enforcement } from '../../api/extension.ts';
 import { ExtensionState, NodeAnnotation } from '../../api/names.ts';
@@ -92,7 +92,9 @@ function withMaintenance(
 }
 
 function decideInService(input: DecisionInput): NodeDecision {
-  const { node, policy, now } = input;
+  const { node, policy, now, monotonicNow } = input;
+  // Wall deadlines (from object timestamps) become monotonic ones at this reading (docs/adr/0020).
+  const fromWall = (wallMs: number): number => monotonicNow + (wallMs - now);
   const timeoutMs = policy.bootstrapTimeoutSeconds * 1000;
   const graceMs = policy.missingLeaseGraceSeconds * 1000;
   const previous = input.previous;
@@ -105,28 +107,29 @@ function decideInService(input: DecisionInput): NodeDecision {
   const bootstrapPending =
     marker !== node.bootId &&
     (bootstrapTainted || marker !== undefined || now - node.creationTimestampMs < timeoutMs);
-  const bootSeenMs = sameBoot ? previous.bootSeenMs : now;
+  const bootSeenMs = sameBoot ? previous.bootSeenMs : monotonicNow;
   const bootstrapStartedMs = bootstrapPending
     ? ((sameBoot ? previous.bootstrapStartedMs : undefined) ??
       (marker === undefined ? node.creationTimestampMs : Math.max(node.creationTimestampMs, now)))
     : undefined;
 
-  const agent = judgeAgent(input.agent, node.bootId, bootSeenMs + graceMs, now);
+  const agent = judgeAgent(input.agent, node.bootId, bootSeenMs + graceMs, monotonicNow);
+  const reportedAtMs = agent.kind === 'reporting' ? input.agent?.observedAtMs : undefined;
   const agentReportedMs =
     (sameBoot ? previous.agentReportedMs : undefined) ??
-    (agent.kind === 'reporting' ? input.agent?.observedAtMs : undefined);
+    (reportedAtMs === undefined ? undefined : now - (monotonicNow - reportedAtMs));
   const requiredSinceMs = new Map<string, number>();
   const judged: Judged[] = [...input.required].sort(byName).map((extension) => {
-    const since = previous?.requiredSinceMs.get(extension.name) ?? now;
+    const since = previous?.requiredSinceMs.get(extension.name) ?? monotonicNow;
     requiredSinceMs.set(extension.name, since);
     const j = judgeExtension(extension, input.leases.get(extension.name), agent, {
       bootId: node.bootId,
       graceEndsMs: Math.max(bootSeenMs, since) + graceMs,
-      now,
+      now: monotonicNow,
     });
     const holdsBootstrap = extension.policy.critical && extension.policy.enforcement === Enforcement.Enforce;
     const rollout = inRollout(extension.rollout, { bootstrapPending, runtimeTainted, now });
-    const rolloutEndsMs = rollout?.mode === 'Grace' ? rollout.endsMs : undefined;
+    const rolloutEndsMs = rollout?.mode === 'Grace' ? fromWall(rollout.endsMs) : undefined;
     const fixed = j.expiringLease === undefined ? j.deadlineMs : undefined;
     return {
       extension,
@@ -311,15 +314,15 @@ function decideInService(input: DecisionInput): NodeDecision {
     fixedDeadlines.push(agent.graceEndsMs);
   }
   if (bootstrapping && bootstrapStartedMs !== undefined && !bootstrapTimedOut) {
-    deadlines.push(bootstrapStartedMs + timeoutMs);
-    fixedDeadlines.push(bootstrapStartedMs + timeoutMs);
+    deadlines.push(fromWall(bootstrapStartedMs + timeoutMs));
+    fixedDeadlines.push(fromWall(bootstrapStartedMs + timeoutMs));
   }
   for (const w of waits.active) {
-    deadlines.push(w.endsMs);
-    fixedDeadlines.push(w.endsMs);
+    deadlines.push(fromWall(w.endsMs));
+    fixedDeadlines.push(fromWall(w.endsMs));
   }
-  const future = deadlines.filter((d): d is number => d !== undefined && d > now);
-  const fixedFuture = fixedDeadlines.filter((d): d is number => d !== undefined && d > now);
+  const future = deadlines.filter((d): d is number => d !== undefined && d > monotonicNow);
+  const fixedFuture = fixedDeadlines.filter((d): d is number => d !== undefined && d > monotonicNow);
 
   const memory: NodeMemory = {
     bootId: node.bootId,

@@ -101,6 +101,7 @@ export function agent(observedAtMs: number, overrides: Partial<ObservedLease> = 
   return seen(lease(undefined, overrides), observedAtMs);
 }
 
+/** A decision input; the monotonic clock reads as the wall clock unless `monotonicNow` is given (a step). */
 export function input(overrides: Partial<DecisionInput> & Pick<DecisionInput, 'now'>): DecisionInput {
   return {
     node: node(),
@@ -111,6 +112,7 @@ export function input(overrides: Partial<DecisionInput> & Pick<DecisionInput, 'n
     previous: undefined,
     policy: POLICY,
     ...overrides,
+    monotonicNow: overrides.monotonicNow ?? overrides.now,
   };
 }
 

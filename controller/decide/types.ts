@@ -105,7 +105,10 @@ export interface RequiredExtension {
 /** A Lease with the controller's own clock reading of when its renewTime last changed. */
 export interface SeenLease {
   lease: ObservedLease;
-  /** Controller clock when renewTime was seen to change, or when this controller started/became leader. */
+  /**
+   * Controller monotonic clock when renewTime was seen to change, or when this controller started/became
+   * leader (docs/adr/0020): its age is `monotonicNow - observedAtMs`, which no wall clock step moves.
+   */
   observedAtMs: number;
 }
 
@@ -142,13 +145,16 @@ export interface EffectiveState {
 export interface NodeMemory {
   /** The boot the timings below refer to. */
   bootId: string;
-  /** When this controller first saw this boot (anchor of the agent's grace). */
+  /** When this controller first saw this boot (anchor of the agent's grace), monotonic clock. */
   bootSeenMs: number;
-  /** Start of the current bootstrap (for the timeout); undefined when the node is not bootstrapping. */
+  /**
+   * Start of the current bootstrap (for the timeout), wall clock: the node's creationTimestamp or a reboot's
+   * first sight; undefined when the node is not bootstrapping.
+   */
   bootstrapStartedMs: number | undefined;
   /** The BootstrapTimeout event was emitted for this boot. */
   timeoutReported: boolean;
-  /** When this controller first saw each extension required (anchor of the missing-lease grace). */
+  /** When this controller first saw each extension required (anchor of the missing-lease grace), monotonic clock. */
   requiredSinceMs: ReadonlyMap<string, number>;
   /** The last decided state of each required extension (events fire on transitions only). */
   extensionStates: ReadonlyMap<string, EffectiveState>;
@@ -157,8 +163,8 @@ export interface NodeMemory {
   /** The NodeNotReady event was emitted for the current spell of the kubelet not being Ready. */
   notReadyReported: boolean;
   /**
-   * When this controller first saw the agent report on this boot (its heartbeat's observedAtMs then), for
-   * the bootstrap record; undefined until it has.
+   * When this controller first saw the agent report on this boot (its heartbeat's observedAtMs then, as wall
+   * time), for the bootstrap record; undefined until it has.
    */
   agentReportedMs?: number | undefined;
   /** The MaintenanceStarted event was emitted for the current maintenance (MaintenanceEnded follows it). */
@@ -181,8 +187,16 @@ export interface DecisionInput {
   /** The memory returned by the last decision for this node; undefined on first sight. */
   previous: NodeMemory | undefined;
   policy: DecisionPolicy;
-  /** Controller clock, milliseconds since the epoch. */
+  /**
+   * Controller wall clock, milliseconds since the epoch: compared only with timestamps from objects (creation,
+   * a rollout window's persisted start) and used for timestamps written (docs/adr/0020).
+   */
   now: number;
+  /**
+   * Controller monotonic clock (Clock.monotonic), read with `now`: every duration the controller measures
+   * itself (lease age, the missing-lease grace) and every deadline returned (nextDeadlineMs, deadlines) is on it.
+   */
+  monotonicNow: number;
   /**
    * The suspensions whose scope holds this node (`SystemExtension gpu-plugin`, `--suspend`): its taint changes are
    * held (suspend.ts). Empty or absent: none.
@@ -246,7 +260,10 @@ export interface NodeDecision {
   };
   /** Transitions between the node as observed (and the memory) and this decision; emit after writing. */
   events: NodeEvent[];
-  /** The earliest future time at which the same inputs could give another answer. */
+  /**
+   * The earliest future time at which the same inputs could give another answer, on the monotonic clock (a
+   * deadline from a wall timestamp, such as the bootstrap timeout, is converted at decision time).
+   */
   nextDeadlineMs: number | undefined;
   /**
    * What nextDeadlineMs is made of (docs/adr/0009): `leases`, the Leases whose expiry is one of the

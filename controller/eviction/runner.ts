@@ -98,7 +98,7 @@ export class Evictor {
 
   private nodes(): EvictionNode[] {
     const { clock } = this.deps;
-    const now = clock.now();
+    const now = clock.monotonic();
     const states = this.deps.states();
     for (const name of this.spells.keys())
       if (states.get(name) !== NodeState.Degraded) this.spells.delete(name);
@@ -135,14 +135,14 @@ export class Evictor {
           breakerTripped: this.deps.breakerTripped(),
         },
         limiter: this.limiter,
-        nowMs: clock.now(),
+        nowMs: clock.monotonic(),
       });
       this.limiter = plan.limiter;
       for (const zone of plan.blockedZones) log.debug({ ...zone }, 'Eviction held back in zone');
       for (const name of plan.evict) {
         if (!this.running) return;
         const spell = this.spells.get(name);
-        if (spell) spell.lastEvictionMs = clock.now();
+        if (spell) spell.lastEvictionMs = clock.monotonic();
         const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
         if (spell) spell.evictionComplete = evictionComplete(results);
         const node = this.deps.node(name);
@@ -160,7 +160,9 @@ export class Evictor {
           }
         }
       }
-      this.schedule(plan.nextDeadlineMs === undefined ? MAX_IDLE_MS : plan.nextDeadlineMs - clock.now());
+      this.schedule(
+        plan.nextDeadlineMs === undefined ? MAX_IDLE_MS : plan.nextDeadlineMs - clock.monotonic(),
+      );
     } catch (err) {
       if (!this.running) return;
       log.warn({ err }, 'Eviction pass failed; retrying');

@@ -180,7 +180,7 @@ export class RollupWriter {
     if (this.timer || !this.active) return;
     const { clock } = this.deps;
     const spacingMs = Math.max(this.minIntervalMs, ROLLUP_COST_FACTOR * this.costMs);
-    const delay = Math.max(extraDelayMs, this.lastRunMs + spacingMs - clock.now(), 0);
+    const delay = Math.max(extraDelayMs, this.lastRunMs + spacingMs - clock.monotonic(), 0);
     this.timer = clock.setTimer(delay, () => {
       this.timer = undefined;
       this.run();
@@ -190,7 +190,7 @@ export class RollupWriter {
   private run(): void {
     if (!this.active || this.running || !this.dirty) return;
     this.dirty = false;
-    this.lastRunMs = this.deps.clock.now();
+    this.lastRunMs = this.deps.clock.monotonic();
     this.running = this.evaluateAndWrite().finally(() => {
       this.running = undefined;
       if (this.dirty) this.schedule(0);
@@ -208,7 +208,9 @@ export class RollupWriter {
       const rolloutEndsMs = await this.extensionCounts.write(pairs, this.deps.clock.now());
       // A Grace window ending changes a status by time alone: evaluate again then (+1 s: past its second).
       if (rolloutEndsMs !== undefined)
-        this.deadlineAt(Math.min(rolloutEndsMs + 1_000, this.deadlineAtMs ?? Number.POSITIVE_INFINITY));
+        this.deadlineAt(
+          Math.min(this.fromWall(rolloutEndsMs + 1_000), this.deadlineAtMs ?? Number.POSITIVE_INFINITY),
+        );
       this.failures = 0;
     } catch (err) {
       if (err instanceof NotLeaderError || !this.active) return;
@@ -227,7 +229,7 @@ export class RollupWriter {
   private async refreshShoot(): Promise<void> {
     const { api, clock, gardenerCluster, log } = this.deps;
     if (gardenerCluster === undefined) return;
-    const now = clock.now();
+    const now = clock.monotonic();
     if (now - this.shootReadMs < this.resyncMs) return;
     const shoot = shootFromCluster(await api.getGardenerCluster(gardenerCluster));
     this.shootReadMs = now;
@@ -238,12 +240,21 @@ export class RollupWriter {
     this.deadlineAt(now + this.resyncMs);
   }
 
-  /** Re-evaluates at `atMs` (the earliest of the pending deadlines wins). */
+  /**
+   * A wall deadline as a monotonic one. A threshold or window end is a wall time (from lastTransitionTime or a
+   * persisted window start, which outlive this process), so a wall clock step moves it (docs/adr/0020).
+   */
+  private fromWall(wallMs: number): number {
+    const { clock } = this.deps;
+    return clock.monotonic() + (wallMs - clock.now());
+  }
+
+  /** Re-evaluates at `atMs` on the monotonic clock (the earliest of the pending deadlines wins). */
   private deadlineAt(atMs: number): void {
     const { clock } = this.deps;
     this.deadlineTimer?.cancel();
     this.deadlineAtMs = atMs;
-    this.deadlineTimer = clock.setTimer(Math.max(0, atMs - clock.now()), () => {
+    this.deadlineTimer = clock.setTimer(Math.max(0, atMs - clock.monotonic()), () => {
       this.deadlineTimer = undefined;
       this.deadlineAtMs = undefined;
       this.markDirty();
@@ -271,7 +282,7 @@ export class RollupWriter {
       metrics.rollupDuration.observe(evaluatedMs / 1000);
       this.reportDropped(result.droppedTypes, result.droppedExtensions);
       const pending = [
-        result.nextDeadlineMs,
+        result.nextDeadlineMs === undefined ? undefined : this.fromWall(result.nextDeadlineMs),
         this.deps.gardenerCluster ? this.shootReadMs + this.resyncMs : undefined,
       ].filter((t): t is number => t !== undefined);
       if (pending.length > 0) this.deadlineAt(Math.min(...pending));

@@ -5,6 +5,7 @@
 // accepts events about cluster-scoped objects. Only the leader records (fenced).
 
 import { capUtf8, CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/index.ts';
+import type { Clock } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { NodeEvent } from '../decide/index.ts';
@@ -75,7 +76,7 @@ interface SeriesEntry {
 export function eventWriter(
   api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
-  clock: { now(): number },
+  clock: Pick<Clock, 'now' | 'monotonic'>,
   fence: Fence,
 ): (subject: EventSubject, event: NodeEvent) => Promise<void> {
   let sequence = 0;
@@ -102,10 +103,12 @@ export function eventWriter(
   };
   return (subject, event) => {
     const nowMs = clock.now();
+    // The series window is a duration this process measures: monotonic (docs/adr/0020); nowMs is written.
+    const observedMs = clock.monotonic();
     // `series` is in the order of last observation (a repeat moves its entry to the end): the finished ones
     // are at the front. Looking at every entry on every event cost a burst of 1,000 events a million steps.
     for (const [key, entry] of series) {
-      if (nowMs - entry.lastObservedMs <= EVENT_SERIES_FINISH_MS) break;
+      if (observedMs - entry.lastObservedMs <= EVENT_SERIES_FINISH_MS) break;
       series.delete(key);
     }
     const note = eventNote(event.message);
@@ -121,11 +124,16 @@ export function eventWriter(
     if (!entry) {
       const name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
       const pending = create(subject, event, name, nowMs);
-      series.set(key, { name, count: 1, lastObservedMs: nowMs, pending: pending.catch(() => undefined) });
+      series.set(key, {
+        name,
+        count: 1,
+        lastObservedMs: observedMs,
+        pending: pending.catch(() => undefined),
+      });
       return pending;
     }
     entry.count += 1;
-    entry.lastObservedMs = nowMs;
+    entry.lastObservedMs = observedMs;
     series.delete(key);
     series.set(key, entry);
     const count = entry.count;
@@ -152,7 +160,7 @@ export function eventWriter(
 export function eventRecorder(
   api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
-  clock: { now(): number },
+  clock: Pick<Clock, 'now' | 'monotonic'>,
   fence: Fence,
 ): EventRecorder {
   const write = eventWriter(api, reportingInstance, clock, fence);
@@ -175,7 +183,7 @@ export interface ClusterEventRecorder {
 export function clusterEventRecorder(
   api: Pick<NodeApi, 'createEvent' | 'patchEvent'>,
   reportingInstance: string,
-  clock: { now(): number },
+  clock: Pick<Clock, 'now' | 'monotonic'>,
   fence: Fence,
 ): ClusterEventRecorder {
   const write = eventWriter(api, reportingInstance, clock, fence);
