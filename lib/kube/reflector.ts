@@ -149,12 +149,12 @@ export class Reflector<R extends Meta, T> {
     while (!signal.aborted) {
       try {
         if (!this.resourceVersion) await this.list(signal);
-        const startedMs = clock.now();
+        const startedMs = clock.monotonic();
         const delivered = await this.watch(signal);
         if (signal.aborted) return;
         // Resuming at once is right after a watch that lived or delivered; one that ended at once with
         // nothing would be reopened in a tight loop, so it is a failure and backs off.
-        if (delivered === 0 && clock.now() - startedMs < SHORT_WATCH_MS)
+        if (delivered === 0 && clock.monotonic() - startedMs < SHORT_WATCH_MS)
           throw new KubeError(KubeErrorCode.Network, 0, `WATCH ${path}: ended at once without any event`);
         this.backoff.reset();
       } catch (err) {
