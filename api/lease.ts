@@ -191,6 +191,29 @@ export interface ObservedLease {
   renewTime: string;
 }
 
+/**
+ * The most characters the controller keeps of each string of a Lease (issue 50 item 2): an agent token may
+ * write up to 1.5 MB into any of them, and what is kept of a Lease is a constant whatever it holds. Names and
+ * the node are Kubernetes names (253); a resourceVersion is an etcd revision (20 digits); a time is RFC 3339
+ * (at most 35 characters); a boot ID is a UUID (36). The admission policy refuses more than these from an
+ * agent (manifests/base/admission-agent-leases.yaml); a Lease written around it is cut here.
+ */
+export const LEASE_FIELD_CHARS = {
+  name: 253,
+  resourceVersion: 64,
+  node: 253,
+  extension: 63,
+  since: 64,
+  bootId: 64,
+  holderIdentity: 253,
+  renewTime: 64,
+} as const;
+
+/** A message is read from its first this many characters only (it is then cut to MAX_LEASE_MESSAGE). */
+const MESSAGE_READ_CHARS = 4 * MAX_LEASE_MESSAGE;
+
+const cut = (value: string, max: number): string => (value.length <= max ? value : value.slice(0, max));
+
 /** A written duration within [0, MAX_LEASE_DURATION_SECONDS]; anything else (absent, not a number) is 0. */
 function boundedDurationSeconds(value: unknown): number {
   if (typeof value !== 'number' || !(value > 0)) return 0;
@@ -205,20 +228,24 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
   if (!node || (role !== LeaseRole.extension && role !== LeaseRole.agent)) return undefined;
   const state = metadata.annotations?.[LeaseAnnotation.state];
   const renew = spec.renewTime;
+  const annotation = (key: string, max: number): string => cut(metadata.annotations?.[key] ?? '', max);
+  const F = LEASE_FIELD_CHARS;
+  const extension = role === LeaseRole.extension ? metadata.labels?.[LeaseLabel.extension] : undefined;
   return {
-    name: metadata.name ?? '',
-    resourceVersion: metadata.resourceVersion ?? '',
-    node,
+    name: cut(metadata.name ?? '', F.name),
+    resourceVersion: cut(metadata.resourceVersion ?? '', F.resourceVersion),
+    // A longer one names no node; cut, it is held only to say so (controller/ingest.ts InvalidNode).
+    node: cut(node, F.node),
     role,
-    extension: role === LeaseRole.extension ? metadata.labels?.[LeaseLabel.extension] : undefined,
+    extension: extension === undefined ? undefined : cut(extension, F.extension),
     state: isExtensionState(state) ? state : undefined,
     // Written by the agent of a node (whoever controls it): made inert before any message repeats them.
     reason: capInput(metadata.annotations?.[LeaseAnnotation.reason] ?? ''),
-    message: truncateMessage(metadata.annotations?.[LeaseAnnotation.message] ?? ''),
-    since: metadata.annotations?.[LeaseAnnotation.since] ?? '',
-    bootId: metadata.annotations?.[LeaseAnnotation.bootId] ?? '',
-    holderIdentity: spec.holderIdentity ?? '',
+    message: truncateMessage(annotation(LeaseAnnotation.message, MESSAGE_READ_CHARS)),
+    since: annotation(LeaseAnnotation.since, F.since),
+    bootId: annotation(LeaseAnnotation.bootId, F.bootId),
+    holderIdentity: cut(spec.holderIdentity ?? '', F.holderIdentity),
     leaseDurationSeconds: boundedDurationSeconds(spec.leaseDurationSeconds),
-    renewTime: renew instanceof Date ? renew.toISOString() : (renew ?? ''),
+    renewTime: cut(renew instanceof Date ? renew.toISOString() : (renew ?? ''), F.renewTime),
   };
 }

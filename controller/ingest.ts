@@ -6,6 +6,8 @@
 
 import {
   EXTENSION_ANNOTATION_PREFIX,
+  LEASE_FIELD_CHARS,
+  LeaseAnnotation,
   LeaseRole,
   NODE_CONDITION_TYPE,
   NodeAnnotation,
@@ -132,7 +134,16 @@ export const LeaseProblem = {
   InvalidExtension: 'InvalidExtension',
   /** Its node already has MAX_LEASES_PER_NODE Leases filed: what one node can make the controller hold. */
   TooManyLeases: 'TooManyLeases',
+  /** Its node annotation is longer than a node name can be (253 characters): it names no node. */
+  InvalidNode: 'InvalidNode',
 } as const;
+
+/**
+ * The most characters of strings the controller keeps of one Lease (the sum of api/lease.ts
+ * LEASE_FIELD_CHARS, a reason and a message that are cut, escapes included, and the owner UID): whatever the
+ * Lease holds (up to 1.5 MB), what is kept of it is this much, about 8 KB in V8's two-byte strings at worst.
+ */
+export const MAX_CACHED_LEASE_CHARS = 4096;
 
 /**
  * The most Leases filed for one node (extensions and the heartbeat). Far above any real node's extensions;
@@ -149,27 +160,62 @@ export interface CachedLease extends ObservedLease {
   problem?: LeaseProblem;
 }
 
-/** Decodes a nodecare Lease and checks that it is the one the agent of its node would write. */
+/** The most characters kept of an owner reference's UID (the API server makes them 36). */
+const MAX_OWNER_UID_CHARS = 64;
+
+/**
+ * What is kept of a Lease that is not believed: its name, node, role and extension (to report it) and its
+ * problem, never its body (issue 50 item 2: an agent token can write Lease after Lease for the controller to
+ * ignore).
+ */
+export function ignoredLease(lease: CachedLease, problem: LeaseProblem): CachedLease {
+  return {
+    name: lease.name,
+    resourceVersion: lease.resourceVersion,
+    node: lease.node,
+    role: lease.role,
+    extension: lease.extension,
+    state: undefined,
+    reason: '',
+    message: '',
+    since: '',
+    bootId: '',
+    holderIdentity: '',
+    leaseDurationSeconds: 0,
+    renewTime: '',
+    problem,
+  };
+}
+
+/**
+ * Decodes a nodecare Lease and checks that it is the one the agent of its node would write; every string is
+ * cut on the way (api/lease.ts LEASE_FIELD_CHARS), and one that is not believed keeps only its name and
+ * problem (ignoredLease): at most MAX_CACHED_LEASE_CHARS whatever the Lease holds.
+ */
 export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
   const lease = decodeLease(raw);
   if (!lease) return undefined;
   const owner = raw.metadata.ownerReferences?.find(
     (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
   );
+  const ownerUid = owner?.uid.slice(0, MAX_OWNER_UID_CHARS);
   // A long pair's name carries its Node's UID: the owner's here, held to the node's own in leasesOf.
   const expected =
     lease.role === LeaseRole.agent
-      ? leaseNameOrUndefined(lease.node, RESERVED_EXTENSION_NAME, owner?.uid)
-      : lease.extension && leaseNameOrUndefined(lease.node, lease.extension, owner?.uid);
+      ? leaseNameOrUndefined(lease.node, RESERVED_EXTENSION_NAME, ownerUid)
+      : lease.extension && leaseNameOrUndefined(lease.node, lease.extension, ownerUid);
   const problem =
-    lease.role !== LeaseRole.agent && lease.extension && validateExtensionName(lease.extension)
-      ? LeaseProblem.InvalidExtension
-      : lease.name !== expected
-        ? LeaseProblem.NameMismatch
-        : owner === undefined
-          ? LeaseProblem.OwnerMismatch
-          : undefined;
-  return { ...lease, ...(owner ? { ownerUid: owner.uid } : {}), ...(problem ? { problem } : {}) };
+    (raw.metadata.annotations?.[LeaseAnnotation.node]?.length ?? 0) > LEASE_FIELD_CHARS.node
+      ? LeaseProblem.InvalidNode
+      : lease.role !== LeaseRole.agent && lease.extension && validateExtensionName(lease.extension)
+        ? LeaseProblem.InvalidExtension
+        : lease.name !== expected
+          ? LeaseProblem.NameMismatch
+          : owner === undefined
+            ? LeaseProblem.OwnerMismatch
+            : undefined;
+  if (problem) return ignoredLease(lease, problem);
+  return { ...lease, ...(ownerUid !== undefined ? { ownerUid } : {}) };
 }
 
 /** A DaemonSet as the API returns it, as much as the controller reads. */

@@ -24,6 +24,7 @@ import {
   LEASE_LIST_PAGE_SIZE,
   LeaseIndex,
   LeaseProblem,
+  MAX_CACHED_LEASE_CHARS,
   MAX_LEASES_PER_NODE,
   Source,
   skippedObjectReporter,
@@ -686,6 +687,8 @@ describe('ClusterCache poison objects (regression: dropped silently)', () => {
       cache.start();
       await until(() => cache.synced, 'the first sync');
       expect([...cache.nodeNames()]).toEqual(['good']);
+      // An event emitted before the watch is open would be lost.
+      await until(() => api.watchRequests(NODES).length === 1, 'the node watch');
       api.emit(NODES, 'MODIFIED', poison);
       api.emit(NODES, 'ADDED', { metadata: { name: 'after' } });
       await until(() => cache.node('after') !== undefined, 'the event after the poison one');
@@ -863,6 +866,72 @@ describe('ClusterCache lease renewals (issue 24 item 3: a renewal made a new lon
       expect(held?.state).toBe(ExtensionState.Healthy);
       expect(cache.leasesOf(NODE.name).extensions.get('gpu')?.lease).toBe(replaced);
       expect(changed).toEqual([NODE.name]);
+    } finally {
+      await cache.stop();
+      await api.close();
+    }
+  });
+});
+
+describe('What one Lease can make the controller hold is bounded (issue 50 item 2)', () => {
+  const MB = 'x'.repeat(1_500_000);
+  /** A Lease as an agent token could write it before admission bounded it: every string 1.5 MB. */
+  const huge = (extension = 'gpu'): LeaseObject => {
+    const obj = lease(extension);
+    obj.metadata.resourceVersion = '9'.repeat(64) + MB;
+    obj.metadata.annotations = {
+      ...obj.metadata.annotations,
+      [LeaseAnnotation.reason]: MB,
+      [LeaseAnnotation.message]: MB,
+      [LeaseAnnotation.since]: MB,
+      [LeaseAnnotation.bootId]: MB,
+      'example.com/other': MB,
+    };
+    obj.metadata.ownerReferences![0]!.uid = `${NODE.uid}${MB}`;
+    obj.spec = { ...obj.spec, holderIdentity: MB, renewTime: MB };
+    return obj;
+  };
+  const size = (lease: CachedLease | undefined): number => JSON.stringify(lease).length;
+
+  it(`keeps at most MAX_CACHED_LEASE_CHARS (${MAX_CACHED_LEASE_CHARS}) characters of a Lease whose every string is 1.5 MB`, () => {
+    const cached = toCachedLease(huge());
+    expect(cached?.extension).toBe('gpu');
+    expect(size(cached)).toBeLessThanOrEqual(MAX_CACHED_LEASE_CHARS);
+  });
+
+  it('keeps only the name, node and problem of an ignored Lease, never its body', () => {
+    const misnamed = edited(huge(), (m) => (m.name = 'gpu.node-y'));
+    const cached = toCachedLease(misnamed);
+    expect(cached?.problem).toBe(LeaseProblem.NameMismatch);
+    expect(cached).toMatchObject({ name: 'gpu.node-y', node: NODE.name, holderIdentity: '', message: '' });
+    expect(size(cached)).toBeLessThanOrEqual(400);
+  });
+
+  it('ignores a Lease naming a node longer than a node name can be (InvalidNode), keeping 253 characters of it', () => {
+    const obj = edited(lease('gpu'), (m) => (m.annotations![LeaseAnnotation.node] = `node-x${MB}`));
+    const cached = toCachedLease(obj);
+    expect(cached?.problem).toBe(LeaseProblem.InvalidNode);
+    expect(cached?.node).toHaveLength(253);
+  });
+
+  it('keeps of a Lease over the per-node cap (TooManyLeases) only its name and problem in the watch cache', async () => {
+    const api = await FakeApiServer.start();
+    const leases = Array.from({ length: MAX_LEASES_PER_NODE }, (_, i) => lease(`ext-${i}`));
+    api.serve(NODES, [{ metadata: { name: NODE.name, uid: NODE.uid } }]);
+    api.serve(leasesPath(LEASE_NAMESPACE), [...leases, huge('zz-one-too-many')]);
+    api.serve('/apis/apps/v1/daemonsets');
+    api.serve(`/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`);
+    const cache = clusterCacheOver(api, {});
+    try {
+      cache.start();
+      await until(() => cache.synced, 'the first sync');
+      const extra = cache.leases.store.get(
+        `${LEASE_NAMESPACE}/${extensionLeaseName(NODE.name, 'zz-one-too-many')}`,
+      );
+      expect(extra?.problem).toBe(LeaseProblem.TooManyLeases);
+      expect(extra?.holderIdentity).toBe('');
+      expect(size(extra)).toBeLessThanOrEqual(400);
+      expect(cache.leasesOf(NODE.name).extensions.size).toBe(MAX_LEASES_PER_NODE);
     } finally {
       await cache.stop();
       await api.close();

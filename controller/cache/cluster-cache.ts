@@ -17,9 +17,10 @@ import type { Clock } from '../../lib/clock.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
-import { decodeLeaseList, protobufListContinue } from '../../lib/kube/protobuf.ts';
+import { decodeLeaseList, MAX_LEASE_BYTES, protobufListContinue } from '../../lib/kube/protobuf.ts';
 import type { DaemonSetObject } from '../../api/scheduling.ts';
 import {
+  ignoredLease,
   toCachedDaemonSet,
   toCachedLease,
   toCachedNode,
@@ -94,6 +95,21 @@ export const LEASE_LIST_PAGE_SIZE = 2_000;
  */
 export const LEASE_WATCH_COALESCE_MS = 100;
 
+/**
+ * The most bytes of one LIST page of Leases that are read: a page of 2,000 is about 2.7 MB of JSON and less
+ * in protobuf, so real pages never meet it; a page it cuts is asked for again with fewer items, and the next
+ * pages ask for as many as fit a quarter of it (lib/kube/reflector.ts). Two pages are in flight at most (one
+ * asked for ahead), so a LIST holds at most 32 MiB of bodies whatever the Leases hold (issue 50 item 2).
+ */
+export const LEASE_LIST_PAGE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A lease watch event over this many bytes is skipped, named from its first bytes, instead of being read:
+ * twice what the protobuf reader decodes of one Lease (lib/kube/protobuf.ts MAX_LEASE_BYTES), JSON being
+ * the longer of the two. A real Lease's event is about 1.5 KB.
+ */
+export const MAX_LEASE_EVENT_BYTES = 2 * MAX_LEASE_BYTES;
+
 export class ClusterCache {
   readonly nodes: Source<NodeObject, CachedNode>;
   readonly leases: Source<LeaseObject, CachedLease>;
@@ -142,16 +158,21 @@ export class ClusterCache {
       path: leasesPath(LEASE_NAMESPACE),
       labelSelector: LeaseLabel.role,
       pageSize: LEASE_LIST_PAGE_SIZE,
+      pageMaxBytes: LEASE_LIST_PAGE_MAX_BYTES,
+      maxObjectBytes: MAX_LEASE_EVENT_BYTES,
       watchCoalesceMs: LEASE_WATCH_COALESCE_MS,
       // Listed as protobuf: half the API server's CPU of a JSON list (docs/adr/0018).
       protobufList: { decode: decodeLeaseList, continueToken: protobufListContinue },
       transform: toCachedLease,
       handlers: {
-        added: (lease) => changed(this.index.added(lease)),
+        added: (lease) => {
+          changed(this.index.added(lease));
+          return this.kept(lease);
+        },
         // The watch's cache keeps the object the index holds: after a renewal, the one it held before.
         updated: (lease, old) => {
           changed(this.index.updated(lease, old));
-          return this.index.held(lease.name);
+          return this.kept(lease);
         },
         deleted: (lease) => changed(this.index.deleted(lease)),
         error: (err) => events.error('leases', err),
@@ -178,7 +199,7 @@ export class ClusterCache {
     });
     // A DaemonSet's status moves with every pod it has; what is kept is its placement only, so an update
     // that changed none of it is not a change.
-    this.daemonSets = new Source({
+    this.daemonSets = new Source<DaemonSetRaw, DaemonSetObject>({
       client,
       clock,
       path: '/apis/apps/v1/daemonsets',
@@ -191,6 +212,17 @@ export class ClusterCache {
         skipped: (err, key) => events.skipped('daemonsets', key, err),
       },
     });
+  }
+
+  /**
+   * What the lease watch's cache keeps for `lease`: the object the index holds, or for a lease it ignores
+   * (over its node's MAX_LEASES_PER_NODE) only its name and problem (ingest.ts ignoredLease).
+   */
+  private kept(lease: CachedLease): CachedLease | undefined {
+    const held = this.index.held(lease.name);
+    if (held) return held;
+    const problem = this.index.problemOf(lease.name);
+    return problem && lease.problem === undefined ? ignoredLease(lease, problem) : undefined;
   }
 
   start(): void {

@@ -104,6 +104,11 @@ export class LeaseIndex {
     return this.leases.get(name)?.lease;
   }
 
+  /** Why the lease `name` is ignored (undefined when it is believed or unknown). */
+  problemOf(name: string): LeaseProblem | undefined {
+    return this.ignoredLeases.get(name);
+  }
+
   deleted(lease: CachedLease): string | undefined {
     this.setIgnored(lease.name, undefined, lease.node);
     const known = this.leases.get(lease.name);

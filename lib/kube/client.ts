@@ -49,6 +49,11 @@ export interface RequestOptions {
    * usual. An error's Status comes in protobuf too and is read as such.
    */
   protobuf?: (bytes: Buffer, what: string) => unknown;
+  /**
+   * A successful response's body over this many bytes is not read on: the request fails with TooLarge (a
+   * LIST page then asks for fewer items, reflector.ts). Unbounded when absent.
+   */
+  maxBodyBytes?: number;
 }
 
 /** How a watch is read (KubeClient.watch). */
@@ -57,7 +62,18 @@ export interface WatchOptions {
   coalesceMs?: number;
   /** Parse each event without `metadata.managedFields` (managed-fields.ts). */
   withoutManagedFields?: boolean;
+  /** A line (one event) longer than this is not buffered past its first bytes. Default: the client's. */
+  maxLineBytes?: number;
+  /**
+   * Told of a line that is over `maxLineBytes` or is not JSON, with its first bytes (at most
+   * UNREADABLE_LINE_PREFIX_BYTES), instead of the watch failing with Malformed: one object that cannot be
+   * read then need not end the watch (reflector.ts). A throw from it fails the watch with what it threw.
+   */
+  unreadable?: (prefix: string, err: KubeError) => void;
 }
+
+/** How much of an unreadable watch line WatchOptions.unreadable is shown: enough for the object's metadata. */
+export const UNREADABLE_LINE_PREFIX_BYTES = 4096;
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -173,8 +189,9 @@ export class KubeClient {
     if (options.protobuf && isProtobuf(response.headers['content-type'])) {
       let bytes: Buffer;
       try {
-        bytes = await readBytes(response);
+        bytes = await readBytes(response, ok ? options.maxBodyBytes : undefined, what);
       } catch (err) {
+        if (err instanceof KubeError) throw err;
         throw classifyTransportError(err, what);
       }
       if (ok) {
@@ -194,8 +211,12 @@ export class KubeClient {
     }
     let text: string;
     try {
-      text = await response.text();
+      text =
+        ok && options.maxBodyBytes !== undefined
+          ? (await readBytes(response, options.maxBodyBytes, what)).toString('utf8')
+          : await response.text();
     } catch (err) {
+      if (err instanceof KubeError) throw err;
       throw classifyTransportError(err, what);
     }
     if (ok) {
@@ -284,13 +305,18 @@ export class KubeClient {
         }
         throw classifyResponse(response.statusCode, body, undefined, what);
       }
+      const unreadable = (prefix: Buffer, err: KubeError): void => {
+        if (!options.unreadable) throw err;
+        options.unreadable(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES).toString('utf8'), err);
+      };
       const onLine = (line: Buffer): void => {
         if (line.length === 0) return;
         let event: WatchEvent<T>;
         try {
           event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
         } catch {
-          throw new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`);
+          unreadable(line, new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`));
+          return;
         }
         if (event.type === 'ERROR') {
           const status = event.object as { code?: number };
@@ -299,7 +325,12 @@ export class KubeClient {
         listener?.watchEvent(resource);
         onEvent(event);
       };
-      const lines = new LineSplitter(this.maxWatchLineBytes, what, onLine);
+      const lines = new LineSplitter(
+        options.maxLineBytes ?? this.maxWatchLineBytes,
+        what,
+        onLine,
+        options.unreadable ? unreadable : undefined,
+      );
       const onChunk = (chunk: Buffer): void => {
         touch();
         lines.push(chunk);
@@ -330,10 +361,27 @@ export class KubeClient {
   }
 }
 
-/** A whole response body as bytes. */
-async function readBytes(response: TransportResponse): Promise<Buffer> {
+/**
+ * A whole response body as bytes; over `maxBytes`, a TooLarge KubeError, and the rest is never read (leaving
+ * the body early aborts the request).
+ */
+async function readBytes(
+  response: TransportResponse,
+  maxBytes: number | undefined,
+  what: string,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of response.body) chunks.push(chunk);
+  let total = 0;
+  for await (const chunk of response.body) {
+    total += chunk.length;
+    if (maxBytes !== undefined && total > maxBytes)
+      throw new KubeError(
+        KubeErrorCode.TooLarge,
+        response.statusCode,
+        `${what}: the answer is over ${maxBytes} bytes`,
+      );
+    chunks.push(chunk);
+  }
   return Buffer.concat(chunks);
 }
 
@@ -344,43 +392,71 @@ function parseJson(text: string, withoutManaged = false): unknown {
 
 /**
  * Splits a byte stream into lines as its chunks come, handing each to `onLine` (newline never occurs inside a
- * UTF-8 multi-byte sequence), and refuses a line longer than `maxBytes` instead of buffering it without bound.
+ * UTF-8 multi-byte sequence). A line longer than `maxBytes` is never buffered whole: without `oversize` the
+ * stream is refused; with it, `oversize` is told with the line's first UNREADABLE_LINE_PREFIX_BYTES as soon as
+ * it crosses the limit, and the rest of the line is dropped as it comes.
  */
 class LineSplitter {
   private readonly maxBytes: number;
   private readonly what: string;
   private readonly onLine: (line: Buffer) => void;
+  private readonly oversize: ((prefix: Buffer, err: KubeError) => void) | undefined;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** The line in hand is over maxBytes: `oversize` was told, the rest of it is being dropped. */
+  private dropping = false;
 
-  constructor(maxBytes: number, what: string, onLine: (line: Buffer) => void) {
+  constructor(
+    maxBytes: number,
+    what: string,
+    onLine: (line: Buffer) => void,
+    oversize?: (prefix: Buffer, err: KubeError) => void,
+  ) {
     this.maxBytes = maxBytes;
     this.what = what;
     this.onLine = onLine;
+    this.oversize = oversize;
   }
 
   push(chunk: Buffer): void {
     let start = 0;
     for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
-      if (this.pendingBytes + end - start > this.maxBytes) throw this.tooLong();
-      let line = chunk.subarray(start, end);
+      const part = chunk.subarray(start, end);
+      start = end + 1;
+      if (this.dropping) {
+        this.endDropped();
+        continue;
+      }
+      if (this.pendingBytes + part.length > this.maxBytes) {
+        this.startDropping(part);
+        this.endDropped();
+        continue;
+      }
+      let line = part;
       if (this.pending.length > 0) {
         line = Buffer.concat([...this.pending, line]);
         this.pending = [];
         this.pendingBytes = 0;
       }
-      start = end + 1;
       this.onLine(line);
     }
     if (start < chunk.length) {
-      this.pendingBytes += chunk.length - start;
-      if (this.pendingBytes > this.maxBytes) throw this.tooLong();
-      this.pending.push(chunk.subarray(start));
+      const rest = chunk.subarray(start);
+      if (this.dropping) return;
+      if (this.pendingBytes + rest.length > this.maxBytes) this.startDropping(rest);
+      else {
+        this.pendingBytes += rest.length;
+        this.pending.push(rest);
+      }
     }
   }
 
   /** The stream ended: a last line without its newline is a line too. */
   end(): void {
+    if (this.dropping) {
+      this.endDropped();
+      return;
+    }
     if (this.pendingBytes === 0) return;
     const line = Buffer.concat(this.pending);
     this.pending = [];
@@ -388,11 +464,30 @@ class LineSplitter {
     this.onLine(line);
   }
 
-  private tooLong(): KubeError {
+  /**
+   * The line in hand (what is pending, then `part`) crossed maxBytes: `oversize` is told at once with its
+   * first bytes, and the rest of the line is dropped as it comes.
+   */
+  private startDropping(part: Buffer): void {
+    const bytes = this.pendingBytes + part.length;
+    if (!this.oversize) throw this.tooLong(bytes);
+    const prefix = Buffer.concat([...this.pending, part.subarray(0, UNREADABLE_LINE_PREFIX_BYTES)]);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.dropping = true;
+    this.oversize(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES), this.tooLong(bytes));
+  }
+
+  /** The dropped line ended: the next byte starts a new line. */
+  private endDropped(): void {
+    this.dropping = false;
+  }
+
+  private tooLong(bytes: number): KubeError {
     return new KubeError(
       KubeErrorCode.Malformed,
       200,
-      `${this.what}: a watch line is longer than ${this.maxBytes} bytes`,
+      `${this.what}: a watch line (${bytes} bytes so far) is longer than ${this.maxBytes} bytes`,
     );
   }
 }

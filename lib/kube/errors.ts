@@ -15,6 +15,8 @@ export const KubeErrorCode = {
   Network: 'Network',
   /** A response we cannot read (a watch line that is not JSON or is over the size limit). */
   Malformed: 'Malformed',
+  /** A successful response larger than the caller would read (RequestOptions.maxBodyBytes): not read on. */
+  TooLarge: 'TooLarge',
   /**
    * The request failed in this process, not on the network nor at the server: a failure with no network or
    * TLS error code (a TypeError inside the HTTP client on an unsupported Node.js, a malformed server URL).

@@ -162,19 +162,36 @@ describe('decodeLeaseList', () => {
     expectMalformed(() => decodeLeaseList(gzipped), /content encoding gzip/);
   });
 
-  it('refuses a message whose fields run past its own end, or past the body', () => {
+  it("skips a Lease whose fields run past the Lease's own end, or past the body, and reads the rest", () => {
     // A spec that says it is 2 bytes long, whose holderIdentity (5 bytes) runs on past it.
     const crossing = Buffer.from([0x12, 0x02, 0x0a, 0x05, ...Buffer.from('abcde')]);
-    expectMalformed(
-      () => decodeLeaseList(envelope('LeaseList', message([2, 'message', crossing]))),
-      /read past its end/,
-    );
     // A spec that says it is 200 bytes long, in a Lease of 4.
     const long = Buffer.from([0x12, 0xc8, 0x01, 0x0a, 0x01, 0x61]);
-    expectMalformed(
-      () => decodeLeaseList(envelope('LeaseList', message([2, 'message', long]))),
-      /runs past the end/,
+    const ok = message([1, 'message', message([1, 'string', 'ok'])]);
+    const list = decodeLeaseList(envelope('LeaseList', listBytes(undefined, crossing, ok, long)));
+    expect(list.items?.map((l) => l.metadata.name)).toEqual(['ok']);
+    expect(list.skipped?.map((s) => String(s.err))).toEqual([
+      expect.stringMatching(/read past its end/),
+      expect.stringMatching(/runs past the end/),
+    ]);
+  });
+
+  it('refuses a list whose item says it is longer than the body', () => {
+    const whole = envelope('LeaseList', listBytes(undefined, leaseBytes));
+    expectMalformed(() => decodeLeaseList(whole.subarray(0, whole.length - 3)), /not readable/);
+  });
+
+  it('skips a Lease over the bytes it reads of one without decoding it, and names it (issue 50 item 2)', () => {
+    const big = message(
+      [1, 'message', message([1, 'string', 'big.node-x'], [3, 'string', 'nodecare-leases'])],
+      [2, 'message', message([1, 'string', 'h'.repeat(70_000)])],
     );
+    const list = decodeLeaseList(envelope('LeaseList', listBytes(undefined, leaseBytes, big)), 'LIST');
+    expect(list.items?.map((l) => l.metadata.name)).toEqual(['cni-agent.node-a']);
+    expect(list.skipped).toEqual([
+      { key: 'nodecare-leases/big.node-x', err: expect.objectContaining({ code: KubeErrorCode.Malformed }) },
+    ]);
+    expect(String(list.skipped?.[0]?.err)).toMatch(/a Lease of 700\d\d bytes is over the 65536 bytes/);
   });
 });
 
@@ -202,5 +219,34 @@ describe('decodeStatus', () => {
       reason: 'TooManyRequests',
       details: { retryAfterSeconds: 7 },
     });
+  });
+});
+
+describe('decodeLeaseList keeps a page whole when one Lease in it cannot be read (issue 50 item 1)', () => {
+  // The API server stores `acquireTime: "9999-12-31T23:59:59.000000-23:59"` as year 10000.
+  const YEAR_10000 = Date.UTC(9999, 11, 31, 23, 59, 59) / 1000 + 23 * 3600 + 59 * 60;
+  const named = (name: string, ...spec: Field[]): Uint8Array =>
+    message(
+      [1, 'message', message([1, 'string', name], [6, 'string', '1'])],
+      [2, 'message', message(...spec)],
+    );
+
+  it('skips a Lease whose acquireTime is year 10000, names it, and reads the others', () => {
+    const list = decodeLeaseList(
+      envelope(
+        'LeaseList',
+        listBytes(
+          'next',
+          named('before'),
+          named('poison.node-x', [3, 'message', time(YEAR_10000)]),
+          named('after', [4, 'message', time(SECONDS)]),
+        ),
+      ),
+      'LIST leases',
+    );
+    expect(list.items?.map((l) => l.metadata.name)).toEqual(['before', 'after']);
+    expect(list.metadata?.continue).toBe('next');
+    expect(list.skipped?.map((s) => s.key)).toEqual(['poison.node-x']);
+    expect(String(list.skipped?.[0]?.err)).toMatch(/out of range/);
   });
 });

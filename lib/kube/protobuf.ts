@@ -9,11 +9,25 @@
 // The body is the 4 bytes `k8s\0` and a runtime.Unknown: its TypeMeta (apiVersion, kind) and the object's
 // own bytes (`raw`). Anything else (another magic, another kind, a cut or inconsistent message) is refused
 // with a Malformed KubeError naming what was read.
+//
+// One Lease that cannot be read never fails its page (issue 50 item 1): each item of a list is a message of
+// its own length, so a Lease whose fields do not read (a time the API server stores but no RFC 3339 text
+// can say, such as year 10000) or whose bytes exceed MAX_LEASE_BYTES is stepped over whole, its name read
+// if it can be, and returned in the list's `skipped`. Only a body whose list structure itself is broken
+// (cut short, a length past its end) is refused as a whole.
 
 import protobuf from 'protobufjs/minimal.js';
 import type { LeaseObject } from '../../api/lease.ts';
 import { KubeError, KubeErrorCode, type StatusBody } from './errors.ts';
 import type { ListBody } from './reflector.ts';
+
+/**
+ * The most bytes of one Lease that are decoded: a Lease nodecare's agent writes is about 1.5 KB with its
+ * managedFields, and admission keeps what an agent may write well below this (docs/install.md, "Threat
+ * model"). A larger one (the API server takes up to 1.5 MB) is skipped, not decoded, so its strings are
+ * never made.
+ */
+export const MAX_LEASE_BYTES = 64 * 1024;
 
 type Reader = protobuf.Reader;
 type Long = protobuf.Long;
@@ -121,16 +135,6 @@ function leaseSpec(r: Reader): NonNullable<LeaseObject['spec']> {
   return spec;
 }
 
-function lease(r: Reader): LeaseObject {
-  const obj: LeaseObject = { metadata: {} };
-  embedded(r, (t) => {
-    if (t === tag(1, LENGTH)) obj.metadata = objectMeta(r);
-    else if (t === tag(2, LENGTH)) obj.spec = leaseSpec(r);
-    else r.skipType(t & 7);
-  });
-  return obj;
-}
-
 /** ListMeta's resourceVersion and continue token. */
 function listMeta(r: Reader): NonNullable<ListBody<unknown>['metadata']> {
   const meta: NonNullable<ListBody<unknown>['metadata']> = {};
@@ -180,15 +184,92 @@ function decoding<T>(what: string, decode: () => T): T {
   }
 }
 
-/** A LeaseList's items and metadata, as its JSON parses (less managedFields and fields nodecare never reads). */
-export function decodeLeaseList(bytes: Uint8Array, what = 'LeaseList'): ListBody<LeaseObject> {
+/** What can be read of a Lease's name and namespace, for naming one that is skipped ('' where nothing reads). */
+function leaseKey(bytes: Uint8Array): string {
+  let name = '';
+  let namespace = '';
+  try {
+    const r = protobuf.Reader.create(bytes);
+    while (r.pos < r.len) {
+      const t = r.uint32();
+      if (t !== tag(1, LENGTH)) {
+        r.skipType(t & 7);
+        continue;
+      }
+      embedded(r, (u) => {
+        if (u === tag(1, LENGTH)) name = r.string();
+        else if (u === tag(3, LENGTH)) namespace = r.string();
+        else r.skipType(u & 7);
+      });
+      break;
+    }
+  } catch {
+    // A name is only what reads before the first fault.
+  }
+  // The key names the object in a log line: a name the API server accepted is at most 253 characters.
+  return (namespace ? `${namespace}/${name}` : name).slice(0, 2 * 253 + 1);
+}
+
+/** Reads one Lease item of a list into `list.items`, or into `list.skipped` when it cannot or may not be read. */
+function listItem(r: Reader, list: ListBody<LeaseObject>, what: string, maxItemBytes: number): void {
+  const length = r.uint32();
+  const start = r.pos;
+  const end = start + length;
+  if (end > r.len) malformed(`a message of ${length} bytes at ${start} runs past the end (${r.len})`);
+  r.pos = end;
+  // The length prefix is the item's own: the next item starts at `end` whatever this one holds.
+  if (length > maxItemBytes) {
+    const bytes = r.buf.subarray(start, Math.min(end, start + 4096));
+    (list.skipped ??= []).push({
+      key: leaseKey(bytes),
+      err: new KubeError(
+        KubeErrorCode.Malformed,
+        0,
+        `${what}: a Lease of ${length} bytes is over the ${maxItemBytes} bytes read of one; skipped`,
+      ),
+    });
+    return;
+  }
+  const bytes = r.buf.subarray(start, end);
+  try {
+    const item = protobuf.Reader.create(bytes);
+    const obj: LeaseObject = { metadata: {} };
+    while (item.pos < item.len) {
+      const t = item.uint32();
+      if (t === tag(1, LENGTH)) obj.metadata = objectMeta(item);
+      else if (t === tag(2, LENGTH)) obj.spec = leaseSpec(item);
+      else item.skipType(t & 7);
+    }
+    list.items?.push(obj);
+  } catch (err) {
+    if (!(err instanceof Error)) throw err;
+    (list.skipped ??= []).push({
+      key: leaseKey(bytes),
+      err: new KubeError(
+        KubeErrorCode.Malformed,
+        0,
+        `${what}: a Lease's protobuf is not readable: ${err.message}`,
+      ),
+    });
+  }
+}
+
+/**
+ * A LeaseList's items and metadata, as its JSON parses (less managedFields and fields nodecare never reads);
+ * Leases that cannot be read, or are over `maxItemBytes`, in `skipped` instead of `items`.
+ */
+export function decodeLeaseList(
+  bytes: Uint8Array,
+  what = 'LeaseList',
+  maxItemBytes = MAX_LEASE_BYTES,
+): ListBody<LeaseObject> {
   return decoding(what, () => {
     const r = unwrap(bytes, 'LeaseList');
     const list: ListBody<LeaseObject> = { items: [] };
     while (r.pos < r.len) {
       const t = r.uint32();
       if (t === tag(1, LENGTH)) list.metadata = listMeta(r);
-      else if (t === tag(2, LENGTH)) list.items?.push(lease(r));
+      else if (t === tag(2, LENGTH)) listItem(r, list, what, maxItemBytes);
       else r.skipType(t & 7);
     }
     return list;

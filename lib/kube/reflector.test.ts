@@ -48,7 +48,11 @@ interface Setup {
 }
 
 /** A reflector over a loopback API server whose transform throws on objects marked `poison`. */
-async function setup(items: Thing[] = [], clientOptions = {}): Promise<Setup> {
+async function setup(
+  items: Thing[] = [],
+  clientOptions = {},
+  options: { pageSize?: number; pageMaxBytes?: number; maxObjectBytes?: number } = {},
+): Promise<Setup> {
   api = await FakeApiServer.start();
   api.serve(PATH, items);
   client = api.client(clientOptions);
@@ -68,6 +72,7 @@ async function setup(items: Thing[] = [], clientOptions = {}): Promise<Setup> {
       skipped: (err, key) => skipped.push({ err, key }),
     },
     random: () => 0.5,
+    ...options,
   });
   return { api, clock, reflector, errors, skipped };
 }
@@ -195,6 +200,74 @@ describe('Reflector', () => {
   });
 });
 
+describe('Reflector: one object never fails its page or its watch, nor makes it hold more (issue 50)', () => {
+  it('skips a watch event over maxObjectBytes, named from its first bytes: its stored object goes, the watch goes on', async () => {
+    const { api, reflector, errors, skipped } = await setup(
+      [{ metadata: { name: 'a' } }, { metadata: { name: 'big' } }],
+      {},
+      { maxObjectBytes: 1024 },
+    );
+    reflector.start();
+    await until(() => api.watchRequests(PATH).length === 1, 'the first watch');
+    expect([...reflector.store.keys()]).toEqual(['a', 'big']);
+    api.emit(PATH, 'MODIFIED', { metadata: { name: 'big' }, pad: 'x'.repeat(4096) });
+    api.emit(PATH, 'ADDED', { metadata: { name: 'after' } });
+    await until(() => reflector.store.has('after'), 'the event after it');
+    expect([...reflector.store.keys()]).toEqual(['a', 'after']);
+    expect(skipped.map((s) => s.key)).toEqual(['big']);
+    expect(String(skipped[0]?.err)).toMatch(/longer than 1024 bytes/);
+    expect(errors).toEqual([]);
+    expect(api.listRequests(PATH)).toHaveLength(1);
+    expect(api.watchRequests(PATH)).toHaveLength(1);
+  });
+
+  it('reports the objects a LIST decoder could not read as skipped, drops what it held for them, and syncs', async () => {
+    api = await FakeApiServer.start();
+    api.serve(PATH, [{ metadata: { name: 'a' } }]);
+    const real = api.client();
+    client = real;
+    const decoded = Object.create(real, {
+      get: {
+        value: async (...args: Parameters<KubeClient['get']>) => ({
+          ...(await real.get<object>(...args)),
+          skipped: [{ key: 'unreadable', err: new Error('a time out of range') }],
+        }),
+      },
+    }) as KubeClient;
+    const skipped: string[] = [];
+    reflector = new Reflector<Thing, string>({
+      client: decoded,
+      clock: new FakeClock(),
+      path: PATH,
+      transform: (raw) => raw.metadata.name,
+      handlers: { skipped: (_, key) => skipped.push(key) },
+    });
+    reflector.start();
+    await until(() => reflector!.synced, 'the first sync');
+    expect([...reflector.store.keys()]).toEqual(['a']);
+    expect(skipped).toEqual(['unreadable']);
+  });
+
+  it('asks for a LIST page over pageMaxBytes again with a quarter of the items, and lets the pages grow back after', async () => {
+    const items: Thing[] = Array.from({ length: 40 }, (_, i) => ({
+      metadata: { name: `t${String(i).padStart(2, '0')}` },
+      ...(i >= 8 && i < 12 ? { pad: 'x'.repeat(3000) } : {}),
+    }));
+    const { api, reflector, skipped } = await setup(items, {}, { pageSize: 16, pageMaxBytes: 8192 });
+    reflector.start();
+    await until(() => reflector.synced, 'the first sync');
+    expect(reflector.store.size).toBe(40);
+    expect(skipped).toEqual([]);
+    const asked = api.listRequests(PATH).map((r) => [r.query.get('continue'), Number(r.query.get('limit'))]);
+    // 16 with the four large ones is over 8 KiB: 4 again, then fewer while they last, then 16 again.
+    expect(asked[0]).toEqual([null, 16]);
+    expect(asked[1]).toEqual([null, 4]);
+    const limits = api.listRequests(PATH).map((r) => Number(r.query.get('limit')));
+    expect(Math.min(...limits)).toBeLessThan(4);
+    expect(limits.at(-1)).toBe(16);
+  });
+});
+
 describe('Reflector updates a handler absorbs', () => {
   it('keeps the object the updated handler returns instead of the new one, and the new one when it returns nothing', async () => {
     api = await FakeApiServer.start();
@@ -218,6 +291,8 @@ describe('Reflector updates a handler absorbs', () => {
     try {
       absorbing.start();
       await until(() => absorbing.synced, 'the first sync');
+      // An event emitted before the watch is open would be lost.
+      await until(() => api!.watchRequests(PATH).length === 1, 'the watch');
       const first = absorbing.store.get('a');
       const listed = first?.rv;
       api.emit(PATH, 'MODIFIED', { metadata: { name: 'a' }, absorb: true });

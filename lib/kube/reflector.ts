@@ -5,11 +5,23 @@
 // only what the program needs (docs/adr/0001), and their managedFields are not even parsed
 // (managed-fields.ts). An object whose transform or handler throws is a poison object: reported through
 // `skipped` and passed over, never retried (the same object would throw again).
+//
+// One object never fails its page or its watch, and never makes the process hold more than a constant
+// (issue 50): an object a LIST decoder could not read (ListBody.skipped) or a watch line over
+// `maxObjectBytes` or not JSON (named from its first bytes) is skipped the same way, and what the store held
+// for it goes (it is no longer what the API server has). LIST pages are bounded in bytes as well as in
+// items: a page over `pageMaxBytes` is not read on, and asked for again with a quarter of the items; each
+// next page asks for as many items as fit a quarter of `pageMaxBytes` at the bytes per item of the page
+// before (up to `pageSize`), so a run of large objects is read a few at a time and the pages grow back
+// after it.
 
 import type { Clock } from '../clock.ts';
 import { Backoff, WATCH_BACKOFF } from './backoff.ts';
 import type { KubeClient, Query, WatchEventType } from './client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from './errors.ts';
+
+/** ReflectorOptions.pageMaxBytes by default: far above a page of 2,000 Leases (about 3 MB of JSON). */
+export const DEFAULT_PAGE_MAX_BYTES = 32 * 1024 * 1024;
 
 interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -19,11 +31,16 @@ interface Meta {
 export interface ListBody<R> {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: R[];
+  /** Objects of the page its decoder could not read (protobuf.ts), by key, with why: skipped. */
+  skipped?: Array<{ key: string; err: unknown }>;
 }
 
 export interface ReflectorHandlers<T> {
-  /** A new object, or one seen again on a relist. */
-  added?(obj: T): void;
+  /**
+   * A new object, or one seen again on a relist. May return what the store keeps for it instead of `obj`
+   * (the controller keeps of a Lease it ignores only its name and problem).
+   */
+  added?(obj: T): T | void;
   /**
    * An object that changed. May return what the store keeps for it instead of `obj`: `old`, brought up to
    * date in place, when the change was only in fields the handler copied onto it (the controller's lease
@@ -51,6 +68,16 @@ export interface ReflectorOptions<R, T> {
   transform: (raw: R) => T | undefined;
   handlers: ReflectorHandlers<T>;
   pageSize?: number;
+  /**
+   * The most bytes of one LIST page that are read (DEFAULT_PAGE_MAX_BYTES): a larger page is asked for
+   * again with fewer items. Must exceed the largest object the API server stores (etcd's 1.5 MiB by default).
+   */
+  pageMaxBytes?: number;
+  /**
+   * A watch event over this many bytes is skipped, its object named from the event's first bytes, instead of
+   * being buffered (default: the client's line limit).
+   */
+  maxObjectBytes?: number;
   /** Read the watch in batches, at most this much later (KubeClient.watch; docs/adr/0011). */
   watchCoalesceMs?: number;
   /**
@@ -70,9 +97,49 @@ export interface ProtobufList<R> {
 /** A LIST page asked for, and the one after it once its text named the continue token (Reflector.list). */
 interface PageFetch<R> {
   token: string | undefined;
+  /** The items asked for. */
+  limit: number;
   page: Promise<ListBody<R>>;
+  /** The page's size in bytes (its text's length, or its protobuf's), once it has arrived. */
+  bytes?: number;
   next?: PageFetch<R>;
 }
+
+/**
+ * How many items to ask for after a page of `limit` items in `bytes`: as many as fit a quarter of
+ * `maxBytes` at that page's bytes per item, from 1 to `pageSize`.
+ */
+export function nextPageLimit(limit: number, bytes: number, maxBytes: number, pageSize: number): number {
+  const perItem = Math.max(1, bytes / Math.max(1, limit));
+  return Math.max(1, Math.min(pageSize, Math.floor(maxBytes / 4 / perItem)));
+}
+
+/**
+ * Key, type and resourceVersion of a watch event read from its line's first bytes, as the API server writes
+ * them (`{"type":…,"object":{…,"metadata":{"name":…,"namespace":…,…,"resourceVersion":…`). undefined
+ * without a name.
+ */
+export function eventHead(
+  prefix: string,
+): { key: string; type?: string; resourceVersion?: string } | undefined {
+  const metadata = prefix.indexOf('"metadata":{');
+  if (metadata === -1) return undefined;
+  const rest = prefix.slice(metadata);
+  const name = HEAD_NAME.exec(rest)?.[1];
+  if (name === undefined) return undefined;
+  const namespace = HEAD_NAMESPACE.exec(rest)?.[1];
+  return {
+    key: namespace ? `${namespace}/${name}` : name,
+    type: HEAD_TYPE.exec(prefix)?.[1],
+    resourceVersion: HEAD_RESOURCE_VERSION.exec(rest)?.[1],
+  };
+}
+
+// Plain values only (no escapes): names, namespaces and resourceVersions the API server accepts have none.
+const HEAD_NAME = /^"metadata":\{"name":"([^"\\]{1,253})"/;
+const HEAD_NAMESPACE = /"namespace":"([^"\\]{1,63})"/;
+const HEAD_RESOURCE_VERSION = /"resourceVersion":"([0-9]{1,20})"/;
+const HEAD_TYPE = /^\{"type":"([A-Z]{1,16})"/;
 
 /**
  * The continue token of a LIST response, read from its text before it is parsed: the list's metadata comes
@@ -194,22 +261,27 @@ export class Reflector<R extends Meta, T> {
    * that counts).
    */
   private async list(signal: AbortSignal): Promise<void> {
-    const { client, path, transform, pageSize = 500, protobufList } = this.options;
+    const { client, path, transform, pageSize = 500, protobufList, handlers } = this.options;
+    const pageMaxBytes = this.options.pageMaxBytes ?? DEFAULT_PAGE_MAX_BYTES;
     const pages = new AbortController();
     const pagesSignal = AbortSignal.any([signal, pages.signal]);
-    const fetchPage = (token: string | undefined): PageFetch<R> => {
+    const fetchPage = (token: string | undefined, limit: number): PageFetch<R> => {
       const fetch: PageFetch<R> = {
         token,
+        limit,
         page: client.get<ListBody<R>>(path, {
-          query: { ...this.selectors(), limit: pageSize, continue: token },
+          query: { ...this.selectors(), limit, continue: token },
           timeoutMs: 60_000,
           signal: pagesSignal,
           withoutManagedFields: true,
+          maxBodyBytes: pageMaxBytes,
           ...(protobufList ? { protobuf: protobufList.decode } : {}),
           peek: (body) => {
+            fetch.bytes = body.length;
             const next =
               typeof body === 'string' ? listContinueToken(body) : protobufList?.continueToken(body);
-            if (next !== undefined && !pagesSignal.aborted) fetch.next = fetchPage(next);
+            if (next !== undefined && !pagesSignal.aborted)
+              fetch.next = fetchPage(next, nextPageLimit(limit, body.length, pageMaxBytes, pageSize));
           },
         }),
       };
@@ -220,9 +292,18 @@ export class Reflector<R extends Meta, T> {
     const fresh = new Map<string, T>();
     let resourceVersion: string;
     try {
-      let current = fetchPage(undefined);
+      let current = fetchPage(undefined, pageSize);
       for (;;) {
-        const page = await current.page;
+        let page: ListBody<R>;
+        try {
+          page = await current.page;
+        } catch (err) {
+          // Over pageMaxBytes: the same page again, a quarter of the items (one object alone always fits).
+          if (!isKubeError(err, KubeErrorCode.TooLarge) || current.limit === 1) throw err;
+          current = fetchPage(current.token, Math.max(1, Math.floor(current.limit / 4)));
+          continue;
+        }
+        for (const { key, err } of page.skipped ?? []) handlers.skipped?.(err, key);
         for (const raw of page.items ?? []) {
           const key = objectKey(raw);
           this.guarded(key, () => {
@@ -233,7 +314,8 @@ export class Reflector<R extends Meta, T> {
         resourceVersion = page.metadata?.resourceVersion ?? '';
         const token = page.metadata?.continue || undefined;
         if (token === undefined) break;
-        current = current.next?.token === token ? current.next : fetchPage(token);
+        const limit = nextPageLimit(current.limit, current.bytes ?? 0, pageMaxBytes, pageSize);
+        current = current.next?.token === token ? current.next : fetchPage(token, limit);
       }
     } finally {
       pages.abort(); // a page asked for ahead that is not needed
@@ -254,7 +336,7 @@ export class Reflector<R extends Meta, T> {
     for (const [key, obj] of fresh) {
       const old = this.store.get(key);
       this.store.set(key, obj);
-      this.guarded(key, () => (old === undefined ? handlers.added?.(obj) : this.updated(key, obj, old)));
+      this.guarded(key, () => (old === undefined ? this.added(key, obj) : this.updated(key, obj, old)));
     }
     this.hasSynced = true;
     this.notFound = false;
@@ -287,10 +369,34 @@ export class Reflector<R extends Meta, T> {
       signal,
       {
         ...(this.options.watchCoalesceMs ? { coalesceMs: this.options.watchCoalesceMs } : {}),
+        ...(this.options.maxObjectBytes ? { maxLineBytes: this.options.maxObjectBytes } : {}),
         withoutManagedFields: true,
+        unreadable: (prefix, err) => {
+          delivered++;
+          this.unreadable(prefix, err);
+        },
       },
     );
     return delivered;
+  }
+
+  /**
+   * A watch event that could not be read (over maxObjectBytes, or not JSON): named from its first bytes, its
+   * object is skipped and what the store held for it goes. One that names no object may hide any event: the
+   * watch fails with `err`, and the reflector relists.
+   */
+  private unreadable(prefix: string, err: KubeError): void {
+    const head = eventHead(prefix);
+    if (head === undefined) throw err;
+    if (head.resourceVersion) this.resourceVersion = head.resourceVersion;
+    if (head.type === 'BOOKMARK') return;
+    const { key } = head;
+    const old = this.store.get(key);
+    if (old !== undefined) {
+      this.store.delete(key);
+      this.guarded(key, () => this.options.handlers.deleted?.(old));
+    }
+    this.options.handlers.skipped?.(err, key);
   }
 
   private apply(key: string, type: WatchEventType, raw: R): void {
@@ -305,8 +411,14 @@ export class Reflector<R extends Meta, T> {
       return;
     }
     this.store.set(key, obj);
-    if (old === undefined) handlers.added?.(obj);
+    if (old === undefined) this.added(key, obj);
     else this.updated(key, obj, old);
+  }
+
+  /** Hands a new object to its handler and keeps what the handler says to keep (ReflectorHandlers.added). */
+  private added(key: string, obj: T): void {
+    const kept = this.options.handlers.added?.(obj);
+    if (kept !== undefined && kept !== obj) this.store.set(key, kept);
   }
 
   /** Hands an update to its handler and keeps what the handler says to keep (ReflectorHandlers.updated). */
