@@ -1,6 +1,7 @@
 // Which extensions a node requires (docs/design.md section 2), and the security rules for registrations that come
 // from node annotations (docs/design.md section 3). Pure functions of plain data, shared by agent and controller.
 
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
@@ -46,7 +47,7 @@ export interface NodeView {
 
 /** A SystemExtension object as read from the API (spec and status untrusted until parsed). */
 export interface SystemExtensionObject {
-  metadata: { name?: string; generation?: number; creationTimestamp?: string | Date };
+  metadata: { name?: string; uid?: string; generation?: number; creationTimestamp?: string | Date };
   spec?: unknown;
   status?: unknown;
 }
@@ -78,8 +79,10 @@ export const ROLLOUT_DEFAULTS: RolloutPolicy = {
 
 /** When the current rollout window of a SystemExtension started, as its status records it. */
 export interface RecordedRollout {
-  /** The metadata.generation the window belongs to. */
+  /** The metadata.generation the window was recorded at. */
   generation: number;
+  /** The requirement (ParsedSystemExtension.requirement) the window belongs to; absent in older records. */
+  requirement?: string;
   startedMs: number;
 }
 
@@ -93,9 +96,17 @@ export interface ParsedSystemExtension {
   allowAnnotationOverride: boolean;
   /** `spec.rollout` (ROLLOUT_DEFAULTS when absent or invalid). */
   rollout: RolloutPolicy;
-  /** metadata.generation (1 when absent) and creationTimestamp (ms; NaN when absent). */
+  /** metadata.uid ('' when absent), metadata.generation (1 when absent) and creationTimestamp (ms; NaN when absent). */
+  uid: string;
   generation: number;
   createdMs: number;
+  /**
+   * What a rollout window belongs to: the nodes the object selects (its nodeSelector) and the requirement on
+   * them (the probe and every policy field, defaults filled in), as a short hash (requirementOf). Anything
+   * else in the spec (`suspend`, `rollout`, `labelWait`, `allowAnnotationOverride`, a default written out)
+   * leaves it as it is, and so opens no window.
+   */
+  requirement: string;
   /** status.rollout's window, when it is well-formed. */
   recordedRollout: RecordedRollout | undefined;
   /**
@@ -150,8 +161,10 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
     allowAnnotationOverride: override === true,
     suspend: suspend === true,
     rollout,
+    uid: typeof obj.metadata.uid === 'string' ? capInput(obj.metadata.uid, 64) : '',
     generation: typeof obj.metadata.generation === 'number' ? obj.metadata.generation : 1,
     createdMs: created instanceof Date ? created.getTime() : Date.parse(created ?? ''),
+    requirement: requirementOf(spec.nodeSelector, parse),
     recordedRollout: recordedRollout(obj.status),
     ...(labelWait ? { labelWait } : {}),
   };
@@ -191,13 +204,40 @@ function parseRollout(raw: unknown, problem: (text: string) => void): RolloutPol
   return { existingNodes: mode, gracePeriodSeconds: grace };
 }
 
-/** status.rollout's window (observedGeneration, startedAt) when both are well-formed. */
+/** JSON with every object's keys sorted: the same value gives the same text, whatever order it was written in. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null)
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** ParsedSystemExtension.requirement: a hash of the nodeSelector and the parsed probe and policy. */
+function requirementOf(nodeSelector: unknown, parse: SpecParse): string {
+  const requirement = parse.result.ok
+    ? parse.result.value
+    : { policy: parse.policy, problems: parse.result.problems };
+  return createHash('sha256')
+    .update(canonicalJson({ nodeSelector: nodeSelector ?? {}, requirement }))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** status.rollout's window (observedGeneration, startedAt, requirement) when it is well-formed. */
 function recordedRollout(status: unknown): RecordedRollout | undefined {
-  const rollout = (status as { rollout?: { observedGeneration?: unknown; startedAt?: unknown } } | undefined)
-    ?.rollout;
+  const rollout = (
+    status as
+      { rollout?: { observedGeneration?: unknown; startedAt?: unknown; requirement?: unknown } } | undefined
+  )?.rollout;
   const generation = rollout?.observedGeneration;
   const startedMs = typeof rollout?.startedAt === 'string' ? Date.parse(rollout.startedAt) : Number.NaN;
-  return typeof generation === 'number' && Number.isFinite(startedMs) ? { generation, startedMs } : undefined;
+  if (typeof generation !== 'number' || !Number.isFinite(startedMs)) return undefined;
+  const requirement =
+    typeof rollout?.requirement === 'string' ? capInput(rollout.requirement, 64) : undefined;
+  return { generation, startedMs, ...(requirement === undefined ? {} : { requirement }) };
 }
 
 function toRegistration(

@@ -91,6 +91,7 @@ export function assembleController(
         return {
           policy: sx.rollout,
           generation: sx.generation,
+          requirement: sx.requirement,
           startedMs: reconciler.rolloutStartMs(sx),
         };
       },

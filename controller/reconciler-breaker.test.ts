@@ -294,6 +294,25 @@ describe('breaker while a requirement is added (regression: tripped on the first
   );
 });
 
+describe('rollout windows of SystemExtensions that are gone (regression: kept by name, never pruned)', () => {
+  it('a deleted SystemExtension leaves no window behind: the next reconcile forgets it', async () => {
+    const cluster = new Cluster(null);
+    cluster.setGpu({ rollout: { existingNodes: 'Grace' } });
+    cluster.setGpu({ rollout: { existingNodes: 'Grace' } }); // generation 2: its window starts when first seen
+    cluster.node('node-0', ExtensionState.Healthy);
+    await cluster.lead(['node-0']);
+    const gpu = cluster.cache.systemExtensions[0]!;
+    const openedMs = cluster.reconciler.rolloutStartMs(gpu);
+    await cluster.clock.advance(60_000);
+    expect(cluster.reconciler.rolloutStartMs(gpu)).toBe(openedMs);
+
+    cluster.cache.systemExtensions.splice(0);
+    await cluster.reconciler.reconcile('node-0');
+    // Only a window still remembered would give the old start.
+    expect(cluster.reconciler.rolloutStartMs(gpu)).toBe(cluster.clock.now());
+  });
+});
+
 describe('breaker across leadership terms (regression: counts of an earlier term leaked)', () => {
   it('nodes deleted while another replica led are not counted in the next term', async () => {
     const cluster = new Cluster();

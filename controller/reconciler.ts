@@ -142,6 +142,7 @@ export class Reconciler {
     this.durations.reset();
     this.deadlines.clear();
     this.requirements = requirementsKey(this.deps.cache.systemExtensionList());
+    this.decider.rollouts.retain(this.deps.cache.systemExtensionList());
     const pressing: string[] = [];
     const settled = new Map<string, number>();
     const calm: string[] = [];
@@ -278,6 +279,8 @@ export class Reconciler {
     const key = requirementsKey(cache.systemExtensionList());
     if (key === this.requirements) return;
     this.requirements = key;
+    // The rollout windows of SystemExtensions that are gone are forgotten.
+    this.decider.rollouts.retain(cache.systemExtensionList());
     let rollupChanged = false;
     for (const name of cache.nodeNames())
       if (this.ledger.record(name, this.decider.decide(name, cache.node(name)))) rollupChanged = true;
@@ -296,5 +299,7 @@ export class Reconciler {
  * creationTimestamp) changes it. Status writes do not.
  */
 function requirementsKey(systemExtensions: Iterable<ParsedSystemExtension>): string {
-  return JSON.stringify([...systemExtensions].map((sx) => [sx.name, sx.generation, sx.createdMs]).sort());
+  return JSON.stringify(
+    [...systemExtensions].map((sx) => [sx.name, sx.uid, sx.generation, sx.createdMs]).sort(),
+  );
 }

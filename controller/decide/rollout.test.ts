@@ -6,6 +6,7 @@ import { ProbeReason } from '../../api/reasons.ts';
 import { BreakerState } from './breaker.ts';
 import { decideNode } from './decide.ts';
 import { NodeState } from './node-state.ts';
+import { rolloutStatus } from '../rollup/extension-counts.ts';
 import { extensionRollout, RolloutWindows } from './rollout.ts';
 import {
   agent,
@@ -124,6 +125,80 @@ describe('RolloutWindows and extensionRollout', () => {
     expect(windows.startMs(sx(2, recorded), NOW)).toBe(T0 + MINUTE);
     expect(windows.startMs(sx(3, recorded), NOW)).toBe(NOW);
     expect(windows.startMs(sx(3, recorded), NOW + MINUTE)).toBe(NOW);
+  });
+
+  describe('a window opens only for a new requirement (regression: suspend or a cosmetic edit reopened Grace; windows keyed by name, never pruned, restarted by a new leader)', () => {
+    const GPU_NODES = { matchLabels: { 'nvidia.com/gpu.present': 'true' } };
+    const GPU_SPEC = {
+      probe: { tcp: { port: 1 } },
+      rollout: { existingNodes: 'Grace', gracePeriodSeconds: 60 },
+    };
+    const object = (generation: number, spec: Record<string, unknown>, uid = 'uid-1', status?: unknown) =>
+      parseSystemExtension({
+        metadata: { name: 'gpu', uid, generation, creationTimestamp: new Date(T0).toISOString() },
+        spec: { ...GPU_SPEC, ...spec },
+        status,
+      });
+    /** status.rollout as the roll-up writes it for `sx` with the window `startedMs`. */
+    const persisted = (sx: ReturnType<typeof object>, startedMs: number) => ({
+      rollout: rolloutStatus(
+        { policy: sx.rollout, generation: sx.generation, requirement: sx.requirement, startedMs },
+        { nodes: 3, healthy: 1 },
+        startedMs,
+      ),
+    });
+
+    it.each([
+      { name: 'suspend lifted', spec: { suspend: false }, before: { suspend: true } },
+      {
+        name: 'the grace period changed',
+        spec: { rollout: { existingNodes: 'Grace', gracePeriodSeconds: 120 } },
+      },
+      { name: 'a default written out', spec: { periodSeconds: 10, critical: true } },
+      {
+        name: 'labelWait added',
+        before: { nodeSelector: GPU_NODES },
+        spec: { nodeSelector: GPU_NODES, labelWait: { waitSeconds: 60 } },
+      },
+    ])('$name: the window goes on, also for a new leader', ({ spec, before = {} }) => {
+      const first = object(2, before);
+      const windows = new RolloutWindows();
+      expect(windows.startMs(first, NOW)).toBe(NOW);
+      // The same controller, and a new leader that knows only the persisted status, after the edit.
+      const edited = object(3, spec, 'uid-1', persisted(first, NOW));
+      expect(windows.startMs(edited, NOW + MINUTE)).toBe(NOW);
+      expect(new RolloutWindows().startMs(edited, NOW + 2 * MINUTE)).toBe(NOW);
+    });
+
+    it.each([
+      { name: 'the probe', spec: { probe: { tcp: { port: 2 } } } },
+      { name: 'the nodeSelector', spec: { nodeSelector: { matchLabels: { pool: 'gpu' } } } },
+      { name: 'critical', spec: { critical: false } },
+      { name: 'enforcement', spec: { enforcement: 'DryRun' } },
+      { name: 'a threshold', spec: { failureThreshold: 5 } },
+    ])('$name changed: a new window, kept by a new leader once persisted', ({ spec }) => {
+      const first = object(2, {});
+      const windows = new RolloutWindows();
+      expect(windows.startMs(first, NOW)).toBe(NOW);
+      const changed = object(3, spec, 'uid-1', persisted(first, NOW));
+      expect(windows.startMs(changed, NOW + MINUTE)).toBe(NOW + MINUTE);
+      const recorded = object(3, spec, 'uid-1', persisted(changed, NOW + MINUTE));
+      expect(new RolloutWindows().startMs(recorded, NOW + 5 * MINUTE)).toBe(NOW + MINUTE);
+    });
+
+    it('keyed by UID: an object deleted and created again under the same name gets its own window', () => {
+      const windows = new RolloutWindows();
+      expect(windows.startMs(object(2, {}, 'uid-1'), NOW)).toBe(NOW);
+      expect(windows.startMs(object(2, {}, 'uid-2'), NOW + MINUTE)).toBe(NOW + MINUTE);
+    });
+
+    it('a window of an object that is gone is forgotten (retain by UID)', () => {
+      const windows = new RolloutWindows();
+      const sx = object(2, {}, 'uid-1');
+      expect(windows.startMs(sx, NOW)).toBe(NOW);
+      windows.retain([object(2, {}, 'uid-2')]);
+      expect(windows.startMs(sx, NOW + MINUTE)).toBe(NOW + MINUTE);
+    });
   });
 
   it('maps the policy: Enforce → none, Grace → its end, Observe', () => {

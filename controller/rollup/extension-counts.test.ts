@@ -90,6 +90,7 @@ describe('rolloutStatus: the progress a SystemExtension shows (spec.rollout)', (
   const rollout = (existingNodes: 'Enforce' | 'Grace' | 'Observe') => ({
     policy: { existingNodes, gracePeriodSeconds: 600 },
     generation: 3,
+    requirement: '0123456789abcdef',
     startedMs: T,
   });
 
@@ -111,6 +112,7 @@ describe('rolloutStatus: the progress a SystemExtension shows (spec.rollout)', (
   ] as const)('%s at +%s ms → %s', (mode, now, phase, message) => {
     expect(rolloutStatus(rollout(mode), { nodes: 120, healthy: 37 }, now)).toMatchObject({
       observedGeneration: 3,
+      requirement: '0123456789abcdef',
       startedAt: '2026-11-25T09:00:00Z',
       phase,
       message,

@@ -46,7 +46,11 @@ export function rolloutStatus(
   nowMs: number,
 ): SystemExtensionRolloutStatus {
   const progress = `${counts.healthy} of ${counts.nodes} selected node${counts.nodes === 1 ? '' : 's'} report healthy`;
-  const base = { observedGeneration: rollout.generation, startedAt: apiTime(rollout.startedMs) };
+  const base = {
+    observedGeneration: rollout.generation,
+    requirement: rollout.requirement,
+    startedAt: apiTime(rollout.startedMs),
+  };
   const { existingNodes, gracePeriodSeconds } = rollout.policy;
   if (existingNodes === RolloutMode.Observe)
     return {

@@ -59,6 +59,8 @@ export interface SystemExtensionCounts {
 
 export interface SystemExtensionRolloutStatus {
   observedGeneration: number;
+  /** The requirement the window belongs to (ParsedSystemExtension.requirement). */
+  requirement: string;
   /** RFC 3339, second precision. */
   startedAt: string;
   phase: 'Enforced' | 'Grace' | 'Observe';
@@ -207,12 +209,14 @@ export const MAX_CONFLICT_RETRIES = 5;
 export interface RollupSource {
   pairs(): Iterable<SourcedPair>;
   systemExtensionNames(): Iterable<string>;
-  /** The rollout of a SystemExtension in the cache: its policy, generation and window start. */
+  /** The rollout of a SystemExtension in the cache: its policy, generation, requirement and window start. */
   systemExtensionRollout?(name: string): SystemExtensionRollout | undefined;
 }
 
 export interface SystemExtensionRollout {
   policy: RolloutPolicy;
   generation: number;
+  /** What the window belongs to (ParsedSystemExtension.requirement): recorded so a new leader keeps it. */
+  requirement: string;
   startedMs: number;
 }
