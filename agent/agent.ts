@@ -20,7 +20,7 @@ import { AgentMetrics } from './metrics.ts';
 import { runProbe } from './probes/index.ts';
 import type { ProbeEnvironment } from './probes/index.ts';
 import { Supervisor } from './supervisor.ts';
-import { AgentWatches, watchReports } from './watches.ts';
+import { AgentWatches, podsDeniedMessage, podSourceAtStart, watchReports } from './watches.ts';
 
 export interface AgentDeps {
   clock: Clock;
@@ -65,8 +65,22 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
       metrics.podSource.set({ source }, 1);
       log.info({ source, socket: config.kubeletPodsSocket }, 'podReady pod source chosen');
     },
+    // Neither source: the probes say so in their Leases (Unknown), and nodecare_agent_pod_source{source="none"}.
+    onPodsDenied: (denied, err) => {
+      metrics.podSource.reset();
+      metrics.podSource.set({ source: denied ? 'none' : 'apiserver' }, 1);
+      if (denied)
+        log.error(
+          { err, socket: config.kubeletPodsSocket, problem: podsDeniedMessage(config.kubeletPodsSocket) },
+          'podReady has no pod source: the API server refused the pod list',
+        );
+      else log.info({ source: 'apiserver' }, 'podReady pod source chosen');
+    },
     onChange: () => supervisor.queueReconcile(),
   });
+  // Said at start, whether or not a podReady probe is registered yet (docs/agent.md, "podReady").
+  const atStart = podSourceAtStart(config.kubeletPodsSocket);
+  log.info({ ...atStart, socket: config.kubeletPodsSocket }, 'Checked where podReady reads pods');
   const [target, durationSeconds] = [() => supervisor.target(), config.heartbeatDurationSeconds];
   const heartbeat = new Heartbeat({ clock, writer, random, durationSeconds, target });
   const env: ProbeEnvironment = {

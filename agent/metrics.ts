@@ -79,7 +79,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
     });
     this.podSource = new Gauge({
       name: 'nodecare_agent_pod_source',
-      help: "1 for where podReady probes read this node's pods: kubelet (its Pods API socket) or apiserver (a watch of the node's pods); absent while no podReady probe is registered.",
+      help: "1 for where podReady probes read this node's pods: kubelet (its Pods API socket), apiserver (a watch of the node's pods), or none (no Pods API socket and the API server refused the pod list: the agent may not list pods); absent while no podReady probe is registered.",
       labelNames: ['source'],
       registers: [registry],
     });

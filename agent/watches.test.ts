@@ -4,14 +4,17 @@
 // kubelet's Pods API (a real gRPC server on a unix socket) where it is served, else from the API server.
 
 import { rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../lib/testing.ts';
+import { KubeClient } from '../lib/kube/client.ts';
 import { FakeApiServer } from '../lib/kube/testing.ts';
 import { PROTO_FILES, service } from './probes/proto.ts';
 import { serveGrpc, tempDir } from './probes/testing.ts';
-import { AgentWatches } from './watches.ts';
+import { AgentWatches, POD_DENIED_RETRY_MS, podsDeniedMessage, podSourceAtStart } from './watches.ts';
 
 const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const cleanups: Array<() => Promise<void>> = [];
@@ -179,5 +182,107 @@ describe("AgentWatches pods: the kubelet's Pods API where its socket exists, els
       { name: 'from-api', ready: true },
     ]);
     expect(sources).toEqual(['apiserver']);
+  });
+});
+
+describe('AgentWatches pods without either source: no Pods API and no right to list pods (issue 50 item 6)', () => {
+  const selector = { matchLabels: { app: 'log-agent' } };
+
+  /** An API server that refuses this agent the pod list (403, as RBAC does) until `allow()`. */
+  async function refusingApiServer() {
+    let allowed = false;
+    const lists: string[] = [];
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/api/v1/pods') {
+        res.writeHead(404).end();
+        return;
+      }
+      if (url.searchParams.get('watch') !== 'true') lists.push(url.searchParams.get('fieldSelector') ?? '');
+      if (!allowed) {
+        res.writeHead(403, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            kind: 'Status',
+            code: 403,
+            reason: 'Forbidden',
+            message:
+              'pods is forbidden: User "system:serviceaccount:nodecare-system:nodecare-agent" cannot list resource "pods" in API group "" at the cluster scope',
+          }),
+        );
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (url.searchParams.get('watch') === 'true') {
+        res.flushHeaders();
+        return; // held open
+      }
+      res.end(JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '1' }, items: [] }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = new KubeClient({ server: url, tls: {}, authHeaders: async () => ({}), source: 'test' });
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    });
+    return { client, lists, allow: () => (allowed = true) };
+  }
+
+  it('says at once, in the probe and once to its reporter, that it has no pod source; asks again 5 minutes later, and recovers once allowed', async () => {
+    const api = await refusingApiServer();
+    const clock = new FakeClock();
+    const denials: boolean[] = [];
+    const errors: string[] = [];
+    const w = new AgentWatches({
+      client: api.client,
+      clock,
+      nodeName: 'node-a',
+      kubeletPodsSocket: '/nonexistent/pods-api.sock',
+      onPodsDenied: (denied) => void denials.push(denied),
+      onChange: () => undefined,
+      onError: (source) => void errors.push(source),
+      onSkipped: () => undefined,
+    });
+    cleanups.push(() => w.stop());
+    w.setWatches({ pods: true, resourceSlices: false });
+    const refusal = await until(async () => {
+      try {
+        await w.podsMatching('kube-system', selector);
+      } catch (err) {
+        if (denials.length > 0) return (err as Error).message;
+      }
+      throw new Error('not refused yet');
+    });
+    expect(refusal).toBe(
+      "no pod source: add the component agent-kubelet-pods-api (the kubelet's Pods API is not at /nonexistent/pods-api.sock) or agent-pods-from-api-server (this agent may not list pods); docs/agent.md, podReady",
+    );
+    // A Lease message keeps 256 characters, with the probe's "probe failed: " before it.
+    expect(
+      `probe failed: ${podsDeniedMessage('/var/lib/kubelet/pods-api/pods-api.sock')}`.length,
+    ).toBeLessThanOrEqual(256);
+    expect(denials).toEqual([true]);
+    expect(errors).toEqual([]); // not a watch failure retried with backoff: said once
+    expect(api.lists).toEqual(['spec.nodeName=node-a']);
+    // Not asked again at the reflector's backoff (30 s at most), only after POD_DENIED_RETRY_MS.
+    await clock.advance(POD_DENIED_RETRY_MS - 1_000);
+    expect(api.lists).toHaveLength(1);
+    api.allow();
+    await clock.advance(1_000);
+    await until(async () => {
+      if (denials.length < 2) throw new Error('not allowed yet');
+    });
+    expect(denials).toEqual([true, false]);
+    expect(await w.podsMatching('kube-system', selector)).toEqual([]);
+  });
+
+  it.each([
+    { socket: '/run/pods-api.sock', exists: true, source: 'kubelet' },
+    { socket: '/run/pods-api.sock', exists: false, source: 'apiserver' },
+    { socket: '', exists: false, source: 'apiserver' },
+  ])('at start: socket $socket there $exists → $source (issue 50 item 11)', ({ socket, exists, source }) => {
+    const start = podSourceAtStart(socket, () => exists);
+    expect(start.source).toBe(source);
+    if (source === 'apiserver' && socket !== '') expect(start.why).toContain('agent-pods-from-api-server');
   });
 });

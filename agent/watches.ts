@@ -16,6 +16,7 @@ import {
 import { matchesSelector } from '../api/selector.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
+import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { Reflector, type ReflectorHandlers } from '../lib/kube/reflector.ts';
 import type { Logger } from '../lib/log.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -150,6 +151,41 @@ function deferred(): { promise: Promise<void>; resolve(): void } {
 /** Where the podReady probe's pods come from: this node's kubelet (its Pods API) or the API server. */
 export type PodSource = 'kubelet' | 'apiserver';
 
+/**
+ * After the API server refused this agent the list of its node's pods (no right to list pods: the default
+ * install grants none), it asks again this much later: the right may be granted (the component
+ * agent-pods-from-api-server), and an agent per node asking every 30 s would be a load of refusals for nothing.
+ */
+export const POD_DENIED_RETRY_MS = 5 * 60_000;
+
+/**
+ * What a podReady probe says on a node with neither source: the kubelet's Pods API is not at `socket`, and the
+ * API server refused the pod list (short enough for a Lease message, which keeps 256 characters with the
+ * probe's own prefix).
+ */
+export function podsDeniedMessage(socket: string): string {
+  const where = socket === '' ? 'is not used' : `is not at ${socket}`;
+  // The remedies first: a long socket path is what a Lease's cap cuts.
+  return `no pod source: add the component agent-kubelet-pods-api (the kubelet's Pods API ${where}) or agent-pods-from-api-server (this agent may not list pods); docs/agent.md, podReady`;
+}
+
+/**
+ * Where podReady would read pods, as known at start (before any probe asks): the kubelet's Pods API where its
+ * socket is there, else the API server (which needs the right to list pods). The kubelet may still answer
+ * UNIMPLEMENTED, and the API server may refuse: the agent then says so again (onPodSource, onPodsDenied).
+ */
+export function podSourceAtStart(
+  socket: string,
+  exists: (path: string) => boolean = existsSync,
+): { source: PodSource; why: string } {
+  if (socket === '') return { source: 'apiserver', why: "--kubelet-pods-api-socket is ''" };
+  if (exists(socket)) return { source: 'kubelet', why: `the kubelet's Pods API socket is at ${socket}` };
+  return {
+    source: 'apiserver',
+    why: `no socket at ${socket} (the component agent-kubelet-pods-api mounts it where the kubelet serves the Pods API); the API server needs the right to list pods (the component agent-pods-from-api-server)`,
+  };
+}
+
 /** What the agent's probes need watched besides its Node and the SystemExtensions (api/probe-kinds.ts). */
 export type OnDemandWatches = Record<ProbeWatch, boolean>;
 
@@ -164,6 +200,11 @@ export interface WatchDeps {
   kubeletPodsSocket?: string;
   /** Which source the pods now come from (for the log and the metric). */
   onPodSource?(source: PodSource): void;
+  /**
+   * The API server refused the pod list (403: the agent may not list pods) with no kubelet Pods API to read
+   * instead (true), or a later list was allowed (false). Called on each change only.
+   */
+  onPodsDenied?(denied: boolean, err?: unknown): void;
   onChange(): void;
   onError(source: string, err: unknown): void;
   /** An object the agent could not handle (a poison object); it was skipped. */
@@ -197,6 +238,9 @@ export class AgentWatches {
   private podsWanted = false;
   /** Resolves when the current pod source has its first complete list (a new one per source). */
   private podsSynced = deferred();
+  /** The API server refused the pod list; a retry waits POD_DENIED_RETRY_MS (ended by stop or no longer wanted). */
+  private podsDenied = false;
+  private deniedRetry: AbortController | undefined;
   private slices: Reflector<RawSlice, SliceFacts> | undefined;
   private readonly deps: WatchDeps;
 
@@ -282,13 +326,15 @@ export class AgentWatches {
   private setPodWatch(wanted: boolean): void {
     this.podsWanted = wanted;
     if (!wanted) {
+      this.deniedRetry?.abort();
+      this.deniedRetry = undefined;
       this.kubeletPods?.stop();
       this.kubeletPods = undefined;
       void this.pods?.stop();
       this.pods = undefined;
       return;
     }
-    if (this.pods || this.kubeletPods) return;
+    if (this.pods || this.kubeletPods || this.deniedRetry) return;
     this.podsSynced = deferred();
     const socket = this.deps.kubeletPodsSocket ?? '';
     if (socket !== '' && existsSync(socket)) void this.startKubeletPods(socket);
@@ -319,28 +365,67 @@ export class AgentWatches {
   }
 
   private startApiServerPods(): void {
-    this.pods = new Reflector({
+    const reflector: Reflector<RawPod, PodEntry> = new Reflector({
       client: this.deps.client,
       clock: this.deps.clock,
       path: '/api/v1/pods',
       fieldSelector: `spec.nodeName=${this.deps.nodeName}`,
       transform: toPodEntry,
       handlers: {
-        synced: () => this.podsSynced.resolve(),
-        error: (err) => this.deps.onError('pods', err),
+        synced: () => {
+          this.podsSynced.resolve();
+          if (!this.podsDenied) return;
+          this.podsDenied = false;
+          this.deps.onPodsDenied?.(false);
+        },
+        error: (err) => {
+          if (isKubeError(err, KubeErrorCode.Forbidden) && !reflector.synced) this.refused(reflector, err);
+          else this.deps.onError('pods', err);
+        },
         skipped: (err, key) => this.deps.onSkipped('pods', key, err),
       },
     });
-    this.pods.start();
-    this.deps.onPodSource?.('apiserver');
+    this.pods = reflector;
+    reflector.start();
+    // A retry after a refusal is not a new source: the refusal stands until a list is allowed (synced above).
+    if (!this.podsDenied) this.deps.onPodSource?.('apiserver');
+  }
+
+  /**
+   * The API server refused the pod list: said once, probes answered at once (podsMatching), and asked again
+   * POD_DENIED_RETRY_MS later rather than at the reflector's backoff.
+   */
+  private refused(reflector: Reflector<RawPod, PodEntry>, err: unknown): void {
+    if (this.pods !== reflector) return;
+    void reflector.stop();
+    this.pods = undefined;
+    if (!this.podsDenied) {
+      this.podsDenied = true;
+      this.deps.onPodsDenied?.(true, err);
+    }
+    this.podsSynced.resolve();
+    const retry = new AbortController();
+    this.deniedRetry = retry;
+    void this.deps.clock.sleep(POD_DENIED_RETRY_MS, retry.signal).then(
+      () => {
+        if (this.deniedRetry !== retry) return;
+        this.deniedRetry = undefined;
+        if (!this.podsWanted || this.pods || this.kubeletPods) return;
+        this.podsSynced = deferred();
+        this.startApiServerPods();
+      },
+      () => undefined,
+    );
   }
 
   async podsMatching(namespace: string, selector: LabelSelector): Promise<PodFacts[]> {
     // A source just started (the agent restarted, a podReady probe was registered) lists within moments: wait
     // for it, bounded, rather than report "could not determine" for a pod that is Ready.
-    if (this.podsWanted && !(this.kubeletPods ?? this.pods)?.synced)
+    if (this.podsWanted && !this.podsDenied && !(this.kubeletPods ?? this.pods)?.synced)
       await Promise.race([this.podsSynced.promise, this.deps.clock.sleep(POD_SYNC_WAIT_MS)]);
     const pods = this.kubeletPods ?? this.pods;
+    if (this.podsDenied && !pods?.synced)
+      throw new Error(podsDeniedMessage(this.deps.kubeletPodsSocket ?? ''));
     if (!pods) {
       if (this.podsWanted) throw new Error('pod source not started yet');
       return [];
@@ -357,6 +442,8 @@ export class AgentWatches {
   }
 
   async stop(): Promise<void> {
+    this.deniedRetry?.abort();
+    this.deniedRetry = undefined;
     await Promise.all([
       this.node.stop(),
       this.systemExtensions.stop(),

@@ -262,6 +262,57 @@ describe('charts/nodecare', () => {
     expect((await renderChart('agent.hostPID=true')).get(daemonSet)).toEqual(withComponent.get(daemonSet));
   });
 
+  it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights (issue 50 items 6, 11)", async () => {
+    const composed = async (component: string): Promise<Map<string, K8sObject>> => {
+      const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const manifests = relative(dir, join(ROOT, 'manifests'));
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          `resources: [${manifests}/base]`,
+          `components: [${manifests}/components/${component}]`,
+        ].join('\n'),
+      );
+      return new Map(parse(await kubectl('kustomize', dir)).map((o) => [key(o), o]));
+    };
+    const base = new Map(parse(await kubectl('kustomize', join(ROOT, 'manifests'))).map((o) => [key(o), o]));
+    for (const [component, values] of [
+      ['agent-kubelet-pods-api', ['agent.podReady.kubeletPodsApi=true']],
+      ['agent-pods-from-api-server', ['agent.podReady.apiServerFallback=true']],
+      ['controller-eviction', ['eviction.evictAfterSeconds=600']],
+    ] as const) {
+      const withComponent = await composed(component);
+      const chart = await renderChart(...values);
+      expect([...chart.keys()].sort(), component).toEqual([...withComponent.keys()].sort());
+      // Every object the component adds or changes, as the chart renders it.
+      for (const [k, object] of withComponent) {
+        if (JSON.stringify(base.get(k)) === JSON.stringify(object)) continue;
+        expect(chart.get(k), `${component}: ${k}`).toEqual(object);
+      }
+    }
+    // The default install: no Pods API mount (nothing created on the node) and no Pod read for either.
+    const agent = podSpec(base, 'DaemonSet') as unknown as {
+      volumes: Array<{ hostPath?: { path: string; type: string } }>;
+    };
+    expect(agent.volumes.map((v) => v.hostPath?.path)).not.toContain('/var/lib/kubelet/pods-api');
+    expect(
+      agent.volumes.filter((v) => v.hostPath?.type === 'DirectoryOrCreate').map((v) => v.hostPath!.path),
+    ).toEqual(['/run/nodecare']);
+    const podRules = [...base.values()]
+      .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+      .flatMap((o) =>
+        ((o as unknown as { rules: Array<{ resources: string[] }> }).rules ?? []).map((r) => [
+          o.metadata.name,
+          r.resources,
+        ]),
+      )
+      .filter(([, resources]) => (resources as string[]).some((r) => r.startsWith('pods')));
+    expect(podRules).toEqual([]);
+  });
+
   it('agent.hostDirectories renders what the kustomize component agent-host-directory does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));

@@ -51,6 +51,8 @@ import { leasesPath } from '../../lib/kube/paths.ts';
 const notRun = inject('realNodesNotRun');
 const FIXTURES = join(import.meta.dirname, 'fixtures');
 const MANIFESTS = join(import.meta.dirname, '..', '..', 'manifests');
+/** Every node here is a 1.37 kubelet serving the Pods API: mounted as a user of such a cluster would (issue 50 item 11). */
+const KUBELET_PODS_API = join(MANIFESTS, 'components', 'agent-kubelet-pods-api');
 const AGENT_SELECTOR = 'app.kubernetes.io/name=nodecare-agent';
 const CONTROLLER_SELECTOR = 'app.kubernetes.io/name=nodecare-controller';
 /** The shipped example SystemExtension for a GPU device plugin, at test speed (see the first story). */
@@ -156,7 +158,7 @@ describe.skipIf(notRun !== '')(
     });
 
     it('kubectl apply -k, overriding only the image: the agent Ready on every node, the controller Available, nodes adopted untainted', async () => {
-      installDir = kustomizationWithImage(image!.ref, [], scratch);
+      installDir = kustomizationWithImage(image!.ref, [KUBELET_PODS_API], scratch);
       await applyShipped(kubectl, installDir, 180);
       const agents = await getPods(SYSTEM, AGENT_SELECTOR);
       expect(agents.map((p) => p.spec.nodeName).sort()).toEqual(nodes.map((n) => n.name).sort());
@@ -259,7 +261,8 @@ describe.skipIf(notRun !== '')(
         '/var/lib/kubelet/device-plugins',
         '/var/lib/kubelet/plugins_registry',
         '/run/nodecare',
-        // The kubelet's Pods API socket, where podReady reads this node's pods (issue 23 item 6).
+        // The kubelet's Pods API socket, where podReady reads this node's pods (issue 23 item 6): the component
+        // agent-kubelet-pods-api, type Directory (the 1.37 kubelet made it; nodecare creates nothing there).
         '/var/lib/kubelet/pods-api',
       ];
       expect(
@@ -560,7 +563,7 @@ describe.skipIf(notRun !== '')(
           .replaceAll('/var/lib/kubelet/plugins/ebs.csi.aws.com', driverDir)
           .replaceAll('host-directory-ebs-csi', 'host-directory-test-csi'),
       );
-      const overlay = kustomizationWithImage(image!.ref, [component], scratch);
+      const overlay = kustomizationWithImage(image!.ref, [KUBELET_PODS_API, component], scratch);
       await kubectl(['apply', '--server-side', '-k', overlay]);
       installDir = overlay;
       await kubectl(['rollout', 'status', '-n', SYSTEM, 'daemonset/nodecare-agent', '--timeout=180s']);

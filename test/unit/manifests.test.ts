@@ -545,9 +545,9 @@ describe("the agent's host mounts (issue 20 item 7)", () => {
   /** The kubelet's Pods API: the agent's own source of pods (issue 23 item 6), never a probe target. */
   const PODS_API = '/var/lib/kubelet/pods-api';
 
-  it("are exactly the agent's default allowed paths and its kubelet Pods API, so what annotations may reach is what is mounted for probes", () => {
+  it("are exactly the agent's default allowed paths, so what annotations may reach is what is mounted for probes; the kubelet Pods API is not mounted by default (issue 50 item 11)", () => {
     expect(hostVolumes.map((v) => v.hostPath!.path).sort()).toEqual(
-      [...(AGENT_OPTIONS['allowed-path'].default as string[]), PODS_API].sort(),
+      [...(AGENT_OPTIONS['allowed-path'].default as string[])].sort(),
     );
     expect(AGENT_OPTIONS['allowed-path'].default as string[]).not.toContain(PODS_API);
     expect(AGENT_OPTIONS['kubelet-pods-api-socket'].default).toBe(`${PODS_API}/pods-api.sock`);
@@ -567,12 +567,21 @@ describe("the agent's host mounts (issue 20 item 7)", () => {
     }
   });
 
-  it("create no directory on the node but nodecare's own and the Pods API's (an older kubelet has none; a 1.37 kubelet makes it itself)", () => {
+  it("create no directory on the node but nodecare's own (issue 50 item 11: the kubelet's pods-api once was)", () => {
     for (const volume of hostVolumes)
       expect(volume.hostPath!.type, volume.hostPath!.path).toBe(
-        volume.hostPath!.path === '/run/nodecare' || volume.hostPath!.path === PODS_API
-          ? 'DirectoryOrCreate'
-          : 'Directory',
+        volume.hostPath!.path === '/run/nodecare' ? 'DirectoryOrCreate' : 'Directory',
       );
+  });
+
+  it("the component agent-kubelet-pods-api mounts the kubelet's Pods API read-only, type Directory: never created", () => {
+    const [component] = loadYaml(
+      new URL('../components/agent-kubelet-pods-api/kustomization.yaml', BASE),
+    ) as Array<{ patches: Array<{ patch: string }> }>;
+    const ops = loadAll(component!.patches[0]!.patch)[0] as Array<{ value: Record<string, unknown> }>;
+    expect(ops.map((op) => op.value)).toEqual([
+      { name: 'kubelet-pods-api', hostPath: { path: PODS_API, type: 'Directory' } },
+      { name: 'kubelet-pods-api', mountPath: PODS_API, readOnly: true, recursiveReadOnly: 'IfPossible' },
+    ]);
   });
 });
