@@ -339,14 +339,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
             // workload controllers, endpoint slices for Services, pod GC (pods of deleted nodes), jobs.
             '--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,' +
               'validatingadmissionpolicy-status-controller,nodelifecycle,taint-eviction-controller,' +
-              'root-ca-cert-publisher,daemonset,replicaset,deployment,endpointslice,podgc,job,ttl-after-finished',
+              'root-ca-cert-publisher,daemonset,replicaset,deployment,endpointslice,podgc,job,ttl-after-finished,' +
+              'resourcequota',
             '--node-monitor-period=2s',
             `--node-monitor-grace-period=${profile.nodeMonitorGracePeriod ?? '30s'}`,
           ]
         : [
             // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
             // validatingadmissionpolicy-status-controller: type-checks admission policies (status.typeChecking).
-            '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller',
+            // resourcequota: the quota admission refuses every create in a namespace whose ResourceQuota
+            // has no status yet (manifests/base/lease-quota.yaml).
+            '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller,' +
+              'resourcequota',
           ]),
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
