@@ -214,6 +214,69 @@ const MESSAGE_READ_CHARS = 4 * MAX_LEASE_MESSAGE;
 
 const cut = (value: string, max: number): string => (value.length <= max ? value : value.slice(0, max));
 
+/** The most owner references kept of a Lease (compactLease): the agent's have one. */
+const MAX_KEPT_OWNER_REFERENCES = 4;
+
+/**
+ * `raw` with only what decodeLease and the controller's checks read (controller/ingest.ts toCachedLease),
+ * each string cut to LEASE_FIELD_CHARS (the node one character longer, so that a node name too long to be
+ * one still reads as such): so that a reader holding every Lease at once (`kubectl nodecare status`) holds
+ * a constant of each, whatever it held, and decodes it to the same ObservedLease.
+ */
+export function compactLease(raw: LeaseObject): LeaseObject {
+  const F = LEASE_FIELD_CHARS;
+  const { metadata, spec } = raw;
+  const annotations: Record<string, string> = {};
+  const limits: Record<string, number> = {
+    [LeaseAnnotation.node]: F.node + 1,
+    [LeaseAnnotation.state]: 16,
+    [LeaseAnnotation.reason]: MESSAGE_READ_CHARS,
+    [LeaseAnnotation.message]: MESSAGE_READ_CHARS,
+    [LeaseAnnotation.since]: F.since,
+    [LeaseAnnotation.bootId]: F.bootId,
+  };
+  for (const [key, max] of Object.entries(limits)) {
+    const value = metadata.annotations?.[key];
+    if (value !== undefined) annotations[key] = cut(value, max);
+  }
+  const labels: Record<string, string> = {};
+  for (const key of [LeaseLabel.role, LeaseLabel.extension]) {
+    const value = metadata.labels?.[key];
+    if (value !== undefined) labels[key] = cut(value, F.extension);
+  }
+  const owners = (metadata.ownerReferences ?? [])
+    .filter((ref) => ref.apiVersion === 'v1' && ref.kind === 'Node')
+    .slice(0, MAX_KEPT_OWNER_REFERENCES)
+    .map((ref) => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      name: cut(ref.name, F.node + 1),
+      uid: cut(ref.uid, 64),
+    }));
+  const renew = spec?.renewTime;
+  return {
+    metadata: {
+      ...(metadata.name !== undefined ? { name: cut(metadata.name, F.name) } : {}),
+      ...(metadata.namespace !== undefined ? { namespace: cut(metadata.namespace, 63) } : {}),
+      ...(metadata.resourceVersion !== undefined
+        ? { resourceVersion: cut(metadata.resourceVersion, F.resourceVersion) }
+        : {}),
+      labels,
+      annotations,
+      ...(owners.length > 0 ? { ownerReferences: owners } : {}),
+    },
+    spec: {
+      ...(spec?.holderIdentity !== undefined
+        ? { holderIdentity: cut(spec.holderIdentity, F.holderIdentity) }
+        : {}),
+      ...(spec?.leaseDurationSeconds !== undefined
+        ? { leaseDurationSeconds: spec.leaseDurationSeconds }
+        : {}),
+      ...(renew !== undefined ? { renewTime: renew instanceof Date ? renew : cut(renew, F.renewTime) } : {}),
+    },
+  };
+}
+
 /** A written duration within [0, MAX_LEASE_DURATION_SECONDS]; anything else (absent, not a number) is 0. */
 function boundedDurationSeconds(value: unknown): number {
   if (typeof value !== 'number' || !(value > 0)) return 0;

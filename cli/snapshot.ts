@@ -1,6 +1,10 @@
 // Reads what `kubectl nodecare status|explain|extensions` need from the API server, read-only: Nodes, the
 // nodecare Leases, SystemExtensions, ClusterHealth `cluster`, and (for explain) the node's events and the
 // DaemonSets and pods that may be meant for it. Lists are paged. A missing CRD or namespace reads as empty (nodecare not installed yet), and says so.
+// The Leases, which every node's agent writes, are read so that no Lease can make the plugin hold more than a
+// constant of it (issue 50 item 2): in protobuf, a Lease over 64 KiB skipped unread (lib/kube/protobuf.ts),
+// pages bounded in bytes as the controller's are (lib/kube/reflector.ts), and each Lease kept compact
+// (api/lease.ts compactLease).
 
 import {
   API_GROUP,
@@ -8,6 +12,7 @@ import {
   CLUSTER_HEALTH,
   LEASE_NAMESPACE,
   SYSTEM_EXTENSION,
+  compactLease,
   type LeaseObject,
   type SystemExtensionObject,
 } from '../api/index.ts';
@@ -15,6 +20,8 @@ import type { DaemonSetObject, PodObject } from '../api/scheduling.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { leasesPath } from '../lib/kube/paths.ts';
+import { decodeLeaseList } from '../lib/kube/protobuf.ts';
+import { nextPageLimit, type ListBody } from '../lib/kube/reflector.ts';
 import type { ClusterHealthObject, ClusterSnapshot, EventObject, NodeObject } from './model.ts';
 
 const PAGE = 500;
@@ -39,6 +46,49 @@ async function listAll<T>(client: Client, path: string, query: Record<string, st
   return items;
 }
 
+/** The most bytes of one page of Leases read (the controller's bound, controller/cache/cluster-cache.ts). */
+export const LEASE_PAGE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Every Lease of `path`, compact, and the keys of those that could not be read (over 64 KiB in protobuf, or
+ * not readable): pages of at most LEASE_PAGE_MAX_BYTES, a page over it asked for again with a quarter of the
+ * items, each next one with as many as fit a quarter of it at the bytes per item seen (up to PAGE).
+ */
+export async function listLeases(
+  client: Client,
+  path: string,
+): Promise<{ leases: LeaseObject[]; skipped: string[] }> {
+  const leases: LeaseObject[] = [];
+  const skipped: string[] = [];
+  let token: string | undefined;
+  let limit = PAGE;
+  for (;;) {
+    let bytes = 0;
+    let page: ListBody<LeaseObject>;
+    try {
+      page = await client.request<ListBody<LeaseObject>>('GET', path, {
+        query: { limit, continue: token },
+        protobuf: decodeLeaseList,
+        withoutManagedFields: true,
+        maxBodyBytes: LEASE_PAGE_MAX_BYTES,
+        peek: (body) => (bytes = body.length),
+      });
+    } catch (err) {
+      if (!isKubeError(err, KubeErrorCode.TooLarge) || limit === 1) throw err;
+      limit = Math.max(1, Math.floor(limit / 4));
+      continue;
+    }
+    for (const { key } of page.skipped ?? []) skipped.push(key);
+    for (const lease of page.items ?? []) leases.push(compactLease(lease));
+    token = page.metadata?.continue || undefined;
+    if (token === undefined) return { leases, skipped };
+    limit = nextPageLimit(limit, bytes, LEASE_PAGE_MAX_BYTES, PAGE);
+  }
+}
+
+/** At most this many names of unreadable Leases in the note that says they were left out. */
+const MAX_NAMED_SKIPPED = 5;
+
 const notFound = (err: unknown): boolean => isKubeError(err, KubeErrorCode.NotFound);
 
 export interface SnapshotNotes {
@@ -51,9 +101,9 @@ export async function readSnapshot(
   leaseNamespace: string = LEASE_NAMESPACE,
 ): Promise<{ snapshot: ClusterSnapshot; notes: SnapshotNotes }> {
   const missing: string[] = [];
-  const [nodes, leases, systemExtensions, clusterHealth] = await Promise.all([
+  const [nodes, { leases, skipped }, systemExtensions, clusterHealth] = await Promise.all([
     listAll<NodeObject>(client, '/api/v1/nodes'),
-    listAll<LeaseObject>(client, leasesPath(leaseNamespace)),
+    listLeases(client, leasesPath(leaseNamespace)),
     listAll<SystemExtensionObject>(
       client,
       `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`,
@@ -75,6 +125,11 @@ export async function readSnapshot(
         return undefined;
       }),
   ]);
+  if (skipped.length > 0)
+    missing.push(
+      `${skipped.length} Lease${skipped.length === 1 ? '' : 's'} could not be read and ${skipped.length === 1 ? 'is' : 'are'} left out (` +
+        `${skipped.slice(0, MAX_NAMED_SKIPPED).join(', ')}${skipped.length > MAX_NAMED_SKIPPED ? ', …' : ''})`,
+    );
   return { snapshot: { nodes, leases, systemExtensions, clusterHealth }, notes: { missing } };
 }
 
