@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, NODE_CONDITION_TYPE } from '../../api/index.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { DEFAULT_TAINT_KEYS, type CleanupNode } from '../cleanup.ts';
-import { uninstall, uninstallConfig, type UninstallConfig, type UninstallDeps } from './uninstall.ts';
+import {
+  uninstall,
+  uninstallConfig,
+  uninstallVerb,
+  type UninstallConfig,
+  type UninstallDeps,
+} from './uninstall.ts';
 
 const config: UninstallConfig = {
   kubeconfig: undefined,
@@ -146,6 +152,28 @@ describe('uninstall', () => {
       (c) => c.method === 'DELETE' && c.path.includes('/nodecare-leases/leases/'),
     );
     expect(deleted.map((c) => c.path.split('/').pop())).toEqual(['ext.n1', 'nodecare-agent.n1']);
+  });
+
+  it('refuses a --taint-key Kubernetes owns before any I/O (issue 50 item 10): it would remove node.kubernetes.io/not-ready from every node', async () => {
+    const errors: string[] = [];
+    const code = await uninstallVerb.run(
+      {
+        kubeconfig: '/nonexistent/kubeconfig',
+        namespace: 'nodecare-system',
+        'lease-namespace': 'nodecare-leases',
+        'taint-key': ['example.com/mine', 'node.kubernetes.io/not-ready'],
+        'leader-election-name': 'nodecare-controller',
+        'keep-workloads': false,
+        'wait-timeout-seconds': 120,
+        yes: true,
+        'dry-run': false,
+      },
+      { out: () => undefined, err: (line) => void errors.push(line), env: {} },
+    );
+    expect(code).toBe(2);
+    expect(errors).toEqual([
+      expect.stringMatching(/--taint-key "node.kubernetes.io\/not-ready" has a prefix Kubernetes owns/),
+    ]);
   });
 
   it('without --yes it is a dry run: it says so and how to do it', () => {

@@ -10,7 +10,13 @@
 // It first prints which cluster it is about to change, and changes nothing without --yes: by default it
 // says what it would do.
 
-import { COMPONENT_NAMESPACE, LEASE_NAMESPACE, LeaseLabel, LeaseRole } from '../../api/index.ts';
+import {
+  COMPONENT_NAMESPACE,
+  LEASE_NAMESPACE,
+  LeaseLabel,
+  LeaseRole,
+  taintKeyProblem,
+} from '../../api/index.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { KubeConfigError, loadConnection, type Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
@@ -130,6 +136,14 @@ export const uninstallVerb: Verb = {
   options: UNINSTALL_OPTIONS,
   normalizeArgs: (argv) => kubectlArgs(argv, undefined, { '-n': '--namespace' }),
   async run(values: OptionValues, io: CliIo): Promise<number> {
+    // Removing a key Kubernetes owns (node.kubernetes.io/not-ready) from every node would undo the node
+    // lifecycle controller: refused before any I/O, as the controller refuses such keys (api/taint-key.ts).
+    const reserved = (values['taint-key'] as string[])
+      .map((key) => ({ key, problem: taintKeyProblem(key) }))
+      .filter((k) => k.problem);
+    for (const { key, problem } of reserved)
+      io.err(`kubectl nodecare uninstall: --taint-key "${key}" ${problem}`);
+    if (reserved.length > 0) return Exit.error;
     const config = uninstallConfig(values);
     let connection: Connection;
     try {
