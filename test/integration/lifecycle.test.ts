@@ -7,7 +7,8 @@
 // the nodes it selects, reports it, and on resume the held changes meet the breaker like any change. And a
 // rollout (item 4; controller/decide/rollout.ts): a new SystemExtension with spec.rollout Grace on nodes that
 // are already in service reports but does not enforce until its window ends, and a bad one trips the breaker
-// then instead of tainting the fleet.
+// then instead of tainting the fleet. And leader changes (issue 50 items 8 and 12): a maintenance is announced
+// once whatever the leader, and a rollout window goes on through a cosmetic edit and a new leader.
 
 import type { Server } from 'node:http';
 import {
@@ -601,3 +602,76 @@ async function clusterHealth(
     { what: `ClusterHealth: ${what}`, timeoutMs: 30_000 },
   );
 }
+
+describe('leader changes: what is said once, and a rollout window, survive them (issue 50 items 8 and 12)', () => {
+  const { c, extensions } = onSharedPlane();
+
+  /** A standby takes over: the leader stops (releasing its lease), the standby reconciles as leader. */
+  async function handOver(): Promise<void> {
+    const leader = controllers.shift();
+    await startController(c);
+    await leader?.stop();
+    await controllers.at(-1)?.waitForLog('Reconciling as leader');
+  }
+
+  const count = (reasons: string[], reason: string) => reasons.filter((r) => r === reason).length;
+
+  it('a cordoned node whose extension stays healthy: one MaintenanceStarted through a leader change, then MaintenanceEnded', async () => {
+    const { name } = await healthyNode(c, 'mnt-leader');
+    await c.core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
+    await waitForEvent(c, name, 'MaintenanceStarted');
+    await handOver();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(count(await eventReasons(c, name), 'MaintenanceStarted')).toBe(1);
+
+    await c.core.patchNode({ name, body: { spec: { unschedulable: false } } }, mergePatch);
+    await waitForEvent(c, name, 'MaintenanceEnded');
+  });
+
+  it('a Grace window goes on through lifting suspend, before and after a leader change', async () => {
+    const web = await httpEndpoint(servers);
+    const { group: value, names } = await group(c, 1, 'rollout-leader', 'roll-leader');
+    await waitForNode(c, names[0]!, 'in service', (n) => condition(n)?.status === 'True');
+    const sx = uniqueName('roll-leader');
+    extensions.push(sx);
+    await createSystemExtension(c.custom, sx, {
+      nodeSelector: { matchLabels: { 'rollout-leader': value } },
+      probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
+      rollout: { existingNodes: 'Grace', gracePeriodSeconds: 600 },
+      ...FAST_PROBING,
+    });
+    const patchSpec = (spec: object) =>
+      c.custom.patchClusterCustomObject(
+        { group: 'nodecare.io', version: 'v1alpha1', plural: 'systemextensions', name: sx, body: { spec } },
+        mergePatch,
+      );
+    const rollout = (generation: number) =>
+      eventually(
+        async () => {
+          const object = (await c.custom.getClusterCustomObject({
+            group: 'nodecare.io',
+            version: 'v1alpha1',
+            plural: 'systemextensions',
+            name: sx,
+          })) as {
+            status?: { rollout?: RolloutStatus & { observedGeneration?: number; startedAt?: string } };
+          };
+          const r = object.status?.rollout;
+          return r?.observedGeneration === generation ? r : undefined;
+        },
+        { what: `${sx} status.rollout of generation ${generation}`, timeoutMs: 30_000 },
+      );
+    const opened = await rollout(1);
+    expect(opened.phase).toBe('Grace');
+
+    await patchSpec({ suspend: true });
+    await patchSpec({ suspend: false });
+    expect((await rollout(3)).startedAt).toBe(opened.startedAt);
+
+    await handOver();
+    await patchSpec({ suspend: true });
+    await patchSpec({ suspend: false });
+    const after = await rollout(5);
+    expect([after.startedAt, after.phase]).toEqual([opened.startedAt, 'Grace']);
+  });
+});
