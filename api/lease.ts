@@ -212,7 +212,16 @@ export const LEASE_FIELD_CHARS = {
 /** A message is read from its first this many characters only (it is then cut to MAX_LEASE_MESSAGE). */
 const MESSAGE_READ_CHARS = 4 * MAX_LEASE_MESSAGE;
 
-const cut = (value: string, max: number): string => (value.length <= max ? value : value.slice(0, max));
+/**
+ * `value` cut to `max` characters, as a string of its own: V8 makes a longer cut a view of the whole string
+ * (a sliced string), which would keep all 1.5 MB of it alive for as long as the cut is kept. The copy is made
+ * only when a cut is (a JSON round trip of at most `max` characters; lone surrogates survive it).
+ */
+export function boundedText(value: string, max: number): string {
+  return value.length <= max ? value : (JSON.parse(JSON.stringify(value.slice(0, max))) as string);
+}
+
+const cut = boundedText;
 
 /** The most owner references kept of a Lease (compactLease): the agent's have one. */
 const MAX_KEPT_OWNER_REFERENCES = 4;
@@ -303,7 +312,7 @@ export function decodeLease(obj: LeaseObject): ObservedLease | undefined {
     extension: extension === undefined ? undefined : cut(extension, F.extension),
     state: isExtensionState(state) ? state : undefined,
     // Written by the agent of a node (whoever controls it): made inert before any message repeats them.
-    reason: capInput(metadata.annotations?.[LeaseAnnotation.reason] ?? ''),
+    reason: capInput(annotation(LeaseAnnotation.reason, MESSAGE_READ_CHARS)),
     message: truncateMessage(annotation(LeaseAnnotation.message, MESSAGE_READ_CHARS)),
     since: annotation(LeaseAnnotation.since, F.since),
     bootId: annotation(LeaseAnnotation.bootId, F.bootId),

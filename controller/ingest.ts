@@ -13,6 +13,7 @@ import {
   NodeAnnotation,
   RESERVED_EXTENSION_NAME,
   annotationTooLong,
+  boundedText,
   decodeLease,
   leaseNameOrUndefined,
   truncateMessage,
@@ -198,7 +199,7 @@ export function toCachedLease(raw: LeaseObject): CachedLease | undefined {
   const owner = raw.metadata.ownerReferences?.find(
     (ref) => ref.apiVersion === 'v1' && ref.kind === 'Node' && ref.name === lease.node,
   );
-  const ownerUid = owner?.uid.slice(0, MAX_OWNER_UID_CHARS);
+  const ownerUid = owner === undefined ? undefined : boundedText(owner.uid, MAX_OWNER_UID_CHARS);
   // A long pair's name carries its Node's UID: the owner's here, held to the node's own in leasesOf.
   const expected =
     lease.role === LeaseRole.agent

@@ -1,6 +1,8 @@
 // The controller's cache: which Leases it believes (issue 7 item 4), how it judges their renewals, and the
 // node as kept (taints whole).
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { agentLeaseName, buildLease, extensionLeaseName, type LeaseObject } from '../../api/lease.ts';
@@ -897,6 +899,26 @@ describe('What one Lease can make the controller hold is bounded (issue 50 item 
     const cached = toCachedLease(huge());
     expect(cached?.extension).toBe('gpu');
     expect(size(cached)).toBeLessThanOrEqual(MAX_CACHED_LEASE_CHARS);
+  });
+
+  it("holds no more than that in memory: a cut string is a string of its own, not a view of the Lease's 1.5 MB", () => {
+    // A collection on demand (V8's flag set at run time, the gc function taken from a fresh context).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // Each its own strings, as parsed from the API server's answer.
+    const leases = Array.from(
+      { length: 20 },
+      (_, i) => JSON.parse(JSON.stringify(huge(`ext-${i}`))) as LeaseObject,
+    );
+    const kept = leases.map((l) => toCachedLease(l));
+    leases.length = 0;
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(kept).toHaveLength(20);
+    // 20 Leases of 9 MB each were read; what is kept of them is a few KB each.
+    expect(grown).toBeLessThan(2 * 1024 * 1024);
   });
 
   it('keeps only the name, node and problem of an ignored Lease, never its body', () => {
