@@ -1,14 +1,16 @@
 // The eviction loop over its ports (a fake `evict`, a fake clock): it is stopped and awaited before the
 // leader lease is released, and a pass in flight evicts no further node once stopped.
 
+import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { createLogger } from '../../lib/log.ts';
 import { loadControllerConfig, type ControllerConfig } from '../config.ts';
 import { NodeState } from '../decide/index.ts';
 import type { PodEvictionResult } from './index.ts';
-import { Evictor } from './runner.ts';
+import { EVICTION_RBAC_REMEDY, Evictor } from './runner.ts';
 import { ControllerMetrics } from '../metrics.ts';
 
 function config(): ControllerConfig {
@@ -86,5 +88,47 @@ describe('Evictor across leadership terms (regression: a stale "Degraded since" 
     expect(evicted).toHaveLength(1);
     gates.shift()?.();
     await evictor.stop();
+  });
+});
+
+describe('Evictor without the rights (issue 50 item 6: the default install grants no Pod right)', () => {
+  it('a pass the API server refuses (403) says which opt-in grants list pods and pods/eviction', async () => {
+    const clock = new FakeClock();
+    const lines: Array<{ msg: string; remedy?: string; level: string }> = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const states = new Map<string, NodeState>([
+      ...Array.from({ length: 6 }, (_, i): [string, NodeState] => [`ready-${i}`, NodeState.Ready]),
+      ['bad-1', NodeState.Degraded],
+    ]);
+    const evictor = new Evictor({
+      evict: async () => {
+        throw new KubeError(
+          KubeErrorCode.Forbidden,
+          403,
+          'pods is forbidden: User "system:serviceaccount:nodecare-system:nodecare-controller" cannot list resource "pods"',
+        );
+      },
+      clock,
+      log: createLogger({ level: 'info', name: 'test' }, stream),
+      metrics: new ControllerMetrics(new Registry()),
+      events: { nodeEvent: async () => undefined },
+      config: config(),
+      node: (name) => ({ name, uid: `uid-${name}`, zone: 'z' }),
+      states: () => states,
+      breakerTripped: () => false,
+    });
+    evictor.start();
+    await clock.advance(0);
+    await clock.advance(5_000);
+    await evictor.stop();
+    const refused = lines.filter((l) => l.msg.startsWith('Eviction pass refused'));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]).toMatchObject({ level: 'error', remedy: EVICTION_RBAC_REMEDY });
+    expect(EVICTION_RBAC_REMEDY).toContain('controller-eviction');
   });
 });

@@ -5,12 +5,17 @@
 
 import { EventReason } from '../../api/reasons.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
+import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { NodeState } from '../decide/index.ts';
 import { evictionComplete, type PodEvictionResult } from './evict.ts';
 import { EVICTION_DEFAULTS, planEvictions, type EvictionNode } from './plan.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { eventNotRecorded, type EventRecorder } from '../writes/index.ts';
+
+/** What grants eviction its rights (docs/install.md, "RBAC opt-ins: Pod read"). */
+export const EVICTION_RBAC_REMEDY =
+  'add the kustomize component controller-eviction (list pods, create pods/eviction); the Helm chart grants them when eviction.evictAfterSeconds is above 0';
 
 const MAX_IDLE_MS = 5_000;
 
@@ -165,7 +170,13 @@ export class Evictor {
       );
     } catch (err) {
       if (!this.running) return;
-      log.warn({ err }, 'Eviction pass failed; retrying');
+      if (isKubeError(err, KubeErrorCode.Forbidden))
+        // The default install grants no Pod right (eviction is off there): say which opt-in grants it.
+        log.error(
+          { err, remedy: EVICTION_RBAC_REMEDY },
+          'Eviction pass refused: the controller may not list or evict pods; retrying',
+        );
+      else log.warn({ err }, 'Eviction pass failed; retrying');
       this.schedule(MAX_IDLE_MS);
     }
   }
