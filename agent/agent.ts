@@ -78,9 +78,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
     },
     onChange: () => supervisor.queueReconcile(),
   });
-  // Said at start, whether or not a podReady probe is registered yet (docs/agent.md, "podReady").
-  const atStart = podSourceAtStart(config.kubeletPodsSocket);
-  log.info({ ...atStart, socket: config.kubeletPodsSocket }, 'Checked where podReady reads pods');
   const [target, durationSeconds] = [() => supervisor.target(), config.heartbeatDurationSeconds];
   const heartbeat = new Heartbeat({ clock, writer, random, durationSeconds, target });
   const env: ProbeEnvironment = {
@@ -111,6 +108,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   );
   const started = { version: packageVersion(), address: config.healthAddress, port: health.port };
   log.info({ ...started, api: client.server }, 'Started nodecare-agent');
+  // Said at start, whether or not a podReady probe is registered yet (docs/agent.md, "podReady").
+  const podSource = podSourceAtStart(config.kubeletPodsSocket);
+  log.info({ ...podSource, socket: config.kubeletPodsSocket }, 'Checked where podReady reads pods');
   void reportFeatures(client, [API_FEATURES.resourceSlices], log).then((reports) =>
     recordFeatures(reports, metrics.featureAvailable),
   );
