@@ -13,7 +13,7 @@ import type {
 } from '../api/index.ts';
 import { withNote } from '../api/lease.ts';
 import { ProbeReason } from '../api/reasons.ts';
-import type { Clock, Timer } from '../lib/clock.ts';
+import { timeoutSignal, type Clock, type Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { LeaseWriter } from './leases/writer.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -189,7 +189,7 @@ export class ExtensionRunner {
     const reg = this.registration;
     const timeoutMs = spec.timeoutSeconds * 1000;
     const started = performance.now();
-    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.stopping.signal]);
+    const signal = AbortSignal.any([timeoutSignal(timeoutMs), this.stopping.signal]);
     const result = await this.deps
       .runProbe(spec.probe, { signal, timeoutMs, now: () => clock.now(), env: this.deps.env })
       .catch((err: unknown) => unknown(ProbeReason.ProbeError, `probe failed: ${describeError(err)}`));

@@ -2,7 +2,7 @@
 // a far deadline (a lease duration of 25 days) a hot loop. vitest's fake timers reproduce that overflow.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TIMER_DELAY_MS, systemClock } from './clock.ts';
+import { MAX_TIMER_DELAY_MS, systemClock, timeoutSignal } from './clock.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -65,5 +65,39 @@ describe('systemClock.setTimer', () => {
     expect(resolved).toBe(false);
     await vi.advanceTimersByTimeAsync(29 * DAY_MS);
     expect(resolved).toBe(true);
+  });
+});
+
+describe('timeoutSignal', () => {
+  // AbortSignal.timeout(3999.9) throws a RangeError; a deadline on the monotonic clock minus performance.now()
+  // is such a number, and every leader-election request threw it (the controller never led).
+  beforeEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each([
+    { name: 'a fractional delay', delayMs: 20.4 },
+    { name: '0.07 s times 1000 (70.00000000000001)', delayMs: 0.07 * 1000 },
+  ])('$name gives a signal that aborts when due, never sooner', async ({ delayMs }) => {
+    const started = performance.now();
+    const signal = timeoutSignal(delayMs);
+    expect(signal.aborted).toBe(false);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(Math.floor(delayMs));
+    expect((signal.reason as Error).name).toBe('TimeoutError');
+  });
+
+  it.each([
+    { name: 'a negative delay', delayMs: -5 },
+    { name: 'NaN', delayMs: NaN },
+  ])('$name aborts at once', async ({ delayMs }) => {
+    const signal = timeoutSignal(delayMs);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    expect(signal.aborted).toBe(true);
+  });
+
+  it('a delay beyond what AbortSignal.timeout takes waits the maximum, without throwing', () => {
+    expect(() => timeoutSignal(Infinity)).not.toThrow();
+    expect(timeoutSignal(2 ** 40).aborted).toBe(false);
   });
 });

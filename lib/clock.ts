@@ -64,3 +64,19 @@ export const systemClock: Clock = {
     return sleepWith(systemClock, delayMs, signal);
   },
 };
+
+/**
+ * A signal that aborts after `delayMs`: AbortSignal.timeout for any duration this code computes. Node's own
+ * throws a RangeError unless the delay is a whole number from 0 to 2^32-1, and durations on the monotonic
+ * clock are fractional (a deadline minus performance.now()), as is a timeout of 0.3 s times 1000: every
+ * request the leader elector made with its remaining deadline threw, so no controller ever led. Rounded up,
+ * so the wait is never shorter than asked; negative and NaN abort at once, beyond the maximum waits the
+ * maximum (49 days).
+ */
+export function timeoutSignal(delayMs: number): AbortSignal {
+  const wholeMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(Math.ceil(delayMs), 0), MAX_ABORT_TIMEOUT_MS);
+  return AbortSignal.timeout(wholeMs);
+}
+
+/** The largest delay AbortSignal.timeout takes. */
+const MAX_ABORT_TIMEOUT_MS = 2 ** 32 - 1;

@@ -6,6 +6,7 @@ import type { KubeletPods } from './kubelet-pods.ts';
 import { setFlagsFromString } from 'node:v8';
 import type { ProbeKind, ProbeSpec } from '../../api/probe-spec.ts';
 import { ProbeReason } from '../../api/reasons.ts';
+import { timeoutSignal } from '../../lib/clock.ts';
 import { describeError, timedOut, unknown } from './result.ts';
 import type { Probe, ProbeContext, ProbeResult } from './types.ts';
 
@@ -49,7 +50,7 @@ export type { KubeletPod, KubeletPods, KubeletPodsOptions } from './kubelet-pods
  */
 export async function runProbe(spec: ProbeSpec, ctx: ProbeContext): Promise<ProbeResult> {
   if (ctx.signal.aborted) return timedOut(ctx);
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.timeoutMs)]);
+  const signal = AbortSignal.any([ctx.signal, timeoutSignal(ctx.timeoutMs)]);
   const load = PROBES[spec.kind] as () => Promise<Probe>; // The table pairs each kind with its probe; TS cannot correlate them.
   const attempt = (async () => (await load())(spec, { ...ctx, signal }))().catch((err: unknown) =>
     unknown(ProbeReason.ProbeError, `probe failed: ${describeError(err)}`),

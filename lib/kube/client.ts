@@ -4,6 +4,7 @@
 // (transport.ts): undici by default, node:https with a pool of its own for the agent (docs/adr/0006).
 
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
+import { timeoutSignal } from '../clock.ts';
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
 import { withoutManagedFields } from './managed-fields.ts';
@@ -164,7 +165,7 @@ export class KubeClient {
   /** One API call. Resolves with the parsed JSON body; rejects with a KubeError. */
   async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
-    const timeout = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+    const timeout = timeoutSignal(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const hasBody = options.body !== undefined;
     this.listener?.request(requestKind(method, path));
