@@ -1,4 +1,5 @@
-// The CRDs as `kubectl explain` shows them (issue 51 item 4): every property of both schemas has a description.
+// The CRDs as `kubectl explain` and `kubectl get` show them (issue 51 item 4): every property of both schemas
+// has a description, and ClusterHealth's default printer columns fit a 120-column terminal.
 
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
@@ -13,10 +14,19 @@ interface SchemaNode {
   additionalProperties?: SchemaNode | boolean;
 }
 
+interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  priority?: number;
+}
+
 interface Crd {
   spec: {
+    names: { shortNames?: string[] };
     versions: Array<{
       name: string;
+      additionalPrinterColumns?: PrinterColumn[];
       schema: { openAPIV3Schema: SchemaNode };
     }>;
   };
@@ -52,4 +62,48 @@ describe.each(FILES)('%s', (file) => {
       expect(all.filter((p) => !p.described).map((p) => p.path)).toEqual([]);
     },
   );
+});
+
+/**
+ * The widest line `kubectl get` prints for these columns: each column as wide as its header or its widest
+ * value, three spaces between columns (kubectl's tabwriter padding).
+ */
+function tableWidth(columns: Array<{ header: string; widestValue: number }>): number {
+  return (
+    columns.reduce((sum, c) => sum + Math.max(c.header.length, c.widestValue), 0) + 3 * (columns.length - 1)
+  );
+}
+
+/** The widest value each column type shows: statuses and labels as the controller writes them. */
+function widestValue(column: PrinterColumn): number {
+  if (column.type === 'date') return '999d'.length;
+  if (column.type === 'integer') return '100000'.length;
+  // Condition statuses (True, False, Unknown, Progressing) and the status label (healthy ... progressing).
+  return 'Progressing'.length;
+}
+
+describe('ClusterHealth in kubectl get', () => {
+  const crd = loadCrd('clusterhealths.nodecare.io.yaml');
+  const [version] = crd.spec.versions;
+
+  it('has a short name', () => {
+    expect(crd.spec.names.shortNames?.length ?? 0).toBeGreaterThan(0);
+  });
+
+  it('its default columns fit 120 columns, and show every built-in condition', () => {
+    const columns = (version?.additionalPrinterColumns ?? []).filter((c) => (c.priority ?? 0) === 0);
+    const width = tableWidth([
+      { header: 'NAME', widestValue: 'cluster'.length },
+      ...columns.map((c) => ({ header: c.name.toUpperCase(), widestValue: widestValue(c) })),
+    ]);
+    expect(width).toBeLessThanOrEqual(120);
+    const paths = columns.map((c) => c.jsonPath).join(' ');
+    for (const type of [
+      'EveryNodeReady',
+      'SystemComponentsHealthy',
+      'ObservabilityComponentsHealthy',
+      'ControlPlaneHealthy',
+    ])
+      expect(paths).toContain(`"${type}"`);
+  });
 });
