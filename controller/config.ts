@@ -8,7 +8,7 @@ import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
 import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
 import { EVICTION_DEFAULTS, validateEvictionPolicy, type EvictionSettings } from './eviction/index.ts';
-import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
+import { LEADER_ELECTION_DEFAULTS, SYNC_BOUND_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
 
 export const CONTROLLER_OPTIONS = {
   kubeconfig: COMMON_OPTIONS.kubeconfig,
@@ -78,6 +78,22 @@ export const CONTROLLER_OPTIONS = {
     default: LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000,
     min: 0.1,
     max: 300,
+  },
+  'leader-unsynced-step-down-seconds': {
+    type: 'number',
+    description:
+      'A leader whose caches stay out of sync this long steps down and releases the lease for a standby; a replica campaigns only on synced caches.',
+    default: SYNC_BOUND_DEFAULTS.leaderUnsyncedMs / 1000,
+    min: 1,
+    max: 3_600,
+  },
+  'startup-sync-timeout-seconds': {
+    type: 'number',
+    description:
+      'Liveness (/healthz, /livez) fails when the caches have not synced once within this long of the start.',
+    default: SYNC_BOUND_DEFAULTS.firstSyncMs / 1000,
+    min: 1,
+    max: 86_400,
   },
   'bootstrap-taint-key': {
     type: 'string',
@@ -210,6 +226,8 @@ export interface ControllerConfig {
     renewDeadlineMs: number;
     retryPeriodMs: number;
   };
+  /** The caches' sync bounds (controller/term.ts): the leader's step-down and liveness at start. */
+  syncBounds: { leaderUnsyncedMs: number; firstSyncMs: number };
   bootstrapTaintKey: string;
   runtimeTaintKey: string;
   /** The label selector of the managed nodes, as the API server takes it ('' = every node). */
@@ -329,6 +347,10 @@ export function loadControllerConfig(
         namespace: v['leader-election-namespace'] as string,
         name: v['leader-election-name'] as string,
         ...timing,
+      },
+      syncBounds: {
+        leaderUnsyncedMs: (v['leader-unsynced-step-down-seconds'] as number) * 1000,
+        firstSyncMs: (v['startup-sync-timeout-seconds'] as number) * 1000,
       },
       bootstrapTaintKey: v['bootstrap-taint-key'] as string,
       runtimeTaintKey: v['runtime-taint-key'] as string,

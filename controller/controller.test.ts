@@ -107,10 +107,11 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((c) => c.stop(1_000)));
 });
 
-async function start(clock: Clock = systemClock) {
+async function start(clock: Clock = systemClock, options: { down?: boolean } = {}) {
   const loaded = loadControllerConfig(['--health-port=0', '--health-address=127.0.0.1', '--identity=me'], {});
   if (!('config' in loaded)) throw new Error('expected a config');
   const client = new HangingClient();
+  client.down = options.down ?? false;
   const store = new FakeLeaseStore();
   const elector = new LeaderElector({
     store,
@@ -174,14 +175,16 @@ describe('runController leadership terms', () => {
     client.endWatches();
     store.failNext('replace', FakeLeaseStore.unavailable(), 1_000);
     await until(() => !controller.isLeader(), 'leadership to be lost');
-    // The election answers again before the lists do: this replica leads on caches that are not in sync.
+    // The election answers again before the lists do: on caches not in sync this replica does not even
+    // campaign (issue 50 item 5), so it neither leads nor writes.
     store.clearFaults();
-    await until(() => controller.isLeader(), 'leadership regained');
     const written = client.writes.length;
     await new Promise((r) => setTimeout(r, 1_000));
+    expect(controller.isLeader()).toBe(false);
     expect(client.writes).toHaveLength(written);
-    // The lists answer: the caches relist, and only then the work (and its writes) starts again.
+    // The lists answer: the caches relist, and only then it leads and the work (and its writes) starts again.
     client.down = false;
+    await until(() => controller.isLeader(), 'leadership regained');
     await until(() => client.writes.length > written, 'a write after the relist');
     // Once only: not again for the relist.
     expect(synced.calls).toBe(1);
@@ -201,6 +204,24 @@ describe('runController leadership terms', () => {
     for (let ms = 0; ms < 11_000; ms += 1_000) await clock.advance(1_000);
     expect(await healthz()).toBe(503);
     // Stop on the fake clock: the drain waits on it.
+    running.length = 0;
+    let stopped = false;
+    const stopping = controller.stop(1_000).then(() => (stopped = true));
+    for (let i = 0; i < 100 && !stopped; i++) await clock.advance(100);
+    await stopping;
+  });
+
+  it('caches that never sync (every list fails): the lease is never taken, /healthz fails after --startup-sync-timeout-seconds (fake clock)', async () => {
+    const clock = new FakeClock(Date.now());
+    const { store, controller } = await start(clock, { down: true });
+    const healthz = async (): Promise<number> =>
+      (await fetch(`http://127.0.0.1:${controller.healthPort}/healthz`)).status;
+    for (let ms = 0; ms < 299_000; ms += 1_000) await clock.advance(1_000);
+    expect(await healthz()).toBe(200);
+    expect(controller.isLeader()).toBe(false);
+    expect(store.lease('nodecare-system', 'nodecare-controller')).toBeUndefined();
+    for (let ms = 0; ms < 1_000; ms += 1_000) await clock.advance(1_000);
+    expect(await healthz()).toBe(503);
     running.length = 0;
     let stopped = false;
     const stopping = controller.stop(1_000).then(() => (stopped = true));

@@ -17,7 +17,16 @@ import { LeadershipTerms } from './term.ts';
 
 /** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
 export interface Elector {
-  start(callbacks: { onStartedLeading(): void; onStoppedLeading(): Promise<void> }): void;
+  start(callbacks: {
+    onStartedLeading(): void;
+    onStoppedLeading(): Promise<void>;
+    /** Whether this replica may campaign now (its caches are in sync). */
+    canLead?(): boolean;
+  }): void;
+  /** Ends leadership and releases the lease; campaigns again as canLead allows. */
+  stepDown?(): void;
+  /** canLead may have turned: look again now. */
+  canLeadChanged?(): void;
   /**
    * Stops campaigning; when leading, awaits onStoppedLeading, then releases the lease (by `deadlineMs` on
    * the controller's clock) so a standby takes over at once.
@@ -68,15 +77,19 @@ export async function runController(
   const { clock, client, registry, elector } = deps;
   const log = deps.log.child({ identity: config.identity });
   const metrics = new ControllerMetrics(registry);
-  const terms = new LeadershipTerms(clock, log, metrics);
+  const terms = new LeadershipTerms(clock, log, metrics, { bounds: config.syncBounds, elector });
   const { cache, queue, work } = assembleController(config, { clock, client, log, metrics, terms });
   // A reconcile stuck this long (every request has a deadline, a reconcile makes a few dozen at most) means
-  // the loop is wedged: liveness fails and the kubelet restarts the process.
+  // the loop is wedged: liveness fails and the kubelet restarts the process. So it does when the caches have
+  // not synced once within --startup-sync-timeout-seconds (a replica that cannot list does no work, and a
+  // restart may cure it); a later loss of sync steps a leader down instead (term.ts): a restart would not
+  // end an API outage and would throw the warm caches away.
   const stuckLimitMs = Math.max(60_000, 30 * config.requestTimeoutMs);
   let stopped = false;
+  const alive = (): boolean => !stopped && queue.stuckForMs() < stuckLimitMs && !terms.syncOverdue();
   const health = await startHealthServer(
     config.healthPort,
-    { healthy: () => !stopped && queue.stuckForMs() < stuckLimitMs, ready: () => cache.synced },
+    { healthy: alive, ready: () => cache.synced },
     registry,
     config.healthAddress,
   );

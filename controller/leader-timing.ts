@@ -14,6 +14,24 @@ export const LEADER_ELECTION_DEFAULTS = {
   retryPeriodMs: 1_500,
 } as const;
 
+/** How long a replica's caches may be out of sync before it gives up leading, or is restarted (term.ts). */
+export interface SyncBounds {
+  /** A leader whose caches stay out of sync this long steps down (--leader-unsynced-step-down-seconds). */
+  leaderUnsyncedMs: number;
+  /** The caches must first sync within this long of the start, or liveness fails (--startup-sync-timeout-seconds). */
+  firstSyncMs: number;
+}
+
+/**
+ * The caches of 5,000 nodes × 5 extensions synced in 3-7 s in the benchmark (docs/benchmark.md): a minute out of
+ * sync is no relist but a replica that cannot list (a poisoned page, an MTU blackhole, memory starvation), and
+ * five minutes without a first sync is one that a restart may cure.
+ */
+export const SYNC_BOUND_DEFAULTS = {
+  leaderUnsyncedMs: 60_000,
+  firstSyncMs: 300_000,
+} as const satisfies SyncBounds;
+
 /** client-go's JitterFactor: validation keeps renewDeadline above retryPeriod × this. */
 const JITTER_FACTOR = 1.2;
 /** Our acquire-retry jitter (see the header): retryPeriod × [1, 1 + ACQUIRE_JITTER). */

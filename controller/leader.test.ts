@@ -496,3 +496,75 @@ describe('LeaderElector on a wall clock that steps (regression: issue 50 item 4)
     await a.stop();
   });
 });
+
+describe('LeaderElector: a replica that cannot do the work does not lead (regression: issue 50 item 5)', () => {
+  function startGated(e: LeaderElector, canLead: () => boolean): Recorded {
+    const recorded: Recorded = { events: [], signals: [] };
+    e.start({
+      onStartedLeading: (signal) => {
+        recorded.events.push('started');
+        recorded.signals.push(signal);
+      },
+      onStoppedLeading: () => void recorded.events.push('stopped'),
+      canLead,
+    });
+    return recorded;
+  }
+
+  it('campaigns only while canLead(): a free lease is left alone, taken at once when canLeadChanged()', async () => {
+    const { store, clock } = setup();
+    let synced = false;
+    const a = elector(store, clock, 'a');
+    startGated(a, () => synced);
+    await clock.advance(10 * retryPeriodMs);
+    expect(a.isLeader).toBe(false);
+    expect(store.lease(NS, NAME)).toBeUndefined();
+    expect(store.calls).toEqual([]);
+    synced = true;
+    a.canLeadChanged();
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    await a.stop();
+  });
+
+  it('a replica that cannot sync never takes the lease from a standby that can, whoever starts first', async () => {
+    const { store, clock } = setup();
+    const stuck = elector(store, clock, 'stuck');
+    const healthy = elector(store, clock, 'healthy', () => 0.5);
+    startGated(stuck, () => false);
+    await clock.advance(5 * retryPeriodMs);
+    startGated(healthy, () => true);
+    await clock.advance(60_000);
+    expect([stuck.isLeader, healthy.isLeader]).toEqual([false, true]);
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('healthy');
+    await Promise.all([stuck.stop(), healthy.stop()]);
+  });
+
+  it('stepDown(): the term ends, the lease is released, a watching standby takes it at once; no campaign until canLead()', async () => {
+    const { store, clock } = setup();
+    let aCanLead = true;
+    const a = elector(store, clock, 'a');
+    const b = elector(store, clock, 'b', () => 0.99);
+    const recordedA = startGated(a, () => aCanLead);
+    await clock.advance(0);
+    startGated(b, () => true);
+    await clock.advance(10 * retryPeriodMs + 700);
+    expect([a.isLeader, b.isLeader]).toEqual([true, false]);
+    aCanLead = false;
+    a.stepDown();
+    await clock.advance(0);
+    expect(recordedA.events).toEqual(['started', 'stopped']);
+    expect(recordedA.signals[0]?.aborted).toBe(true);
+    expect([a.isLeader, b.isLeader]).toEqual([false, true]);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    // b stops for good: a, still unable, leaves the released lease alone; able again, it takes it.
+    await b.stop();
+    await clock.advance(10 * retryPeriodMs);
+    expect(a.isLeader).toBe(false);
+    aCanLead = true;
+    a.canLeadChanged();
+    await clock.advance(0);
+    expect(a.isLeader).toBe(true);
+    await a.stop();
+  });
+});

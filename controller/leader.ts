@@ -16,6 +16,10 @@
 // - After losing the lease the elector becomes a candidate again (client-go's Run returns); a caller that
 //   prefers to exit does so from onStoppedLeading.
 // - onNewLeader reports holders only, never the empty holder of a released lease.
+// - A candidate campaigns only while `canLead()` says it could do the work (the controller's caches are in
+//   sync): a replica that cannot sync never takes the lease from one that can. canLeadChanged() makes it try at
+//   once when that turns. stepDown() ends leadership and releases the lease while the process goes on, for a
+//   leader that stayed out of sync too long (issue 50 item 5); it campaigns again once canLead() allows.
 // - A candidate also watches the lease (LeaseStore.watch): it tries at once when the lease is released or
 //   deleted, instead of at its next retry, and it sees the holder's renewals when they happen, so it tries
 //   again the moment the lease has gone unrenewed for its duration (by its own clock, as before) instead of
@@ -40,8 +44,10 @@ import {
 
 export {
   LEADER_ELECTION_DEFAULTS,
+  SYNC_BOUND_DEFAULTS,
   validateLeaderElectionTiming,
   type LeaderElectionTiming,
+  type SyncBounds,
 } from './leader-timing.ts';
 
 /** The leader's Lease: a coordination.k8s.io/v1 Lease with leaseTransitions (through the one Lease port). */
@@ -54,6 +60,8 @@ export interface LeaderCallbacks {
   onStoppedLeading(): void | Promise<void>;
   /** The lease holder changed (including to this replica). */
   onNewLeader?(identity: string): void;
+  /** Whether this replica may campaign now (default: always). A leader is not asked: see stepDown(). */
+  canLead?(): boolean;
 }
 
 export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
@@ -107,6 +115,8 @@ export class LeaderElector {
   private releaseOnStop = true;
   /** The release must be done by then (the caller's shutdown deadline). */
   private releaseByMs = Infinity;
+  /** stepDown() was asked while leading: end the term, release the lease, campaign again. */
+  private steppingDown = false;
   private running: Promise<void> | undefined;
 
   constructor(options: LeaderElectorOptions) {
@@ -136,6 +146,22 @@ export class LeaderElector {
   /** The holder of the lease as last observed ('' when free or unknown). */
   get leader(): string {
     return this.observed?.spec?.holderIdentity ?? '';
+  }
+
+  /**
+   * Ends leadership (onStoppedLeading is awaited) and releases the lease, so a standby takes it at once; then
+   * campaigns again, as allowed by canLead(). Nothing when not leading.
+   */
+  stepDown(): void {
+    if (!this.isLeader || this.steppingDown || this.stopping.signal.aborted) return;
+    this.log.warn('Stepping down');
+    this.steppingDown = true;
+    this.waiting?.abort();
+  }
+
+  /** canLead() may have turned: a waiting candidate looks again at once. */
+  canLeadChanged(): void {
+    if (!this.isLeader) this.waiting?.abort();
   }
 
   /** Starts campaigning. Call once. */
@@ -196,6 +222,10 @@ export class LeaderElector {
         if (this.releaseOnStop) await this.release();
         return;
       }
+      if (this.steppingDown) {
+        await this.release();
+        this.steppingDown = false;
+      }
     }
   }
 
@@ -206,6 +236,11 @@ export class LeaderElector {
   private async acquire(): Promise<boolean> {
     for (;;) {
       if (this.stopping.signal.aborted) return false;
+      if (this.callbacks?.canLead && !this.callbacks.canLead()) {
+        // Not even a read: a replica that cannot do the work stays out of the race (canLeadChanged wakes it).
+        if (!(await this.sleep(this.timing.retryPeriodMs))) return false;
+        continue;
+      }
       this.releasedDuringTry = false;
       if (await this.tryAcquireOrRenew(this.clock.monotonic() + this.timing.renewDeadlineMs)) return true;
       if (this.releasedDuringTry) continue;
@@ -218,10 +253,11 @@ export class LeaderElector {
   }
 
   /**
-   * Sleeps on the clock; false when stop() interrupted it. The watch may end it early, and does so only while
+   * Sleeps on the clock; false when stop() or stepDown() interrupted it. The watch may end it early, and does so only while
    * this replica is a candidate (seen()).
    */
   private async sleep(ms: number): Promise<boolean> {
+    if (this.steppingDown) return false;
     const waiting = new AbortController();
     this.waiting = waiting;
     try {
@@ -231,7 +267,7 @@ export class LeaderElector {
     } finally {
       this.waiting = undefined;
     }
-    return !this.stopping.signal.aborted;
+    return !this.stopping.signal.aborted && !this.steppingDown;
   }
 
   /**

@@ -7,15 +7,16 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../lib/log.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { ControllerMetrics } from './metrics.ts';
-import { LeadershipTerms, RELEASE_RESERVE_MS, type TermWork } from './term.ts';
+import { LeadershipTerms, RELEASE_RESERVE_MS, type TermElector, type TermWork } from './term.ts';
 import { NotLeaderError } from './writes/index.ts';
 
-function setup() {
+function setup(options: ConstructorParameters<typeof LeadershipTerms>[3] = {}) {
   const clock = new FakeClock();
   const terms = new LeadershipTerms(
     clock,
     createLogger({ level: 'silent', name: 'test' }),
     new ControllerMetrics(new Registry()),
+    options,
   );
   const seen: string[] = [];
   let synced = false;
@@ -136,5 +137,74 @@ describe('LeadershipTerms', () => {
     // Stopped for good: leading again starts nothing.
     terms.elected.onStartedLeading();
     expect(seen).toEqual(['start', 'stop']);
+  });
+});
+
+describe('LeadershipTerms: a replica that cannot sync (regression: issue 50 item 5)', () => {
+  const bounds = { leaderUnsyncedMs: 60_000, firstSyncMs: 300_000 };
+  function gated() {
+    const calls: string[] = [];
+    const elector: TermElector = {
+      stepDown: () => void calls.push('stepDown'),
+      canLeadChanged: () => void calls.push('canLeadChanged'),
+    };
+    return { ...setup({ bounds, elector }), calls };
+  }
+
+  it('may campaign only on synced caches, and tells the elector when that turns', async () => {
+    const { clock, terms, work, sync, calls } = gated();
+    terms.run(work);
+    expect(terms.elected.canLead()).toBe(false);
+    sync(true);
+    terms.syncChanged();
+    await clock.advance(0);
+    expect(terms.elected.canLead()).toBe(true);
+    expect(calls).toEqual(['canLeadChanged']);
+    sync(false);
+    terms.syncChanged();
+    await clock.advance(0);
+    expect(terms.elected.canLead()).toBe(false);
+    expect(calls).toEqual(['canLeadChanged', 'canLeadChanged']);
+  });
+
+  it('a leader out of sync for leaderUnsyncedMs steps down; back in sync before that, it does not', async () => {
+    const { clock, terms, work, sync, calls } = gated();
+    sync(true);
+    terms.run(work);
+    terms.elected.onStartedLeading();
+    sync(false);
+    terms.syncChanged();
+    await clock.advance(59_000);
+    sync(true);
+    terms.syncChanged();
+    await clock.advance(0);
+    await clock.advance(120_000);
+    expect(calls).not.toContain('stepDown');
+    sync(false);
+    terms.syncChanged();
+    await clock.advance(60_000 - 1);
+    expect(calls).not.toContain('stepDown');
+    await clock.advance(1);
+    expect(calls.filter((c) => c === 'stepDown')).toHaveLength(1);
+  });
+
+  it('liveness: overdue once firstSyncMs passed without a first sync; never after one, even out of sync later', async () => {
+    const stuck = gated();
+    stuck.terms.run(stuck.work);
+    await stuck.clock.advance(300_000 - 1);
+    expect(stuck.terms.syncOverdue()).toBe(false);
+    await stuck.clock.advance(1);
+    expect(stuck.terms.syncOverdue()).toBe(true);
+
+    const { clock, terms, work, sync } = gated();
+    terms.run(work);
+    await clock.advance(10_000);
+    sync(true);
+    terms.syncChanged();
+    await clock.advance(0);
+    sync(false);
+    terms.syncChanged();
+    await clock.advance(3_600_000);
+    expect(terms.syncOverdue()).toBe(false);
   });
 });

@@ -1,9 +1,14 @@
 // The leadership term: a replica does the work only while it leads on caches in sync (again, after an outage).
 // One term starts the work on synced caches; losing the lease cuts it off at once; stop() lets it drain until a
 // deadline and leaves time to release the lease. Every write asks `fence` first: only the current term writes.
+// A replica that cannot sync stays out of the election (issue 50 item 5): it campaigns only on synced caches
+// (elected.canLead), a leader whose caches stay out of sync for `leaderUnsyncedMs` steps down (releases the
+// lease for a standby that can work), and syncOverdue() tells liveness that the caches never synced within
+// `firstSyncMs` of the start.
 
 import type { Clock, Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
+import { SYNC_BOUND_DEFAULTS, type SyncBounds } from './leader-timing.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { NotLeaderError, type Fence } from './writes/index.ts';
 
@@ -22,10 +27,23 @@ export interface TermWork {
   stop(): Promise<void>;
 }
 
+/** What the terms ask of the elector (controller/leader.ts); absent without leader election. */
+export interface TermElector {
+  stepDown?(): void;
+  canLeadChanged?(): void;
+}
+
 export class LeadershipTerms {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly metrics: Pick<ControllerMetrics, 'isLeader'>;
+  private readonly bounds: SyncBounds;
+  private readonly elector: TermElector;
+  /** Monotonic clock at construction (the process start, for the first-sync bound). */
+  private readonly startedMs: number;
+  private everSynced = false;
+  /** Armed while this replica leads on caches out of sync: steps down when it fires. */
+  private unsyncedTimer: Timer | undefined;
   private work: TermWork | undefined;
   private leadingNow = false;
   private stopped = false;
@@ -36,10 +54,23 @@ export class LeadershipTerms {
   /** A look at the caches' sync, asked for by syncChanged() and not yet taken. */
   private syncCheck: Timer | undefined;
 
-  constructor(clock: Clock, log: Logger, metrics: Pick<ControllerMetrics, 'isLeader'>) {
+  constructor(
+    clock: Clock,
+    log: Logger,
+    metrics: Pick<ControllerMetrics, 'isLeader'>,
+    options: { bounds?: SyncBounds; elector?: TermElector } = {},
+  ) {
     this.clock = clock;
     this.log = log;
     this.metrics = metrics;
+    this.bounds = options.bounds ?? SYNC_BOUND_DEFAULTS;
+    this.elector = options.elector ?? {};
+    this.startedMs = clock.monotonic();
+  }
+
+  /** The caches have not synced once within the first-sync bound of the start (liveness fails). */
+  syncOverdue(): boolean {
+    return !this.everSynced && this.clock.monotonic() - this.startedMs >= this.bounds.firstSyncMs;
   }
 
   /** Checked just before every write: throws NotLeaderError unless a term is current. */
@@ -85,21 +116,46 @@ export class LeadershipTerms {
       this.wasSynced = synced;
       if (synced) this.log.info({ nodes: work.nodeCount() }, 'Caches synced');
       else this.log.warn('Caches out of sync; relisting');
+      if (synced) this.everSynced = true;
+      this.watchUnsynced();
+      this.elector.canLeadChanged?.();
     }
     this.maybeStart();
   }
 
+  /** While leading on caches out of sync (as last looked at), the step-down timer runs; otherwise it is off. */
+  private watchUnsynced(): void {
+    const unsynced = this.leadingNow && !this.stopped && this.work !== undefined && !this.wasSynced;
+    if (!unsynced) {
+      this.unsyncedTimer?.cancel();
+      this.unsyncedTimer = undefined;
+      return;
+    }
+    if (this.unsyncedTimer) return;
+    const { leaderUnsyncedMs } = this.bounds;
+    this.unsyncedTimer = this.clock.setTimer(leaderUnsyncedMs, () => {
+      this.unsyncedTimer = undefined;
+      if (!this.leadingNow || this.stopped || this.wasSynced) return;
+      this.log.warn({ leaderUnsyncedMs }, 'Caches out of sync too long; stepping down');
+      this.elector.stepDown?.();
+    });
+  }
+
   /** The elector's callbacks. */
   readonly elected = {
+    /** Campaign only on caches in sync: a replica that cannot do the work never takes the lease. */
+    canLead: (): boolean => !this.stopped && this.work?.synced() === true,
     onStartedLeading: (): void => {
       this.leadingNow = true;
       this.metrics.isLeader.set(1);
       this.log.info('Became leader');
+      this.watchUnsynced();
       this.maybeStart();
     },
     onStoppedLeading: async (): Promise<void> => {
       if (!this.leadingNow) return;
       this.leadingNow = false;
+      this.watchUnsynced();
       this.metrics.isLeader.set(0);
       if (this.stopped) {
         const left = this.stopDeadlineMs - this.clock.monotonic();
@@ -119,6 +175,7 @@ export class LeadershipTerms {
     this.stopped = true;
     this.stopDeadlineMs = deadlineMs;
     this.syncCheck?.cancel();
+    this.watchUnsynced();
     await release(deadlineMs);
     await this.end(this.clock.monotonic());
     this.leadingNow = false;
