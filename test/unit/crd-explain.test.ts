@@ -1,5 +1,6 @@
 // The CRDs as `kubectl explain` and `kubectl get` show them (issue 51 item 4): every property of both schemas
-// has a description, and ClusterHealth's default printer columns fit a 120-column terminal.
+// has a description (the root metadata excepted: ObjectMeta's own), and ClusterHealth's default printer
+// columns fit a 120-column terminal.
 
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
@@ -57,7 +58,9 @@ describe.each(FILES)('%s', (file) => {
   it.each(crd.spec.versions.map((v) => [v.name, v] as const))(
     'every property of %s has a description (kubectl explain --recursive)',
     (_name, version) => {
-      const all = properties(version.schema.openAPIV3Schema);
+      // The root metadata may carry nothing but type (the API server refuses a CRD otherwise) and explain
+      // describes it as ObjectMeta.
+      const all = properties(version.schema.openAPIV3Schema).filter((p) => p.path !== '.metadata');
       expect(all.length).toBeGreaterThan(20);
       expect(all.filter((p) => !p.described).map((p) => p.path)).toEqual([]);
     },
