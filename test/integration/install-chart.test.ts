@@ -90,6 +90,44 @@ function podSpec(objects: Map<string, K8sObject>, kind: 'DaemonSet' | 'Deploymen
   return (obj.spec as { template: { spec: PodSpec } }).template.spec;
 }
 
+/** The labels Helm's conventions give every object the chart renders (templates/_helpers.tpl), release `nodecare`. */
+const STANDARD_LABELS = {
+  'helm.sh/chart': 'nodecare-0.1.0',
+  'app.kubernetes.io/instance': 'nodecare',
+  'app.kubernetes.io/version': '0.1.0',
+  'app.kubernetes.io/managed-by': 'Helm',
+} as const;
+
+/** The selectors the first chart version shipped: immutable, so no later version may change them. */
+const SELECTORS = {
+  'DaemonSet nodecare-system/nodecare-agent': { 'app.kubernetes.io/name': 'nodecare-agent' },
+  'Deployment nodecare-system/nodecare-controller': { 'app.kubernetes.io/name': 'nodecare-controller' },
+  'PodDisruptionBudget nodecare-system/nodecare-controller': {
+    'app.kubernetes.io/name': 'nodecare-controller',
+  },
+  'Service nodecare-system/nodecare-agent-metrics': { 'app.kubernetes.io/name': 'nodecare-agent' },
+  'Service nodecare-system/nodecare-controller-metrics': { 'app.kubernetes.io/name': 'nodecare-controller' },
+} as const;
+
+/**
+ * A kustomize object as the chart renders it: the same object with the standard labels, and
+ * app.kubernetes.io/name: nodecare where it has no name label, on the object and on a workload's pod template
+ * (never in a selector). The CRDs come from crds/, which Helm does not template: as they are.
+ */
+function asChartRenders(object: K8sObject): K8sObject {
+  if (object.kind === 'CustomResourceDefinition') return object;
+  const labeled = structuredClone(object);
+  const add = (metadata: { labels?: Record<string, string> }): void => {
+    metadata.labels = { 'app.kubernetes.io/name': 'nodecare', ...STANDARD_LABELS, ...metadata.labels };
+  };
+  add(labeled.metadata);
+  const template = (
+    labeled.spec as { template?: { metadata: { labels?: Record<string, string> } } } | undefined
+  )?.template;
+  if (template) add(template.metadata);
+  return labeled;
+}
+
 beforeAll(async () => {
   // Builds helm on first use (a few minutes cold); progress goes to stderr.
   const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')], (line) =>
@@ -106,13 +144,144 @@ describe('charts/nodecare', () => {
     const chart = await renderChart();
     const base = new Map(parse(await kubectl('kustomize', join(ROOT, 'manifests'))).map((o) => [key(o), o]));
     expect([...chart.keys()].sort()).toEqual([...base.keys()].sort());
-    // The one difference: the release namespace is kept on `helm uninstall` (the release record lives in it).
+    // The differences: the standard labels (asChartRenders), and the release namespace is kept on `helm
+    // uninstall` (the release record lives in it).
     const system = chart.get('Namespace /nodecare-system')!.metadata as {
       annotations?: Record<string, string>;
     };
     expect(system.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
     delete system.annotations;
-    for (const [k, object] of base) expect(chart.get(k), k).toEqual(object);
+    // A template that renders a base file must add the chart's labels: include "nodecare.fromFile" (_helpers.tpl).
+    for (const [k, object] of base) expect(chart.get(k), k).toEqual(asChartRenders(object));
+  });
+
+  it("labels every object it renders with Helm's standard labels, whatever the values, and keeps the selectors the first version shipped (issue 51 item 2)", async () => {
+    const objects = await renderChart(
+      SERVES_MAP,
+      'bootstrapTaintPolicy.enabled=true',
+      'agent.podReady.apiServerFallback=true',
+      'eviction.evictAfterSeconds=600',
+      'agent.podLabels.app\\.kubernetes\\.io/name=other',
+      'controller.podLabels.team=nodes',
+    );
+    expect(objects.has(`MutatingAdmissionPolicy /${TOLERATIONS_POLICY}`)).toBe(true);
+    const templated = [...objects.values()].filter((o) => o.kind !== 'CustomResourceDefinition');
+    expect(templated.length).toBeGreaterThan(30);
+    for (const object of templated) {
+      const metadata = object.metadata as { labels?: Record<string, string> };
+      expect(
+        metadata.labels,
+        `${key(object)} (templates/_helpers.tpl: nodecare.labels, nodecare.fromFile)`,
+      ).toMatchObject({
+        ...STANDARD_LABELS,
+        'app.kubernetes.io/part-of': 'nodecare',
+        'app.kubernetes.io/name': expect.stringMatching(/^nodecare/),
+      });
+    }
+    for (const [k, selector] of Object.entries(SELECTORS)) {
+      const spec = objects.get(k)!.spec as {
+        selector: Record<string, unknown>;
+        template?: { metadata: { labels: Record<string, string> } };
+      };
+      expect(spec.selector.matchLabels ?? spec.selector, k).toEqual(selector);
+      // A pod keeps its selector's label, whatever podLabels say.
+      if (spec.template)
+        expect(spec.template.metadata.labels, k).toMatchObject({ ...STANDARD_LABELS, ...selector });
+    }
+    // The release's name is the instance label.
+    const other = parse(await helm('template', 'other', CHART, '--show-only=templates/static.yaml'));
+    for (const object of other)
+      expect(
+        (object.metadata as { labels: Record<string, string> }).labels['app.kubernetes.io/instance'],
+      ).toBe('other');
+  });
+
+  it('imagePullSecrets, podAnnotations, podLabels, priorityClassName and affinity render in both workloads (issue 51 item 2)', async () => {
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['system'] }] }],
+        },
+      },
+    };
+    const objects = await renderChart(
+      'imagePullSecrets[0].name=registry-a',
+      'imagePullSecrets[1].name=registry-b',
+      'agent.podAnnotations.example\\.com/scrape=agent',
+      'controller.podAnnotations.example\\.com/scrape=controller',
+      'agent.podLabels.team=nodes',
+      'controller.podLabels.tier=control',
+      'agent.priorityClassName=nodecare-node',
+      'controller.priorityClassName=',
+      `--set-json=agent.affinity=${JSON.stringify(affinity)}`,
+      `--set-json=controller.affinity.podAntiAffinity=null`,
+    );
+    type Template = {
+      metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+      spec: { imagePullSecrets?: unknown; priorityClassName?: string; affinity?: unknown };
+    };
+    const template = (k: string): Template => (objects.get(k)!.spec as { template: Template }).template;
+    const agent = template('DaemonSet nodecare-system/nodecare-agent');
+    const controller = template('Deployment nodecare-system/nodecare-controller');
+    for (const pod of [agent, controller])
+      expect(pod.spec.imagePullSecrets).toEqual([{ name: 'registry-a' }, { name: 'registry-b' }]);
+    expect(agent.metadata.annotations).toEqual({ 'example.com/scrape': 'agent' });
+    expect(controller.metadata.annotations).toEqual({ 'example.com/scrape': 'controller' });
+    expect(agent.metadata.labels).toMatchObject({
+      team: 'nodes',
+      'app.kubernetes.io/name': 'nodecare-agent',
+    });
+    expect(agent.metadata.labels.tier).toBeUndefined();
+    expect(controller.metadata.labels).toMatchObject({
+      tier: 'control',
+      'app.kubernetes.io/name': 'nodecare-controller',
+    });
+    expect(agent.spec.priorityClassName).toBe('nodecare-node');
+    // '' sets none (a cluster that quotas system-cluster-critical outside kube-system).
+    expect('priorityClassName' in controller.spec).toBe(false);
+    expect(agent.spec.affinity).toEqual(affinity);
+    expect('affinity' in controller.spec).toBe(false);
+    // The defaults: what the kustomize base has (the equivalence test above), no pull secret, no annotation.
+    const defaults = await renderChart();
+    for (const k of [
+      'DaemonSet nodecare-system/nodecare-agent',
+      'Deployment nodecare-system/nodecare-controller',
+    ]) {
+      const pod = (defaults.get(k)!.spec as { template: Template }).template;
+      expect(pod.spec.imagePullSecrets, k).toBeUndefined();
+      expect(pod.metadata.annotations, k).toBeUndefined();
+    }
+    // Adding to the agent's affinity keeps its default node affinity (Helm merges maps).
+    const podAntiAffinity = {
+      preferredDuringSchedulingIgnoredDuringExecution: [
+        { weight: 1, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: {} } },
+      ],
+    };
+    const added = podSpec(
+      await renderChart(`--set-json=agent.affinity.podAntiAffinity=${JSON.stringify(podAntiAffinity)}`),
+      'DaemonSet',
+    ) as unknown as { affinity: Record<string, unknown> };
+    const fallback = podSpec(defaults, 'DaemonSet') as unknown as { affinity: Record<string, unknown> };
+    expect(added.affinity).toEqual({ ...fallback.affinity, podAntiAffinity });
+    expect(Object.keys(fallback.affinity)).toEqual(['nodeAffinity']);
+  });
+
+  it('refuses the new values of the wrong type or shape, naming them (issue 51 item 2)', async () => {
+    for (const [set, path] of [
+      ['imagePullSecrets=registry-a', '/imagePullSecrets'],
+      ['imagePullSecrets[0].nam=registry-a', '/imagePullSecrets/0'],
+      ['agent.podLabels.team=1', '/agent/podLabels/team'],
+      ['controller.podAnnotations.a=true', '/controller/podAnnotations/a'],
+      ['agent.priorityClassName=Not_A_Name', '/agent/priorityClassName'],
+      ['controller.priorityClassName=1', '/controller/priorityClassName'],
+      ['controller.affinity=close', '/controller/affinity'],
+      ['agent.affinity.nodeAfinity.x=y', '/agent/affinity'],
+    ] as const) {
+      const result = await run(helmBin, ['template', 'nodecare', CHART, '--set', set]);
+      expect(result.code, set).not.toBe(0);
+      expect(result.stderr, set).toContain("values don't meet the specifications of the schema");
+      expect(result.stderr, set).toContain(path);
+    }
   });
 
   it('passes helm lint', async () => {
@@ -259,7 +428,9 @@ describe('charts/nodecare', () => {
     const withComponent = new Map(parse(await kubectl('kustomize', dir)).map((o) => [key(o), o]));
     const daemonSet = 'DaemonSet nodecare-system/nodecare-agent';
     expect(podSpec(withComponent, 'DaemonSet').hostPID).toBe(true);
-    expect((await renderChart('agent.hostPID=true')).get(daemonSet)).toEqual(withComponent.get(daemonSet));
+    expect((await renderChart('agent.hostPID=true')).get(daemonSet)).toEqual(
+      asChartRenders(withComponent.get(daemonSet)!),
+    );
   });
 
   it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights (issue 50 items 6, 11)", async () => {
@@ -290,7 +461,7 @@ describe('charts/nodecare', () => {
       // Every object the component adds or changes, as the chart renders it.
       for (const [k, object] of withComponent) {
         if (JSON.stringify(base.get(k)) === JSON.stringify(object)) continue;
-        expect(chart.get(k), `${component}: ${k}`).toEqual(object);
+        expect(chart.get(k), `${component}: ${k}`).toEqual(asChartRenders(object));
       }
     }
     // The default install: no Pods API mount (nothing created on the node) and no Pod read for either.
@@ -362,7 +533,7 @@ describe('charts/nodecare', () => {
     ).filter((o) => o.kind.startsWith('MutatingAdmissionPolicy'));
     expect(overlay).toHaveLength(2);
     const enabled = await renderChart('bootstrapTaintPolicy.enabled=true');
-    for (const object of overlay) expect(enabled.get(key(object))).toEqual(object);
+    for (const object of overlay) expect(enabled.get(key(object))).toEqual(asChartRenders(object));
     const custom = await renderChart(
       'bootstrapTaintPolicy.enabled=true',
       'taints.bootstrapKey=example.com/booting',
@@ -385,7 +556,8 @@ describe('charts/nodecare', () => {
     // auto: only where the API server serves it (Kubernetes >= 1.36), as helm install asks it.
     expect(rendered(await renderChart())).toEqual([]);
     const served = await renderChart(SERVES_MAP);
-    for (const object of overlay) expect(served.get(key(object)), key(object)).toEqual(object);
+    for (const object of overlay)
+      expect(served.get(key(object)), key(object)).toEqual(asChartRenders(object));
     expect(rendered(await renderChart('extensionTolerationsPolicy.install=always'))).toHaveLength(2);
     expect(rendered(await renderChart(SERVES_MAP, 'extensionTolerationsPolicy.install=never'))).toEqual([]);
     // The keys are the controller's, even swapped (each replaced once, never the other's).

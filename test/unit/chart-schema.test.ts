@@ -101,6 +101,27 @@ describe('charts/nodecare/values.schema.json', () => {
     expect(admits(schema.definitions!.hostDirectory!, path)).toBe(admitted);
   });
 
+  it.each([
+    ['system-node-critical', true],
+    ['nodecare.example.com', true],
+    ['', true],
+    ['Not_A_Name', false],
+    ['-leading', false],
+    ['trailing.', false],
+  ])('priorityClassName admits %j: %s (issue 51 item 2)', (name, admitted) => {
+    expect(admits(schema.definitions!.priorityClassName!, name)).toBe(admitted);
+  });
+
+  it.each(['agent', 'controller'])(
+    '%s: priorityClassName, affinity, podAnnotations and podLabels share one definition (issue 51 item 2)',
+    (component) => {
+      const properties = schema.properties?.[component]?.properties;
+      for (const value of ['priorityClassName', 'affinity', 'podAnnotations', 'podLabels'])
+        expect(properties?.[value], value).toEqual({ $ref: `#/definitions/${value}` });
+      expect(schema.properties?.imagePullSecrets?.type).toBe('array');
+    },
+  );
+
   it('describes every value values.yaml has, and nothing values.yaml lacks', () => {
     const described = (path: string): boolean => {
       let node: Schema | undefined = schema;
