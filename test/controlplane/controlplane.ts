@@ -348,9 +348,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
             // Only what tests rely on: no node lifecycle controller, which would taint our kubelet-less nodes.
             // validatingadmissionpolicy-status-controller: type-checks admission policies (status.typeChecking).
             // resourcequota: the quota admission refuses every create in a namespace whose ResourceQuota
-            // has no status yet (manifests/base/lease-quota.yaml).
+            // has no status yet (manifests/base/lease-quota.yaml). clusterrole-aggregation: fills `view`, `edit`
+            // and `admin` from the aggregated ClusterRoles (manifests/base/rbac-aggregated.yaml).
             '--controllers=garbagecollector,namespace,serviceaccount,validatingadmissionpolicy-status-controller,' +
-              'resourcequota',
+              'resourcequota,clusterrole-aggregation',
           ]),
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
