@@ -284,6 +284,12 @@ describe('charts/nodecare', () => {
     }
   });
 
+  it('helm show readme prints the chart README (issue 51 item 2)', async () => {
+    const readme = await helm('show', 'readme', CHART);
+    expect(readme).toMatch(/^# nodecare Helm chart/);
+    expect(readme).toContain('kubectl nodecare status');
+  });
+
   it('passes helm lint', async () => {
     const out = await helm('lint', CHART, '--strict');
     expect(out).toContain('0 chart(s) failed');
@@ -609,6 +615,9 @@ describe('charts/nodecare', () => {
       '--timeout=2m',
     );
     expect(installed).toContain('STATUS: deployed');
+    // NOTES that guide: what got installed, how to verify it (issue 51 item 2).
+    for (const line of ['DaemonSet nodecare-agent', 'kubectl nodecare status', 'kubectl get sx'])
+      expect(installed).toContain(line);
     try {
       const args = async (): Promise<string[]> =>
         (
