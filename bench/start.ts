@@ -5,7 +5,7 @@
 // many simulated agents per process, the nodes split between processes by bench/simulator.ts), runs the real
 // controller binary, and measures from observed API state (bench/observer.ts: watch arrival times). One real
 // agent process on one more node is measured for P3 and P6, and two more for the kubelet's Pods API. The phases are bench/phases/, in the order run()
-// calls them. Prints one table and writes JSON to bench/results/. See README "Benchmark".
+// calls them. Prints one table and writes JSON to bench/results/. See docs/benchmark.md.
 
 import { describeMachine, measuredCode, say } from './common.ts';
 import {

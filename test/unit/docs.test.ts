@@ -132,6 +132,7 @@ describe('the docs cite what exists', () => {
     // The front door and the pages it links (issue 51 item 3): every one is tracked, so every check here reads it.
     for (const page of [
       'README.md',
+      'CONTRIBUTING.md',
       'SECURITY.md',
       'docs/install.md',
       'docs/troubleshooting.md',
@@ -140,6 +141,16 @@ describe('the docs cite what exists', () => {
     ])
       expect(DOCS).toContain(page);
     expect(DOCS.length).toBeGreaterThan(15);
+  });
+
+  it("the README's first command is on its first screen (24 lines), and it states the test command CI runs", () => {
+    const lines = read('README.md').split('\n');
+    const fence = lines.findIndex((line) => /^```(sh|console)$/.test(line));
+    expect(fence).toBeGreaterThan(0);
+    expect(fence + 2, `first command: ${lines[fence + 1]}`).toBeLessThanOrEqual(24);
+    // .ci/run runs exactly the README's test command, nothing less.
+    expect(read('README.md')).toMatch(/^npm ci && npm test$/m);
+    expect(read('.ci/run')).toMatch(/^npm ci && npm test \|\| exit$/m);
   });
 
   it('every relative link reaches a file, and its #anchor a heading of that page', () => {
