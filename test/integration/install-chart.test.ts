@@ -74,7 +74,9 @@ async function renderChart(...set: string[]): Promise<Map<string, K8sObject>> {
     'nodecare',
     CHART,
     '--include-crds',
-    ...set.flatMap((s) => (s.startsWith('--') ? [s] : ['--set', s])),
+    // The helm test objects (templates/tests/) exist only while `helm test` runs: not part of an install.
+    ...(set.includes('--with-tests') ? [] : ['--skip-tests']),
+    ...set.filter((s) => s !== '--with-tests').flatMap((s) => (s.startsWith('--') ? [s] : ['--set', s])),
   );
   return new Map(parse(out).map((o) => [key(o), o]));
 }
@@ -288,6 +290,42 @@ describe('charts/nodecare', () => {
     const readme = await helm('show', 'readme', CHART);
     expect(readme).toMatch(/^# nodecare Helm chart/);
     expect(readme).toContain('kubectl nodecare status');
+  });
+
+  it('helm test: a Pod that runs kubectl nodecare status with only the rights of nodecare-view and nodecare-view-leases, created only by helm test (issue 51 item 2)', async () => {
+    const installed = await renderChart();
+    const all = await renderChart('--with-tests', 'imagePullSecrets[0].name=registry-a');
+    const tests = [...all.values()].filter((o) => !installed.has(key(o)));
+    expect(tests.map(key).sort()).toEqual([
+      'ClusterRoleBinding /nodecare-test',
+      'Pod nodecare-system/nodecare-test',
+      'RoleBinding nodecare-leases/nodecare-test',
+      'ServiceAccount nodecare-system/nodecare-test',
+    ]);
+    for (const object of tests) {
+      const metadata = object.metadata as {
+        labels: Record<string, string>;
+        annotations: Record<string, string>;
+      };
+      expect(metadata.annotations['helm.sh/hook'], key(object)).toBe('test');
+      expect(metadata.labels, key(object)).toMatchObject(STANDARD_LABELS);
+    }
+    const roles = tests
+      .filter((o) => o.kind.endsWith('Binding'))
+      .map((o) => (o as unknown as { roleRef: { name: string } }).roleRef.name)
+      .sort();
+    expect(roles).toEqual(['nodecare-view', 'nodecare-view-leases']);
+    // The roles it binds are the chart's own.
+    for (const role of roles) expect(installed.has(`ClusterRole /${role}`), role).toBe(true);
+    const pod = all.get('Pod nodecare-system/nodecare-test')!.spec as {
+      serviceAccountName: string;
+      imagePullSecrets: unknown;
+      containers: Array<{ command: string[]; image: string }>;
+    };
+    expect(pod.serviceAccountName).toBe('nodecare-test');
+    expect(pod.imagePullSecrets).toEqual([{ name: 'registry-a' }]);
+    expect(pod.containers[0]!.command).toEqual(['kubectl-nodecare', 'status']);
+    expect(pod.containers[0]!.image).toBe('nodecare:0.1.0');
   });
 
   it('passes helm lint', async () => {
