@@ -95,6 +95,18 @@ export function assembleController(
           startedMs: reconciler.rolloutStartMs(sx),
         };
       },
+      systemExtensionSpec: (name) => {
+        const sx = cache.systemExtension(name);
+        if (!sx) return undefined;
+        const { policy, result } = sx.parse;
+        return {
+          generation: sx.generation,
+          problems: [...sx.selectorProblems, ...(result.ok ? [] : result.problems)],
+          suspend: sx.suspend,
+          critical: policy.critical,
+          enforcement: policy.enforcement,
+        };
+      },
     },
     ...{ clock, metrics, fence },
     log: log.child({ component: 'rollup' }),

@@ -4,6 +4,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ExtensionState } from '../../api/names.ts';
+import { Enforcement } from '../../api/index.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError } from '../writes/index.ts';
@@ -117,5 +118,53 @@ describe('rolloutStatus: the progress a SystemExtension shows (spec.rollout)', (
       phase,
       message,
     });
+  });
+});
+
+describe('SystemExtensionCountsWriter: conditions', () => {
+  it('writes observedGeneration, Valid and InForce; moves lastTransitionTime only on a status change; no write when nothing changed', async () => {
+    const api = new FakeRollupApi();
+    api.systemExtensions.set('gpu', undefined);
+    let spec = {
+      generation: 1,
+      problems: [] as string[],
+      suspend: false,
+      critical: true,
+      enforcement: Enforcement.Enforce,
+    };
+    const writer = new SystemExtensionCountsWriter({
+      api,
+      source: { systemExtensionNames: () => api.systemExtensions.keys(), systemExtensionSpec: () => spec },
+      metrics: new ControllerMetrics(new Registry()),
+      fence: () => undefined,
+      invalid: () => undefined,
+    });
+    const T0 = Date.parse('2026-12-01T10:00:00Z');
+    await writer.write([], T0);
+    const status = () => api.systemExtensions.get('gpu')!;
+    expect(status().observedGeneration).toBe(1);
+    expect(
+      status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
+    ).toEqual(['Valid=True/SpecValid@2026-12-01T10:00:00Z', 'InForce=True/Enforced@2026-12-01T10:00:00Z']);
+    const writes = api.writes.length;
+    await writer.write([], T0 + 30_000);
+    expect(api.writes).toHaveLength(writes);
+
+    spec = { ...spec, generation: 2, problems: ['probe: expected exactly one probe kind'] };
+    await writer.write([], T0 + 60_000);
+    expect(status().observedGeneration).toBe(2);
+    expect(
+      status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
+    ).toEqual([
+      'Valid=False/InvalidSpec@2026-12-01T10:01:00Z',
+      'InForce=False/InvalidSpec@2026-12-01T10:01:00Z',
+    ]);
+    expect(status().conditions?.[0]?.message).toContain('probe: expected exactly one probe kind');
+
+    spec = { ...spec, generation: 3, problems: [], suspend: true };
+    await writer.write([], T0 + 120_000);
+    expect(
+      status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
+    ).toEqual(['Valid=True/SpecValid@2026-12-01T10:02:00Z', 'InForce=False/Suspended@2026-12-01T10:01:00Z']);
   });
 });

@@ -8,6 +8,7 @@ import { NotLeaderError, type Fence } from '../writes/index.ts';
 import { RolloutMode } from '../../api/index.ts';
 import { apiTime } from './condition.ts';
 import { COUNT_FIELD } from './evaluate.ts';
+import { systemExtensionConditions } from './extension-conditions.ts';
 import type { SourcedPair } from './pairs.ts';
 import {
   MAX_CONFLICT_RETRIES,
@@ -32,7 +33,9 @@ function sameSxCounts(a: SystemExtensionCounts | undefined, b: SystemExtensionCo
     a.unhealthy === b.unhealthy &&
     a.unknown === b.unknown &&
     a.failing === b.failing &&
-    JSON.stringify(a.rollout ?? null) === JSON.stringify(b.rollout ?? null)
+    JSON.stringify(a.rollout ?? null) === JSON.stringify(b.rollout ?? null) &&
+    a.observedGeneration === b.observedGeneration &&
+    JSON.stringify(a.conditions ?? null) === JSON.stringify(b.conditions ?? null)
   );
 }
 
@@ -68,7 +71,7 @@ export function rolloutStatus(
 
 export interface CountsWriterDeps {
   api: Pick<RollupApi, 'listSystemExtensions' | 'patchSystemExtensionStatus'>;
-  source: Pick<RollupSource, 'systemExtensionNames' | 'systemExtensionRollout'>;
+  source: Pick<RollupSource, 'systemExtensionNames' | 'systemExtensionRollout' | 'systemExtensionSpec'>;
   metrics: Pick<ControllerMetrics, 'rollupWrites'>;
   fence: Fence;
   /** A patch the API server refused as invalid (422): reported, not retried until the counts change. */
@@ -124,7 +127,19 @@ export class SystemExtensionCountsWriter {
       try {
         for (const [name, counts] of desired) {
           const current = known.get(name);
-          if (current === undefined || sameSxCounts(current.counts, counts)) continue;
+          if (current === undefined) continue;
+          const spec = source.systemExtensionSpec?.(name);
+          if (spec) {
+            // On what the object carries now, so lastTransitionTime moves only when a status changes.
+            counts.observedGeneration = spec.generation;
+            counts.conditions = systemExtensionConditions(
+              spec,
+              counts.rollout,
+              current.counts?.conditions,
+              nowMs,
+            );
+          }
+          if (sameSxCounts(current.counts, counts)) continue;
           fence();
           try {
             // The precondition: an old leader's late write (or anyone's) in between gets 409, not the last word.

@@ -19,6 +19,7 @@ import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
 import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts, MaintenanceCounts } from './evaluate.ts';
+import type { SystemExtensionCondition, SystemExtensionSpecState } from './extension-conditions.ts';
 
 /** Annotation on ClusterHealth: the condition types nodecare wrote last (so it can remove one no longer used). */
 export const OWNED_TYPES_ANNOTATION = 'nodecare.io/owned-condition-types';
@@ -55,6 +56,10 @@ export interface SystemExtensionCounts {
   failing: number;
   /** The rollout on its nodes (spec.rollout; controller/rollup/extension-counts.ts rolloutStatus). */
   rollout?: SystemExtensionRolloutStatus;
+  /** The metadata.generation the conditions were computed from. */
+  observedGeneration?: number;
+  /** Valid and InForce (controller/rollup/extension-conditions.ts), and any type another writer owns. */
+  conditions?: SystemExtensionCondition[];
 }
 
 export interface SystemExtensionRolloutStatus {
@@ -120,6 +125,10 @@ function countsOf(status: Partial<SystemExtensionCounts> | undefined): SystemExt
     unknown: n(status.unknown),
     failing: n(status.failing),
     ...(status.rollout ? { rollout: status.rollout } : {}),
+    ...(typeof status.observedGeneration === 'number'
+      ? { observedGeneration: status.observedGeneration }
+      : {}),
+    ...(Array.isArray(status.conditions) ? { conditions: status.conditions } : {}),
   };
 }
 
@@ -211,6 +220,8 @@ export interface RollupSource {
   systemExtensionNames(): Iterable<string>;
   /** The rollout of a SystemExtension in the cache: its policy, generation, requirement and window start. */
   systemExtensionRollout?(name: string): SystemExtensionRollout | undefined;
+  /** What a SystemExtension's conditions are computed from: its generation and parsed spec. */
+  systemExtensionSpec?(name: string): SystemExtensionSpecState | undefined;
 }
 
 export interface SystemExtensionRollout {
