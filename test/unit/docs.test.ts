@@ -153,6 +153,39 @@ describe('the docs cite what exists', () => {
     expect(read('.ci/run')).toMatch(/^npm ci && npm test \|\| exit$/m);
   });
 
+  it('every `kubectl get` output of our CRDs shows the columns the CRD prints by default', () => {
+    const columns = new Map<string, string>();
+    for (const file of tracked.filter((f) => /^manifests\/base\/crds\/.*\.yaml$/.test(f))) {
+      const crd = loadAll(read(file))[0] as {
+        spec: {
+          names: { plural: string; singular: string; shortNames?: string[] };
+          versions: Array<{ additionalPrinterColumns?: Array<{ name: string; priority?: number }> }>;
+        };
+      };
+      const { names, versions } = crd.spec;
+      const header = ['NAME']
+        .concat((versions[0]!.additionalPrinterColumns ?? []).filter((c) => !c.priority).map((c) => c.name))
+        .join(' ')
+        .toUpperCase();
+      for (const name of [names.plural, names.singular, ...(names.shortNames ?? [])])
+        columns.set(name, header);
+    }
+    const stale: string[] = [];
+    for (const doc of DOCS) {
+      const lines = read(doc).split('\n');
+      lines.forEach((line, i) => {
+        const get = /^\$ kubectl get (\S+)(?: \S+)?$/.exec(line);
+        const expected = get && columns.get(get[1]!);
+        const next = lines[i + 1] ?? '';
+        if (!expected || !next.startsWith('NAME ')) return;
+        const shown = next.trim().split(/\s+/).join(' ');
+        if (shown !== expected) stale.push(`${doc}:${i + 2}: ${shown} (the CRD prints ${expected})`);
+      });
+    }
+    expect(columns.size).toBeGreaterThan(3);
+    expect(stale).toEqual([]);
+  });
+
   it('every relative link reaches a file, and its #anchor a heading of that page', () => {
     const broken: string[] = [];
     for (const doc of DOCS) {
