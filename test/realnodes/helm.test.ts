@@ -94,6 +94,32 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
     }
   });
 
+  it('helm test: kubectl nodecare status in a pod with only the ClusterRoles for people passes, and cleans up after itself', async () => {
+    // helm test exits non-zero (helm() throws) when the Pod fails.
+    const out = await helm('test', 'nodecare', '--namespace', SYSTEM, '--timeout=180s');
+    expect(out).toContain('nodecare-test');
+    expect(out).toContain('Succeeded');
+    // Passed: its Pod, ServiceAccount and bindings are gone (hook-delete-policy hook-succeeded).
+    for (const [namespace, kinds] of [
+      [SYSTEM, 'pod,serviceaccount'],
+      [LEASE_NAMESPACE, 'rolebinding'],
+    ] as const) {
+      const left = await kubectl([
+        'get',
+        kinds,
+        '-n',
+        namespace,
+        '--field-selector=metadata.name=nodecare-test',
+        '-o',
+        'name',
+      ]);
+      expect(left.trim(), namespace).toBe('');
+    }
+    expect(
+      await kubectl(['get', 'clusterrolebinding', 'nodecare-test', '--ignore-not-found', '-o', 'name']),
+    ).toBe('');
+  });
+
   it('kubectl nodecare uninstall, helm uninstall and the CRDs deleted leave nothing of nodecare; the kubelets still run', async () => {
     const cli = await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
     expect(cli.code, cli.stderr + cli.stdout).toBe(0);
