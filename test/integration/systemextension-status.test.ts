@@ -71,6 +71,18 @@ afterAll(async () => {
       .catch(() => undefined);
 });
 
+describe('kubectl explain', () => {
+  it.each([
+    ['systemextension.spec.periodSeconds', 'How often the agent probes the extension, in seconds'],
+    ['systemextension.spec.probe.tcp.port', 'The TCP port'],
+    ['systemextension.status.conditions.reason', 'A CamelCase reason'],
+    ['clusterhealth.status.extensions.unknown', 'Nodes where the extension is Unknown'],
+  ])('%s prints its description', async (field, description) => {
+    const text = (await kubectl('explain', field)).replace(/\s+/g, ' ');
+    expect(text).toContain(description);
+  });
+});
+
 describe('SystemExtension status', () => {
   it('kubectl wait --for=condition=Valid: a good spec is Valid and InForce; a malformed one says why', async () => {
     await kubectl('wait', '--for=condition=Valid', '--timeout=60s', `systemextension/${GOOD}`);
