@@ -336,11 +336,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         ? [
             // What real kubelets need: node lifecycle (Ready/NotReady from node status and leases, its taints)
             // and taint eviction, kube-root-ca.crt in every namespace, ServiceAccounts and their tokens, the
-            // workload controllers, endpoint slices for Services, pod GC (pods of deleted nodes), jobs.
+            // workload controllers (StatefulSets too: Kubernetes' CSI e2e manifests deploy one), endpoint slices
+            // for Services, pod GC (pods of deleted nodes), jobs.
             '--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,' +
               'validatingadmissionpolicy-status-controller,nodelifecycle,taint-eviction-controller,' +
-              'root-ca-cert-publisher,daemonset,replicaset,deployment,endpointslice,podgc,job,ttl-after-finished,' +
-              'resourcequota',
+              'root-ca-cert-publisher,daemonset,replicaset,deployment,statefulset,endpointslice,podgc,job,' +
+              'ttl-after-finished,resourcequota',
             '--node-monitor-period=2s',
             `--node-monitor-grace-period=${profile.nodeMonitorGracePeriod ?? '30s'}`,
           ]

@@ -9,9 +9,12 @@
 #   incluster      a tiny static in-cluster API client (incluster/main.go) for test images
 #   testbin        the test workloads (testbin/main.go): a device plugin, a readiness stand-in, pause
 #   k8s/           upstream extensions from the same Kubernetes tree (kubernetes/go.mod: the same pins plus
-#                  `tool` lines): kube-proxy, test/images/sample-device-plugin, and stub-plugin (Kubernetes'
-#                  device plugin stub, unchanged, with a control socket: kubernetes/stub-plugin/main.go);
-#                  about 1 min on top of a warm kubelet build (they share its Go build cache)
+#                  `tool` lines): kube-proxy, test/images/sample-device-plugin, stub-plugin (Kubernetes'
+#                  device plugin stub, unchanged, with a control socket: kubernetes/stub-plugin/main.go),
+#                  csi-mock (the e2e tests' mock CSI driver, unchanged: kubernetes/csi-mock/main.go) and
+#                  csi-registrar (nodecare's own registrar to node-driver-registrar's contract, which the Go
+#                  module proxy does not serve: kubernetes/csi-registrar/main.go); about 1 min on top of a warm
+#                  kubelet build (they share its Go build cache)
 #   NODECARE_CACHE   cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
 # Prints the directory holding the parts as its last line.
 set -euo pipefail
@@ -27,14 +30,14 @@ ext_version=$(version_of k8s.io/kubernetes "$here/kubernetes/go.mod")
 debs="containerd runc containernetworking-plugins"
 cache=${NODECARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodecare}
 # The cache key covers everything that shapes the parts, so editing the recipe rebuilds.
-recipe=$(cd "$here" && cat build.sh kubelet/go.mod kubelet/go.sum kubelet/main.go pause.c incluster/go.mod incluster/main.go testbin/go.mod testbin/go.sum testbin/main.go kubernetes/go.mod kubernetes/go.sum kubernetes/stub-plugin/main.go | sha256sum | cut -c1-12)
+recipe=$(cd "$here" && cat build.sh kubelet/go.mod kubelet/go.sum kubelet/main.go pause.c incluster/go.mod incluster/main.go testbin/go.mod testbin/go.sum testbin/main.go kubernetes/go.mod kubernetes/go.sum kubernetes/stub-plugin/main.go kubernetes/csi-mock/main.go kubernetes/csi-registrar/main.go | sha256sum | cut -c1-12)
 out="$cache/realnodes/kube-$kube_version-$recipe"
 export GOTOOLCHAIN=local GOFLAGS="-trimpath -mod=readonly" CGO_ENABLED=0
 
 step() { printf '[realnodes] %s\n' "$*" >&2; }
 fail() { step "FAILED: $*"; exit 1; }
 
-complete() { [ -x "$out/bin/kubelet" ] && [ -x "$out/bin/containerd" ] && [ -x "$out/bin/runc" ] && [ -x "$out/cni/bridge" ] && [ -x "$out/pause" ] && [ -x "$out/incluster" ] && [ -x "$out/testbin" ] && [ -x "$out/k8s/kube-proxy" ] && [ -x "$out/k8s/sample-device-plugin" ] && [ -x "$out/k8s/stub-plugin" ]; }
+complete() { [ -x "$out/bin/kubelet" ] && [ -x "$out/bin/containerd" ] && [ -x "$out/bin/runc" ] && [ -x "$out/cni/bridge" ] && [ -x "$out/pause" ] && [ -x "$out/incluster" ] && [ -x "$out/testbin" ] && [ -x "$out/k8s/kube-proxy" ] && [ -x "$out/k8s/sample-device-plugin" ] && [ -x "$out/k8s/stub-plugin" ] && [ -x "$out/k8s/csi-mock" ] && [ -x "$out/k8s/csi-registrar" ]; }
 if complete; then
   step "using cached node parts in $out"
   echo "$out"; exit 0
@@ -116,9 +119,10 @@ if [ ! -x "$out/testbin" ]; then
   mv "$out/testbin.tmp" "$out/testbin"
   step "[testbin] done"
 fi
-if [ ! -x "$out/k8s/kube-proxy" ] || [ ! -x "$out/k8s/sample-device-plugin" ] || [ ! -x "$out/k8s/stub-plugin" ]; then
-  step "[kubernetes $kube_version] compiling kube-proxy, sample-device-plugin, stub-plugin (shares the kubelet's Go build cache; $(elapsed) elapsed)"
-  heartbeat "compiling kube-proxy and the device plugins" & hb=$!
+if [ ! -x "$out/k8s/kube-proxy" ] || [ ! -x "$out/k8s/sample-device-plugin" ] || [ ! -x "$out/k8s/stub-plugin" ] \
+  || [ ! -x "$out/k8s/csi-mock" ] || [ ! -x "$out/k8s/csi-registrar" ]; then
+  step "[kubernetes $kube_version] compiling kube-proxy, sample-device-plugin, stub-plugin, csi-mock, csi-registrar (shares the kubelet's Go build cache; $(elapsed) elapsed)"
+  heartbeat "compiling kube-proxy, the device plugins and the CSI parts" & hb=$!
   minor=${kube_version#v1.}; minor=${minor%%.*}
   mkdir -p "$out/k8s.tmp"
   (cd "$here/kubernetes" && go mod download && go build -p 2 -o "$out/k8s.tmp/" -ldflags "-s -w \
@@ -126,11 +130,11 @@ if [ ! -x "$out/k8s/kube-proxy" ] || [ ! -x "$out/k8s/sample-device-plugin" ] ||
     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
     -X k8s.io/component-base/version.gitTreeState=clean \
     -X k8s.io/client-go/pkg/version.gitVersion=$kube_version" \
-    k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/test/images/sample-device-plugin ./stub-plugin) \
-    || fail "go build of kube-proxy, sample-device-plugin and stub-plugin (test/realnodes/kubernetes)"
+    k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/test/images/sample-device-plugin ./stub-plugin ./csi-mock ./csi-registrar) \
+    || fail "go build of kube-proxy, sample-device-plugin, stub-plugin, csi-mock and csi-registrar (test/realnodes/kubernetes)"
   stop_heartbeat
   rm -rf "$out/k8s" && mv "$out/k8s.tmp" "$out/k8s"
-  step "[kubernetes $kube_version] kube-proxy, sample-device-plugin, stub-plugin done ($(elapsed) elapsed)"
+  step "[kubernetes $kube_version] kube-proxy, sample-device-plugin, stub-plugin, csi-mock, csi-registrar done ($(elapsed) elapsed)"
 fi
 step "node parts ready in $(elapsed)"
 echo "$out"

@@ -5,7 +5,11 @@
 //   they need, as the upstream image (distroless-iptables) carries both;
 // - sample-device-plugin: test/images/sample-device-plugin's Dockerfile: /sampledeviceplugin, with
 //   -alsologtostderr;
-// - stub-plugin: Kubernetes' device plugin stub with a control socket (stub-plugin/main.go).
+// - stub-plugin: Kubernetes' device plugin stub with a control socket (stub-plugin/main.go);
+// - csi-mock: the e2e tests' mock CSI driver (csi-mock/main.go) at /csi-mock, for the `mock` container of
+//   test/e2e/testing-manifests/storage-csi/mock/csi-mock-driver.yaml (its args as the manifest gives them);
+// - csi-registrar: nodecare's own registrar to node-driver-registrar's contract (csi-registrar/main.go: the Go
+//   module proxy does not serve node-driver-registrar), for that manifest's `driver-registrar` container.
 // The upstream manifests the tests install come from the k8s.io/kubernetes module's source in the Go module
 // cache (kubernetesSource()).
 
@@ -23,6 +27,9 @@ export const KUBERNETES_IMAGES = {
   kubeProxy: 'nodecare.test/upstream/kube-proxy:v1.37.2',
   sampleDevicePlugin: 'nodecare.test/upstream/sample-device-plugin:v1.37.2',
   stubPlugin: 'nodecare.test/upstream/stub-plugin:v1.37.2',
+  csiMock: 'nodecare.test/upstream/csi-mock:v1.37.2',
+  // Not upstream: node-driver-registrar is not served (csi-registrar/main.go).
+  csiRegistrar: 'nodecare.test/csi-registrar:v1.37.2',
 } as const;
 
 /**
@@ -53,6 +60,8 @@ export interface KubernetesImages {
   kubeProxy: string;
   sampleDevicePlugin: string;
   stubPlugin: string;
+  csiMock: string;
+  csiRegistrar: string;
 }
 
 /** The k8s.io/kubernetes module's source at the version kubernetes/go.mod pins (its upstream manifests). */
@@ -67,7 +76,7 @@ export async function kubernetesSource(): Promise<string> {
   return dir;
 }
 
-/** Writes the three images' OCI archives into `dir` (once per directory) and says where they are. */
+/** Writes the images' OCI archives into `dir` (once per directory) and says where they are. */
 export async function writeKubernetesImages(
   parts: Pick<NodeParts, 'dir'>,
   dir: string,
@@ -77,6 +86,8 @@ export async function writeKubernetesImages(
     kubeProxy: join(dir, 'kube-proxy.oci.tar'),
     sampleDevicePlugin: join(dir, 'sample-device-plugin.oci.tar'),
     stubPlugin: join(dir, 'stub-plugin.oci.tar'),
+    csiMock: join(dir, 'csi-mock.oci.tar'),
+    csiRegistrar: join(dir, 'csi-registrar.oci.tar'),
   };
   if (!existsSync(archives.kubeProxy)) {
     const { stdout } = await execFileAsync('bash', [
@@ -120,6 +131,20 @@ export async function writeKubernetesImages(
       ref: KUBERNETES_IMAGES.stubPlugin,
       files: [{ path: '/stub-plugin', source: bin('stub-plugin'), mode: 0o755 }],
       entrypoint: ['/stub-plugin'],
+    });
+  }
+  if (!existsSync(archives.csiMock)) {
+    await writeOciArchive(archives.csiMock, {
+      ref: KUBERNETES_IMAGES.csiMock,
+      files: [{ path: '/csi-mock', source: bin('csi-mock'), mode: 0o755 }],
+      entrypoint: ['/csi-mock'],
+    });
+  }
+  if (!existsSync(archives.csiRegistrar)) {
+    await writeOciArchive(archives.csiRegistrar, {
+      ref: KUBERNETES_IMAGES.csiRegistrar,
+      files: [{ path: '/csi-registrar', source: bin('csi-registrar'), mode: 0o755 }],
+      entrypoint: ['/csi-registrar'],
     });
   }
   return archives;

@@ -245,9 +245,16 @@ export async function breaksAndRecovers(story: BreakStory): Promise<void> {
   expect(await leaseState(JOINING, extension)).toBe('Healthy');
 }
 
-/** The host PID of a pod's (first) container, from the node's containerd (containers share the host's PIDs). */
-export async function containerPid(node: TestNode, pod: Pod): Promise<number> {
-  const id = pod.status.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
+/**
+ * The host PID of a pod's container (`container` by name, else the first), from the node's containerd
+ * (containers share the host's PIDs).
+ */
+export async function containerPid(node: TestNode, pod: Pod, container?: string): Promise<number> {
+  const statuses = pod.status.containerStatuses ?? [];
+  const status = container ? statuses.find((s) => s.name === container) : statuses[0];
+  if (!status?.containerID)
+    throw new Error(`no container ${container ?? '(first)'} in pod ${pod.metadata.name} yet`);
+  const id = status.containerID.replace(/^containerd:\/\//, '');
   const tasks = await node.ctr(['tasks', 'ls']);
   const line = tasks.stdout.split('\n').find((l) => l.startsWith(id));
   const pid = Number(/^\S+\s+(\d+)/.exec(line ?? '')?.[1]);
