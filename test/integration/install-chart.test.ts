@@ -482,7 +482,7 @@ describe('charts/nodecare', () => {
     );
   });
 
-  it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights (issue 50 items 6, 11)", async () => {
+  it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights, the priority-class quota (issue 50 items 6, 11; issue 51 item 2)", async () => {
     const composed = async (component: string): Promise<Map<string, K8sObject>> => {
       const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
       onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
@@ -503,6 +503,7 @@ describe('charts/nodecare', () => {
       ['agent-kubelet-pods-api', ['agent.podReady.kubeletPodsApi=true']],
       ['agent-pods-from-api-server', ['agent.podReady.apiServerFallback=true']],
       ['controller-eviction', ['eviction.evictAfterSeconds=600']],
+      ['critical-priority-quota', ['priorityClassQuota.enabled=true']],
     ] as const) {
       const withComponent = await composed(component);
       const chart = await renderChart(...values);
@@ -680,10 +681,25 @@ describe('charts/nodecare', () => {
         CHART,
         '--namespace=nodecare-system',
         '--set=eviction.evictAfterSeconds=900',
+        '--set=priorityClassQuota.enabled=true',
         '--timeout=2m',
       );
       expect(upgraded).toContain('STATUS: deployed');
       expect(await args()).toContain('--evict-after-seconds=900');
+      // The API server takes the quota for the system-*-critical classes (issue 51 item 2, GKE).
+      expect(
+        (
+          await kubectl(
+            'get',
+            'resourcequota',
+            '-n',
+            'nodecare-system',
+            'nodecare-critical-pods',
+            '-o',
+            'name',
+          )
+        ).trim(),
+      ).toBe('resourcequota/nodecare-critical-pods');
       const status = JSON.parse(
         await helm('status', 'nodecare', '--namespace=nodecare-system', '-o', 'json'),
       ) as {
@@ -695,7 +711,15 @@ describe('charts/nodecare', () => {
       // Leave the cluster as the kustomize base has it, owned by kubectl, for the test files that follow (no
       // helm uninstall: it would delete the namespaces every other test file works in).
       await kubectl('apply', '--server-side', '--force-conflicts', '-k', join(ROOT, 'manifests'));
-      // ...without the tolerations policy helm added, which the base does not have.
+      // ...without the priority-class quota the upgrade added, which the base does not have,
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        '-n',
+        'nodecare-system',
+        'resourcequota/nodecare-critical-pods',
+      );
+      // ...and without the tolerations policy helm added, which the base does not have either.
       if (kubernetesMinor() >= 36) {
         await kubectl(
           'delete',
