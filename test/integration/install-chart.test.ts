@@ -135,6 +135,30 @@ function asChartRenders(object: K8sObject): K8sObject {
   return labeled;
 }
 
+/**
+ * The chart as it was before the standard labels (issue 51 item 2), from the repository's history: an
+ * upgrade from it must change no selector (immutable: the API server refuses, and helm upgrade fails).
+ */
+const PREVIOUS_CHART_COMMIT = 'ddcd5a02a15f35accb4c531d7c817fafbbe79155';
+
+async function previousChart(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'nodecare-previous-chart-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const archive = await run('bash', [
+    '-c',
+    'set -o pipefail; git -C "$1" archive "$2" charts manifests | tar -x -C "$3"',
+    'bash',
+    ROOT,
+    PREVIOUS_CHART_COMMIT,
+    dir,
+  ]);
+  if (archive.code !== 0)
+    throw new Error(
+      `git archive ${PREVIOUS_CHART_COMMIT} failed (a shallow clone lacks the previous chart): ${archive.stderr}`,
+    );
+  return join(dir, 'charts', 'nodecare');
+}
+
 beforeAll(async () => {
   // Builds helm on first use (a few minutes cold); progress goes to stderr.
   const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')], (line) =>
@@ -636,7 +660,7 @@ describe('charts/nodecare', () => {
     expect(refused.stderr).toContain('/extensionTolerationsPolicy/install');
   });
 
-  it('helm install and helm upgrade succeed on the real API server', async () => {
+  it('helm install of the previous chart version and helm upgrade to this one succeed on the real API server, selectors unchanged', async () => {
     // The workloads as on a cluster that never had them (another test file may have applied them with kubectl).
     await kubectl(
       'delete',
@@ -649,19 +673,34 @@ describe('charts/nodecare', () => {
     // Other test files apply the same objects with kubectl, as someone moving from the kustomize base to the
     // chart has: --take-ownership adopts them, --force-conflicts takes over the fields kubectl's server-side
     // apply owns (atomic fields such as a FlowSchema's rules differ from the applied ones by server defaults).
+    const previous = await previousChart();
     const installed = await helm(
       'install',
       'nodecare',
-      CHART,
+      previous,
       '--namespace=nodecare-system',
       '--take-ownership',
       '--force-conflicts',
       '--timeout=2m',
     );
     expect(installed).toContain('STATUS: deployed');
-    // NOTES that guide: what got installed, how to verify it (issue 51 item 2).
-    for (const line of ['DaemonSet nodecare-agent', 'kubectl nodecare status', 'kubectl get sx'])
-      expect(installed).toContain(line);
+    // The objects this version adds, as on a cluster that only ever had the previous version (other test files
+    // apply them with kubectl, which helm upgrade would refuse to adopt).
+    const before = new Set(parse(await helm('template', 'nodecare', previous, '--skip-tests')).map(key));
+    const added = [...(await renderChart()).values()].filter(
+      (o) => !before.has(key(o)) && o.kind !== 'CustomResourceDefinition',
+    );
+    for (const object of added) {
+      // kind.group/name (the core group has none): one resource, whatever other groups have the same kind.
+      const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
+      const namespace = object.metadata.namespace ? ['-n', object.metadata.namespace] : [];
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        ...namespace,
+        `${object.kind}${group}/${object.metadata.name}`,
+      );
+    }
     try {
       const args = async (): Promise<string[]> =>
         (
@@ -685,7 +724,29 @@ describe('charts/nodecare', () => {
         '--timeout=2m',
       );
       expect(upgraded).toContain('STATUS: deployed');
+      // NOTES that guide: what got installed, how to verify it (issue 51 item 2).
+      for (const line of ['DaemonSet nodecare-agent', 'kubectl nodecare status', 'kubectl get sx'])
+        expect(upgraded).toContain(line);
       expect(await args()).toContain('--evict-after-seconds=900');
+      // The standard labels are on the live objects now, and the selectors are the ones the previous version made.
+      for (const [k, selector] of Object.entries(SELECTORS)) {
+        const [kind, name] = k.split(' ') as [string, string];
+        const live = JSON.parse(
+          await kubectl(
+            'get',
+            kind.toLowerCase(),
+            '-n',
+            'nodecare-system',
+            name.split('/')[1]!,
+            '-o',
+            'json',
+          ),
+        ) as K8sObject & {
+          spec: { selector: { matchLabels?: Record<string, string> } & Record<string, string> };
+        };
+        expect(live.metadata.labels, k).toMatchObject(STANDARD_LABELS);
+        expect(live.spec.selector.matchLabels ?? live.spec.selector, k).toEqual(selector);
+      }
       // The API server takes the quota for the system-*-critical classes (issue 51 item 2, GKE).
       expect(
         (
