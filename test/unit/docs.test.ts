@@ -64,6 +64,9 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'cloud-provider',
   'max-node-startup-time',
   'max-total-unready-percentage',
+  // node-driver-registrar's, which the CSI section's registrar follows (docs/extensions.md)
+  'kubelet-registration-path',
+  'http-endpoint',
   // kube-controller-manager (docs/adr/0010: when Kubernetes notices a gone kubelet)
   'node-monitor-grace-period',
   // Node.js and V8 (docs/adr on the agent's and controller's footprint)
