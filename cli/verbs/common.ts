@@ -208,7 +208,7 @@ export function explainError(err: unknown, server: string): string {
       case KubeErrorCode.Unauthorized:
         return `the API server at ${server} refused the credentials (${err.message}); check the kubeconfig's user`;
       case KubeErrorCode.Forbidden:
-        return `not allowed (${err.message}); the plugin needs get/list on nodes, leases in the lease namespace, events, systemextensions and clusterhealths`;
+        return `not allowed (${err.message}); the plugin needs get/list on nodes, leases in the lease namespace, events, systemextensions and clusterhealths (a ClusterRoleBinding to kubectl's view ClusterRole grants them: docs/install.md, "Access for people")`;
       case KubeErrorCode.Invalid:
         return `the API server rejected the request (${err.message})`;
       case KubeErrorCode.Client:
