@@ -3,7 +3,7 @@
 
 import { escapeForTerminal } from '../api/text.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionValues } from '../lib/options.ts';
-import { packageVersion } from '../lib/version.ts';
+import { versionLine } from '../lib/version.ts';
 import type { CliIo, Verb } from './verb.ts';
 import { Exit } from './verbs/common.ts';
 import { explainVerb } from './verbs/explain.ts';
@@ -56,7 +56,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     return first === undefined ? Exit.error : 0;
   }
   if (first === '--version') {
-    io.out(`kubectl-nodecare ${packageVersion()}`);
+    io.out(versionLine('kubectl-nodecare'));
     return 0;
   }
   const verb = (VERBS as Record<string, Verb>)[first];

@@ -2,7 +2,7 @@
 // I/O (exit 2 listing every problem, or print --help), start, then on SIGTERM/SIGINT stop within a deadline.
 
 import { OptionsError } from './options.ts';
-import { packageVersion } from './version.ts';
+import { versionLine } from './version.ts';
 
 export interface Program<C> {
   name: string;
@@ -16,7 +16,7 @@ export interface Program<C> {
 export function runProgram<C>(program: Program<C>): void {
   const main = async (): Promise<number> => {
     if (process.argv.slice(2).includes('--version')) {
-      process.stdout.write(`${program.name} ${packageVersion()}\n`);
+      process.stdout.write(`${versionLine(program.name)}\n`);
       return 0;
     }
     let loaded: { help: string } | { config: C };

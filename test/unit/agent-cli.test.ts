@@ -1,7 +1,7 @@
 // nodecare-agent's command line as users meet it: the real entry point run as a process, its exit code and
 // what it prints. A bad flag or config exits 2 before any I/O with every problem in one message (docs/design.md section 10).
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmod,
   copyFile,
@@ -331,12 +331,17 @@ describe('nodecare-agent command line', { timeout: TIMEOUT_MS }, () => {
     ]);
   });
 
-  it('--version prints the name and the version of package.json and exits 0', async () => {
+  it("--version prints the name, the version of package.json and the checkout's revision, and exits 0", async () => {
     const pkg = JSON.parse(await readFile(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
       version: string;
     };
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
     const run = await runAgent(['--version']);
-    expect(run).toEqual({ code: 0, stdout: `nodecare-agent ${pkg.version}\n`, stderr: '' });
+    expect(run).toEqual({
+      code: 0,
+      stdout: `nodecare-agent ${pkg.version} (revision ${head})\n`,
+      stderr: '',
+    });
   });
 
   it('without --kubeconfig and KUBECONFIG uses ~/.kube/config when it exists', async () => {

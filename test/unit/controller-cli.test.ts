@@ -1,7 +1,7 @@
 // nodecare-controller's command line: bad flags exit 2 before any I/O with every problem listed; --help
 // lists every option; the binary re-executes itself once with its V8 flags.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -120,13 +120,13 @@ describe('nodecare-controller command line', () => {
     for (const name of Object.keys(CONTROLLER_OPTIONS)) expect(stdout).toContain(`--${name}`);
   });
 
-  it('--version prints the name and the version of package.json and exits 0', () => {
+  it("--version prints the name, the version of package.json and the checkout's revision, and exits 0", () => {
     const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
       version: string;
     };
     expect(run(['--version'])).toEqual({
       code: 0,
-      stdout: `nodecare-controller ${pkg.version}\n`,
+      stdout: `nodecare-controller ${pkg.version} (revision ${execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()})\n`,
       stderr: '',
     });
   });
