@@ -104,6 +104,7 @@ async function start(
     heartbeatDurationSeconds: 40,
     extensionRenewSeconds: 3600,
     requestTimeoutMs: 5_000,
+    runtimeMetrics: false,
     fileExtensions,
   };
   const registry = new Registry();

@@ -45,7 +45,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const { clock, client, registry } = deps;
   const random = deps.random ?? Math.random;
   const log = deps.log.child({ node: config.nodeName });
-  const metrics = new AgentMetrics(registry);
+  const metrics = new AgentMetrics(registry, { runtimeMetrics: config.runtimeMetrics });
   client.listen({
     request: (kind) => metrics.apiRequests.inc(kind),
     watchEvent: (resource) => metrics.apiWatchEvents.inc({ resource }),

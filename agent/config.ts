@@ -80,6 +80,12 @@ export const AGENT_OPTIONS = {
     min: 1,
     max: 60,
   },
+  'runtime-metrics': {
+    type: 'boolean',
+    description:
+      'Also serve the Node.js runtime metrics (process_*, nodejs_*) on /metrics (most of its series when on; off by default).',
+    default: false,
+  },
 } satisfies OptionTable;
 
 export const AGENT_SUMMARY =
@@ -99,6 +105,8 @@ export interface AgentConfig {
   heartbeatDurationSeconds: number;
   extensionRenewSeconds: number;
   requestTimeoutMs: number;
+  /** Serve the process_* and nodejs_* runtime metrics too (--runtime-metrics). */
+  runtimeMetrics: boolean;
   /** Extensions from the config file: trusted (exec allowed), overridden by annotations and SystemExtensions. */
   fileExtensions: ReadonlyMap<string, ExtensionSpec>;
 }
@@ -191,6 +199,7 @@ export function loadAgentConfig(
       heartbeatDurationSeconds: values['heartbeat-duration-seconds'] as number,
       extensionRenewSeconds: values['extension-renew-seconds'] as number,
       requestTimeoutMs: (values['request-timeout-seconds'] as number) * 1000,
+      runtimeMetrics: values['runtime-metrics'] as boolean,
       fileExtensions: file.extensions,
     }),
   };

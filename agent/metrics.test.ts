@@ -35,3 +35,19 @@ describe('nodecare_agent_extension_state', () => {
     expect([...(await series(metrics)).keys()].every((k) => k.startsWith('gpu/'))).toBe(true);
   });
 });
+
+describe('runtime metrics (issue 51 item 6)', () => {
+  const families = async (registry: Registry): Promise<string[]> =>
+    (await registry.getMetricsAsJSON()).map((m) => m.name);
+
+  it('are off by default: no process_* or nodejs_* family; --runtime-metrics turns them on', async () => {
+    const off = new Registry();
+    new AgentMetrics(off);
+    expect((await families(off)).filter((n) => /^(process|nodejs)_/.test(n))).toEqual([]);
+    const on = new Registry();
+    new AgentMetrics(on, { runtimeMetrics: true });
+    expect(await families(on)).toEqual(
+      expect.arrayContaining(['process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']),
+    );
+  });
+});

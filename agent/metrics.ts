@@ -28,11 +28,16 @@ export class AgentMetrics implements LeaseWriterMetrics {
   /** Each registered extension's last published state. */
   private readonly published = new Map<string, { state: string; declared: boolean }>();
 
-  constructor(registry: Registry) {
+  /**
+   * `runtimeMetrics` (--runtime-metrics, off by default): also the process_* and nodejs_* runtime metrics,
+   * most of an agent's series when on, and at fleet scale most of what nodecare costs Prometheus; the
+   * kubelet's container metrics already say what the agent uses (docs/agent.md, "Metrics").
+   */
+  constructor(registry: Registry, { runtimeMetrics = false }: { runtimeMetrics?: boolean } = {}) {
     // The runtime metrics keep their standard names (process_*, nodejs_*) so stock dashboards work. The event
     // loop delay is sampled once a second rather than every 10 ms: prom-client's default wakes the process 100
     // times a second, ~5 millicores of an agent's 5-millicore budget (docs/design.md P6, docs/adr/0006).
-    collectRuntimeMetrics(registry, { eventLoopMonitoringPrecision: 1000 });
+    if (runtimeMetrics) collectRuntimeMetrics(registry, { eventLoopMonitoringPrecision: 1000 });
     this.probeDuration = new Histogram({
       name: 'nodecare_agent_probe_duration_seconds',
       help: 'Duration of probe attempts by probe kind.',

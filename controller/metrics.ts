@@ -29,6 +29,7 @@ export class ControllerMetrics {
   readonly rollupWrites: Counter<'kind' | 'result'>;
   readonly rollupDuration: Histogram;
   readonly nodeConditions: Gauge<'status' | 'reason'>;
+  readonly clusterHealthConditions: Gauge<'type' | 'status'>;
   readonly suspendedNodes: Gauge<'held'>;
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
@@ -155,6 +156,12 @@ export class ControllerMetrics {
       name: 'nodecare_controller_node_conditions',
       help: 'Nodes by the status and reason of their ExtensionsReady condition (reason AgentNotReporting: the agent is gone).',
       labelNames: ['status', 'reason'],
+      registers,
+    });
+    this.clusterHealthConditions = new Gauge({
+      name: 'nodecare_controller_clusterhealth_condition',
+      help: 'The conditions nodecare writes on the ClusterHealth, as this replica last evaluated them: 1 for each condition type and its status (True, False, Progressing, Unknown); at most 64 types.',
+      labelNames: ['type', 'status'],
       registers,
     });
     this.suspendedNodes = new Gauge({

@@ -169,7 +169,12 @@ describe('RollupWriter', () => {
   });
 
   it('turns a failure Progressing at once, then False when the threshold runs out without another change', async () => {
-    const { world, writer, condition, step } = setup({ thresholdsMs: { EveryNodeReady: 10_000 } });
+    const { world, writer, condition, step, metrics } = setup({ thresholdsMs: { EveryNodeReady: 10_000 } });
+    // nodecare_controller_clusterhealth_condition: the one series of each type, its status as written.
+    const gauge = async () =>
+      (await metrics.clusterHealthConditions.get()).values.map(
+        (v) => `${v.labels.type}=${v.labels.status} ${v.value}`,
+      );
     writer.start();
     await step(0);
     world.pairs = [pair('node-a', 'gpu', ExtensionState.Unhealthy), world.pairs[1]!];
@@ -187,10 +192,12 @@ describe('RollupWriter', () => {
       reason: RollupReason.HealthCheckUnsuccessful,
     });
     expect(condition()!.lastTransitionTime).not.toBe(progressingSince);
+    expect(await gauge()).toEqual(['EveryNodeReady=False 1']);
     world.pairs = [pair('node-a', 'gpu', ExtensionState.Healthy), world.pairs[1]!];
     writer.markDirty();
     await step();
     expect(condition()).toMatchObject({ status: RollupStatus.True, message: SUCCESS_MESSAGE });
+    expect(await gauge()).toEqual(['EveryNodeReady=True 1']);
   });
 
   it('marks invalid registrations with ERR_CONFIGURATION_PROBLEM', async () => {

@@ -280,6 +280,10 @@ export class RollupWriter {
       const evaluatedMs = this.elapsedMs() - started;
       this.costMs += evaluatedMs;
       metrics.rollupDuration.observe(evaluatedMs / 1000);
+      metrics.clusterHealthConditions.reset();
+      for (const c of result.conditions)
+        if (result.owned.includes(c.type))
+          metrics.clusterHealthConditions.set({ type: c.type, status: c.status }, 1);
       this.reportDropped(result.droppedTypes, result.droppedExtensions);
       const pending = [
         result.nextDeadlineMs === undefined ? undefined : this.fromWall(result.nextDeadlineMs),
