@@ -66,7 +66,7 @@ describe('manifests/monitoring', () => {
   it('promtool check rules accepts the alert rules', async () => {
     const result = await run(promtool, ['check', 'rules', RULES]);
     expect(result.code, result.stdout + result.stderr).toBe(0);
-    expect(result.stdout).toContain('SUCCESS: 5 rules found');
+    expect(result.stdout).toContain('SUCCESS: 7 rules found');
   });
 
   it('promtool test rules passes the unit tests of every alert expression', async () => {
