@@ -1,18 +1,20 @@
 import { Registry as FullRegistry, collectDefaultMetrics } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Registry } from './prom.ts';
-import { collectRuntimeMetrics } from './runtime-metrics.ts';
+import { MISNAMED_GAUGES, collectRuntimeMetrics } from './runtime-metrics.ts';
 
 const names = async (registry: { getMetricsAsJSON(): Promise<Array<{ name: string }>> }): Promise<string[]> =>
   (await registry.getMetricsAsJSON()).map((m) => m.name).sort();
 
 describe('collectRuntimeMetrics', () => {
-  it("serves every metric of prom-client's collectDefaultMetrics, under the same names", async () => {
+  it("serves every metric of prom-client's collectDefaultMetrics, under the same names, but its gauges named _total", async () => {
     const ours = new Registry();
     collectRuntimeMetrics(ours, { eventLoopMonitoringPrecision: 1000 });
     const theirs = new FullRegistry();
     collectDefaultMetrics({ register: theirs, eventLoopMonitoringPrecision: 1000 });
-    expect(await names(ours)).toEqual(await names(theirs));
+    const misnamed = new Set<string>(MISNAMED_GAUGES);
+    expect(await names(ours)).toEqual((await names(theirs)).filter((n) => !misnamed.has(n)));
+    for (const name of MISNAMED_GAUGES) expect(await names(theirs)).toContain(name);
     expect(await names(ours)).toContain('process_resident_memory_bytes');
   });
 

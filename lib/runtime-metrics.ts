@@ -1,7 +1,10 @@
 // The standard runtime metrics (process_*, nodejs_*) under their usual names, so stock dashboards work, as
 // prom-client's collectDefaultMetrics registers them, without loading @opentelemetry/api (lib/prom.ts): each
 // of prom-client's default metric modules is loaded directly, except the CPU counters, which are the few
-// lines below (prom-client's version reads the trace context for exemplars).
+// lines below (prom-client's version reads the trace context for exemplars). Three of prom-client's gauges
+// are left out: nodejs_active_{handles,requests,resources}_total, a gauge named like a counter, which
+// `promtool check metrics` refuses ("non-counter metrics should not have _total suffix"); each is the sum of
+// the same name without _total (sum(nodejs_active_handles)).
 
 import { createRequire } from 'node:module';
 import { Counter, type Registry } from './prom.ts';
@@ -22,6 +25,13 @@ const PROM_CLIENT_METRICS = [
   'heapSpacesSizeAndUsed',
   'version',
   'gc',
+] as const;
+
+/** prom-client's gauges named like counters, removed after registration (above). */
+export const MISNAMED_GAUGES = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
 ] as const;
 
 type DefaultMetric = (registry: Registry, config: { eventLoopMonitoringPrecision: number }) => void;
@@ -58,4 +68,5 @@ export function collectRuntimeMetrics(registry: Registry, options: RuntimeMetric
   });
   for (const name of PROM_CLIENT_METRICS)
     (require(`prom-client/lib/metrics/${name}.js`) as DefaultMetric)(registry, options);
+  for (const name of MISNAMED_GAUGES) registry.removeSingleMetric(name);
 }

@@ -3,14 +3,17 @@
 // Grafana dashboard query is one the real programs export (scraped from a controller and an agent running
 // against the real control plane), and their feature gauges say what this version's API server serves.
 // promtool is built from the Go module proxy by test/tools/build-promtool.sh (cached); a failed build fails
-// this file, it never skips.
+// this file, it never skips. The scraped output also passes `promtool check metrics`, and an agent's is few
+// series, none of them runtime metrics or carrying a node name (issue 51 item 6).
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { lintMetrics } from '../../lib/metrics-lint.ts';
-import { eventually, kubernetesMinor, uniqueName } from './helpers.ts';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { EXTENSION_ANNOTATION_PREFIX } from '../../api/index.ts';
+import { FAST_PROBING, adminKubeConfig, eventually, kubernetesMinor, uniqueName } from './helpers.ts';
 import { startAgent, startProgram } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -18,15 +21,18 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const MONITORING = join(ROOT, 'manifests', 'monitoring');
 const RULES = join(MONITORING, 'nodecare.rules.yaml');
 const DASHBOARD = join(MONITORING, 'nodecare-dashboard.json');
+const core = adminKubeConfig().makeApiClient(CoreV1Api);
 let promtool = '';
 
 function run(
   command: string,
   args: string[],
   onStderr?: (line: string) => void,
+  stdin?: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: MONITORING, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: MONITORING, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.end(stdin ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -56,6 +62,10 @@ function metricNames(text: string): Set<string> {
   }
   return names;
 }
+
+/** The series of an exposition (its sample lines). */
+const samples = (exposition: string): string[] =>
+  exposition.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
 
 /** Metric family names in an exposition. */
 function exported(exposition: string): Set<string> {
@@ -97,12 +107,54 @@ describe('manifests/monitoring', () => {
       `--identity=${uniqueName('monitoring')}`,
       '--leader-elect=false',
     ]);
-    const agent = await startAgent({ kubeconfig, nodeName: uniqueName('monitoring-node') });
+    // A node that requires one extension (an http probe of the controller's /healthz), so that the agent's
+    // per-extension and per-probe-kind series are there when counted.
+    const nodeName = uniqueName('monitoring-node');
+    const started = await controller.waitForLog('Started nodecare-controller');
+    const extension = { probe: { http: { url: `http://127.0.0.1:${started.port as number}/healthz` } } };
+    await core.createNode({
+      body: {
+        metadata: {
+          name: nodeName,
+          annotations: {
+            [`${EXTENSION_ANNOTATION_PREFIX}web`]: JSON.stringify({ ...extension, ...FAST_PROBING }),
+          },
+        },
+      },
+    });
+    const agent = await startAgent({ kubeconfig, nodeName });
     try {
-      const started = await controller.waitForLog('Started nodecare-controller');
       const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const agentText = await eventually(
+        async () => {
+          const text = await scrape(agent.healthPort);
+          return /^nodecare_agent_extension_state\{extension="web",state="Healthy"\} 1$/m.test(text) &&
+            /^nodecare_agent_probe_duration_seconds_count\{kind="http"\} [1-9]/m.test(text)
+            ? text
+            : undefined;
+        },
+        { what: 'the agent to probe web Healthy' },
+      );
       const controllerText = await scrape(started.port as number);
-      const agentText = await scrape(agent.healthPort);
+      // Issue 51 item 6: without --runtime-metrics an agent serves no process_* or nodejs_* series, few series
+      // in all (docs/agent.md, "Metrics", states the count), and none with a node name.
+      expect(agentText).not.toMatch(/^(process|nodejs)_/m);
+      expect(samples(agentText).length, samples(agentText).join('\n')).toBeLessThan(40);
+      expect(agentText).not.toMatch(/[{,](node|node_name|nodename|hostname|instance)="/);
+      expect(agentText).not.toContain(nodeName);
+      expect(lintMetrics(agentText, 'nodecare_agent_')).toEqual([]);
+      // The controller keeps them.
+      expect(controllerText).toMatch(/^process_resident_memory_bytes \d/m);
+      // Prometheus's own linter on both programs' real output.
+      for (const [program, text] of [
+        ['agent', agentText],
+        ['controller', controllerText],
+      ] as const) {
+        const checked = await run(promtool, ['check', 'metrics'], undefined, text);
+        expect(checked.code, `promtool check metrics, ${program}: ${checked.stdout}${checked.stderr}`).toBe(
+          0,
+        );
+      }
       expect(lintMetrics(controllerText, 'nodecare_controller_')).toEqual([]);
       expect(controllerText).toMatch(
         /^nodecare_controller_build_info\{version="[^"]+",nodejs_version="v[^"]+"\} 1$/m,
@@ -136,6 +188,7 @@ describe('manifests/monitoring', () => {
       for (const name of queried) expect(available, `${name} is queried but not exported`).toContain(name);
     } finally {
       await Promise.all([controller.kill(), agent.kill()]);
+      await core.deleteNode({ name: nodeName }).catch(() => undefined);
     }
   });
 });
