@@ -159,6 +159,13 @@ async function previousChart(): Promise<string> {
   return join(dir, 'charts', 'nodecare');
 }
 
+/** The Prometheus Operator's ServiceMonitor and PrometheusRule CRD files (test/tools/prometheus-operator-crds.sh). */
+async function prometheusOperatorCrds(): Promise<string[]> {
+  const result = await run('bash', [join(ROOT, 'test', 'tools', 'prometheus-operator-crds.sh')]);
+  if (result.code !== 0) throw new Error(`test/tools/prometheus-operator-crds.sh failed:\n${result.stderr}`);
+  return result.stdout.trim().split('\n');
+}
+
 beforeAll(async () => {
   // Builds helm on first use (a few minutes cold); progress goes to stderr.
   const built = await run('bash', [join(ROOT, 'test', 'tools', 'build-helm.sh')], (line) =>
@@ -528,6 +535,7 @@ describe('charts/nodecare', () => {
       ['agent-pods-from-api-server', ['agent.podReady.apiServerFallback=true']],
       ['controller-eviction', ['eviction.evictAfterSeconds=600']],
       ['critical-priority-quota', ['priorityClassQuota.enabled=true']],
+      ['monitoring', ['monitoring.serviceMonitor.enabled=true', 'monitoring.prometheusRule.enabled=true']],
     ] as const) {
       const withComponent = await composed(component);
       const chart = await renderChart(...values);
@@ -714,6 +722,9 @@ describe('charts/nodecare', () => {
       // On a cluster that serves MutatingAdmissionPolicy v1 (1.36+), install renders the tolerations policy.
       const policies = await kubectl('get', 'mutatingadmissionpolicies', '-o', 'name').catch(() => '');
       expect(policies.includes(`/${TOLERATIONS_POLICY}`)).toBe(kubernetesMinor() >= 36);
+      // The Prometheus Operator's CRDs, so that the upgrade can create the ServiceMonitor and the PrometheusRule
+      // (issue 51 items 2 and 6).
+      for (const crd of await prometheusOperatorCrds()) await kubectl('apply', '--server-side', '-f', crd);
       const upgraded = await helm(
         'upgrade',
         'nodecare',
@@ -721,6 +732,9 @@ describe('charts/nodecare', () => {
         '--namespace=nodecare-system',
         '--set=eviction.evictAfterSeconds=900',
         '--set=priorityClassQuota.enabled=true',
+        '--set=monitoring.serviceMonitor.enabled=true',
+        '--set=monitoring.prometheusRule.enabled=true',
+        '--set=monitoring.runbookBaseURL=https://docs.example.org/nodecare',
         '--timeout=2m',
       );
       expect(upgraded).toContain('STATUS: deployed');
@@ -761,6 +775,21 @@ describe('charts/nodecare', () => {
           )
         ).trim(),
       ).toBe('resourcequota/nodecare-critical-pods');
+      // The API server took both monitoring objects, the alerts with their runbook URLs under the base.
+      const rule = JSON.parse(
+        await kubectl('get', 'prometheusrule', '-n', 'nodecare-system', 'nodecare', '-o', 'json'),
+      ) as {
+        spec: { groups: Array<{ rules: Array<{ alert: string; annotations: Record<string, string> }> }> };
+      };
+      const alerts = rule.spec.groups.flatMap((g) => g.rules);
+      expect(alerts.map((r) => r.alert)).toContain('NodecareClusterHealthFalse');
+      for (const { alert, annotations } of alerts)
+        expect(annotations.runbook_url, alert).toMatch(
+          /^https:\/\/docs\.example\.org\/nodecare\/docs\/operations\.md#runbook-/,
+        );
+      expect(
+        (await kubectl('get', 'servicemonitor', '-n', 'nodecare-system', 'nodecare', '-o', 'name')).trim(),
+      ).toBe('servicemonitor.monitoring.coreos.com/nodecare');
       const status = JSON.parse(
         await helm('status', 'nodecare', '--namespace=nodecare-system', '-o', 'json'),
       ) as {
@@ -789,6 +818,13 @@ describe('charts/nodecare', () => {
           `mutatingadmissionpolicy/${TOLERATIONS_POLICY}`,
         );
       }
+      // ...and without the monitoring objects and their CRDs.
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        'crd/servicemonitors.monitoring.coreos.com',
+        'crd/prometheusrules.monitoring.coreos.com',
+      );
     }
   });
 });
