@@ -39,6 +39,23 @@ export const NodeAnnotation = {
   maintenance: 'nodecare.io/maintenance',
 } as const;
 
+/**
+ * Node annotations a person writes to override nodecare on one node (docs/operations.md, "Release a held
+ * node"); the controller reads them and never writes them (controller/decide/override.ts).
+ */
+export const NodeOverrideAnnotation = {
+  /**
+   * An RFC 3339 time at most MAX_RELEASE_SECONDS ahead: until then the controller itself lifts its bootstrap
+   * and runtime taints from the node, then resumes. Expired, malformed or too far ahead: reported and ignored.
+   */
+  releaseUntil: 'nodecare.io/release-until',
+  /** Why (free text, shown in events and explain); optional. */
+  releaseReason: 'nodecare.io/release-reason',
+} as const;
+
+/** The longest a release may run: 24 hours from the controller's reading of it. */
+export const MAX_RELEASE_SECONDS = 24 * 60 * 60;
+
 export const LeaseLabel = {
   /** On extension leases: the extension's name. */
   extension: 'nodecare.io/extension',

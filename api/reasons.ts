@@ -85,6 +85,12 @@ export const EventReason = {
    * does not apply to the node (spec.labelWait, docs/extensions.md "Labels set after registration").
    */
   LabelWaitEnded: 'LabelWaitEnded',
+  /** A release override (nodecare.io/release-until) lifted nodecare's taints (Normal, once per override). */
+  ReleaseStarted: 'ReleaseStarted',
+  /** A release override ran out: nodecare decides the node's taints again (Normal, once per override). */
+  ReleaseEnded: 'ReleaseEnded',
+  /** A release override is malformed or too far ahead (Warning, once per value): ignored, nothing lifted. */
+  ReleaseInvalid: 'ReleaseInvalid',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -2,7 +2,7 @@
 // leases, the policy, the controller's memory and `now` (wall) with `monotonicNow` (docs/adr/0020). No I/O, no clock, no logger.
 
 import { Enforcement } from '../../api/extension.ts';
-import { ExtensionState, NodeAnnotation } from '../../api/names.ts';
+import { ExtensionState, NodeAnnotation, NodeOverrideAnnotation } from '../../api/names.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import { buildCondition, isFault, notReadyCondition, notTrusted, sameCondition } from './condition.ts';
 import { judgeAgent, judgeExtension } from './extension-state.ts';
@@ -11,6 +11,7 @@ import { isBootstrapState, nextNodeState, NodeState, recordedNodeState } from '.
 import { activeLabelWaits, describeLabelWait, labelWaitEndedEvent } from './label-wait.ts';
 import { inMaintenance, outOfMaintenance } from './maintenance.ts';
 import { labelFor } from './node-status.ts';
+import { withRelease } from './override.ts';
 import { suspended } from './suspend.ts';
 import type {
   DecisionInput,
@@ -74,7 +75,7 @@ export function decideNode(input: DecisionInput): NodeDecision {
     bootstrap: hasTaint(node.taints, policy.bootstrapTaintKey),
     runtime: hasTaint(node.taints, policy.runtimeTaintKey),
   };
-  const decided = withMaintenance(decideInService(input), input, tainted);
+  const decided = withRelease(withMaintenance(decideInService(input), input, tainted), input, tainted);
   const by = input.suspendedBy ?? [];
   return by.length > 0 ? suspended(decided, input, by, tainted) : decided;
 }
@@ -106,7 +107,14 @@ function decideInService(input: DecisionInput): NodeDecision {
   const runtimeTainted = hasTaint(node.taints, policy.runtimeTaintKey);
   const bootstrapPending =
     marker !== node.bootId &&
-    (bootstrapTainted || marker !== undefined || now - node.creationTimestampMs < timeoutMs);
+    (bootstrapTainted ||
+      marker !== undefined ||
+      now - node.creationTimestampMs < timeoutMs ||
+      // A release override lifted the bootstrap taint of a bootstrap this controller saw start: it resumes
+      // at the expiry (override.ts).
+      (node.annotations[NodeOverrideAnnotation.releaseUntil] !== undefined &&
+        sameBoot &&
+        previous.bootstrapStartedMs !== undefined));
   const bootSeenMs = sameBoot ? previous.bootSeenMs : monotonicNow;
   const bootstrapStartedMs = bootstrapPending
     ? ((sameBoot ? previous.bootstrapStartedMs : undefined) ??

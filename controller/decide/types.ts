@@ -173,6 +173,8 @@ export interface NodeMemory {
   suspendedReported?: string;
   /** The label waits whose end was reported by LabelWaitEnded on this bootstrap (one event each). */
   labelWaitsEnded?: ReadonlySet<string>;
+  /** The release override value last reported, with its verdict (`active|…`, `ended|…`, `invalid|…`). */
+  releaseReported?: string;
 }
 
 export interface DecisionInput {
@@ -290,6 +292,21 @@ export interface NodeDecision {
   suspended?: { by: string[]; wouldChange: string[] };
   /** The label waits in force on the node's first bootstrap now, sorted by name (label-wait.ts). */
   labelWaits?: ActiveLabelWait[];
+  /** The node's release override (nodecare.io/release-until), when it carries one (override.ts). */
+  release?: NodeRelease;
   /** Commit as `previous` for the next decision once the writes succeeded. */
   memory: NodeMemory;
+}
+
+/** A release override as the controller judged it (controller/decide/override.ts). */
+export interface NodeRelease {
+  /** `active`: the controller lifts its taints until `until`; `expired` and `invalid` are ignored. */
+  verdict: 'active' | 'expired' | 'invalid';
+  /** The annotation's value as written (capped). */
+  until: string;
+  reason: string;
+  /** Why an invalid one is ignored. */
+  problem?: string;
+  /** The taint changes the override makes (active), in words. */
+  lifted: string[];
 }
