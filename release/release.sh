@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `npm run release`: the versioned release of this checkout, built and checked by one command, into one
+# directory (default dist/release/v<version>/, which git ignores). docs/release.md says what each file is and
+# how to push the image to a registry of your own.
+#   nodecare-<version>.oci.tar   the image, an OCI layout in a tar, one index for linux/amd64 and linux/arm64,
+#                                built with BuildKit from the Dockerfile (test/image/build.sh; no emulation)
+#   install.yaml                 everything kustomize builds from manifests/, the image set to the release's
+#   crds.yaml                    the CustomResourceDefinitions alone
+#   nodecare-<version>.tgz       the Helm chart, version and appVersion the release's (helm package)
+#   nodecare-<version>.spdx.json SPDX SBOM of the npm packages the image carries (npm sbom --omit dev)
+#   CHANGELOG.md                 the CHANGELOG.md section of the version
+#   SHA256SUMS                   sha256sum of all the above (sha256sum -c SHA256SUMS checks them)
+# Then prints every artifact with its size and digest, and the image's per-platform manifests.
+#   release.sh [--allow-dirty] [out dir]
+#   NODECARE_RELEASE_IMAGE   the image repository install.yaml and the chart name (default: nodecare); the
+#                            archive's index names <repository>:<version>
+#   NODECARE_SOURCE          the org.opencontainers.image.source label (default: git's origin URL)
+# Needs root (BuildKit's runc worker), kubectl (its kustomize), and builds helm and BuildKit if not cached.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+step() { printf '[release] %s\n' "$*" >&2; }
+fail() { step "FAILED: $*"; exit 1; }
+started=$SECONDS
+
+allow_dirty=
+if [ "${1:-}" = --allow-dirty ]; then allow_dirty=1; shift; fi
+version=$(sed -n 's/^  "version": "\(.*\)",\{0,1\}$/\1/p' "$repo/package.json" | head -n 1)
+[ -n "$version" ] || fail "no version in package.json"
+out=${1:-$repo/dist/release/v$version}
+image=${NODECARE_RELEASE_IMAGE:-nodecare}
+ref=$image:$version
+command -v kubectl >/dev/null || fail "kubectl is needed (kubectl kustomize builds install.yaml)"
+revision=$(git -C "$repo" rev-parse HEAD 2>/dev/null) || fail "not a git checkout: the release names its commit"
+if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
+  [ -n "$allow_dirty" ] || fail "the checkout has uncommitted changes: the release would not be commit $revision (commit them, or pass --allow-dirty)"
+  step "WARNING: uncommitted changes: the artifacts are $revision plus those (--allow-dirty)"
+fi
+
+# The CHANGELOG.md section of this version: from its '## [<version>]' heading to the next '## ' heading.
+changelog=$(awk -v v="$version" '/^## / { on = index($0, "## [" v "]") == 1 } on' "$repo/CHANGELOG.md")
+[ -n "$changelog" ] || fail "CHANGELOG.md has no '## [$version]' section: write the release notes first"
+
+rm -rf "$out" && mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf '%s\n' "$changelog" >"$out/CHANGELOG.md"
+
+step "image $ref for linux/amd64 and linux/arm64 (test/image/build.sh)"
+NODECARE_PLATFORMS=linux/amd64,linux/arm64 NODECARE_IMAGE_REF=$ref \
+  bash "$repo/test/image/build.sh" "$out/nodecare-$version.oci.tar" >/dev/null || fail "building the image"
+
+step "install.yaml and crds.yaml (kubectl kustomize)"
+mkdir -p "$work/install"
+cat >"$work/install/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$work/install" "$repo/manifests")
+images:
+  - name: nodecare
+    newName: $image
+    newTag: "$version"
+YAML
+kubectl kustomize --load-restrictor LoadRestrictionsNone "$work/install" >"$out/install.yaml" || fail "kubectl kustomize manifests/"
+grep -q "image: $ref\$" "$out/install.yaml" || fail "install.yaml does not run $ref"
+kubectl kustomize "$repo/manifests/base/crds" >"$out/crds.yaml" 2>/dev/null \
+  || { for crd in "$repo"/manifests/base/crds/*.yaml; do echo ---; cat "$crd"; done >"$out/crds.yaml"; }
+[ "$(grep -c '^kind: CustomResourceDefinition$' "$out/crds.yaml")" = "$(grep -c '^kind: CustomResourceDefinition$' "$out/install.yaml")" ] \
+  || fail "crds.yaml does not hold the CRDs install.yaml has"
+
+step "the Helm chart (helm package)"
+helm=$(bash "$repo/test/tools/build-helm.sh" | tail -n 1) || fail "building helm (test/tools/build-helm.sh)"
+# -L: the chart links the kustomize files it renders (charts/nodecare/base, components, crds).
+cp -rL "$repo/charts/nodecare" "$work/nodecare"
+if [ "$image" != nodecare ]; then
+  sed -i "s|^  repository: nodecare\$|  repository: $image|" "$work/nodecare/values.yaml"
+  grep -q "^  repository: $image\$" "$work/nodecare/values.yaml" || fail "could not set image.repository in the chart's values.yaml"
+fi
+"$helm" package "$work/nodecare" --version "$version" --app-version "$version" -d "$out" >/dev/null \
+  || fail "helm package charts/nodecare"
+
+step "SBOM (npm sbom, SPDX, production dependencies)"
+(cd "$repo" && npm sbom --sbom-format spdx --omit dev --package-lock-only) >"$out/nodecare-$version.spdx.json" \
+  || fail "npm sbom (npm 10 or later)"
+
+(cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
+step "release v$version (revision $revision) in $out, built in $(((SECONDS - started) / 60))m$(printf %02d $(((SECONDS - started) % 60)))s:"
+# The list: size in bytes, sha256, name; then the image index and its platforms.
+(cd "$out" && while read -r sum name; do printf '%12s  sha256:%s  %s\n' "$(stat -c %s "$name")" "$sum" "$name"; done <SHA256SUMS)
+"$repo/node_modules/.bin/node" "$here/image-index.ts" "$out/nodecare-$version.oci.tar"
