@@ -64,8 +64,9 @@ images:
 YAML
 kubectl kustomize --load-restrictor LoadRestrictionsNone "$work/install" >"$out/install.yaml" || fail "kubectl kustomize manifests/"
 grep -q "image: $ref\$" "$out/install.yaml" || fail "install.yaml does not run $ref"
-kubectl kustomize "$repo/manifests/base/crds" >"$out/crds.yaml" 2>/dev/null \
-  || { for crd in "$repo"/manifests/base/crds/*.yaml; do echo ---; cat "$crd"; done >"$out/crds.yaml"; }
+# crds.yaml: the CustomResourceDefinitions of install.yaml, as they are there (labels included).
+awk 'function flush() { if (doc ~ /(^|\n)kind: CustomResourceDefinition\n/) printf "%s%s", (n++ ? "---\n" : ""), doc; doc = "" }
+  /^---$/ { flush(); next } { doc = doc $0 "\n" } END { flush() }' "$out/install.yaml" >"$out/crds.yaml"
 [ "$(grep -c '^kind: CustomResourceDefinition$' "$out/crds.yaml")" = "$(grep -c '^kind: CustomResourceDefinition$' "$out/install.yaml")" ] \
   || fail "crds.yaml does not hold the CRDs install.yaml has"
 

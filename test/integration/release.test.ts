@@ -1,0 +1,154 @@
+// `npm run release` (release/release.sh) for real, into a temporary directory: BuildKit builds both platforms
+// from the Dockerfile (the build stage comes from the cache test/integration/image.test.ts's build fills), and
+// the artifacts are read back: SHA256SUMS matches every file, the image index holds linux/amd64 and
+// linux/arm64 with the OCI labels, the arm64 image's ELF files are aarch64 (read from their headers, nothing
+// run; other platforms' prebuilds/ directories aside), install.yaml runs the release's image, the chart carries the version, the SBOM is SPDX.
+
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAll } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readImage, readImageIndex } from '../image/image.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+const isRoot = process.getuid?.() === 0;
+const IMAGE = 'nodecare.local/nodecare';
+const SOURCE = 'https://example.invalid/nodecare';
+const EM_X86_64 = 62;
+const EM_AARCH64 = 183;
+
+describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
+  let out: string;
+  let printed: string;
+  const head = execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  const archive = () => join(out, `nodecare-${pkg.version}.oci.tar`);
+
+  beforeAll(async () => {
+    out = join(mkdtempSync(join(tmpdir(), 'nodecare-release-')), `v${pkg.version}`);
+    printed = await new Promise<string>((resolve, reject) =>
+      execFile(
+        'bash',
+        [join(ROOT, 'release', 'release.sh'), '--allow-dirty', out],
+        {
+          env: { ...process.env, NODECARE_RELEASE_IMAGE: IMAGE, NODECARE_SOURCE: SOURCE },
+          maxBuffer: 64 << 20,
+        },
+        (err, stdout, stderr) =>
+          err ? reject(new Error(`release.sh: ${err.message}\n${stderr.slice(-4000)}`)) : resolve(stdout),
+      ),
+    );
+  }, 1_800_000);
+
+  afterAll(() => {
+    if (out) rmSync(join(out, '..'), { recursive: true, force: true });
+  });
+
+  it('writes the artifacts, SHA256SUMS matching each, and prints each with its size and digest', () => {
+    const files = readdirSync(out).sort();
+    expect(files).toEqual(
+      [
+        'CHANGELOG.md',
+        'SHA256SUMS',
+        'crds.yaml',
+        'install.yaml',
+        `nodecare-${pkg.version}.oci.tar`,
+        `nodecare-${pkg.version}.spdx.json`,
+        `nodecare-${pkg.version}.tgz`,
+      ].sort(),
+    );
+    const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n');
+    expect(sums.map((l) => l.split(/\s+/)[1]).sort()).toEqual(files.filter((f) => f !== 'SHA256SUMS'));
+    for (const line of sums) {
+      const [sum, name] = line.split(/\s+/) as [string, string];
+      const data = readFileSync(join(out, name));
+      expect(createHash('sha256').update(data).digest('hex'), name).toBe(sum);
+      expect(printed).toContain(`${data.length}  sha256:${sum}  ${name}`);
+    }
+    expect(readFileSync(join(out, 'CHANGELOG.md'), 'utf8')).toMatch(new RegExp(`^## \\[${pkg.version}\\]`));
+  });
+
+  it('the image index holds linux/amd64 and linux/arm64, each with the OCI labels', async () => {
+    const index = await readImageIndex(archive());
+    expect(index.platforms.map((p) => p.platform).sort()).toEqual(['linux/amd64', 'linux/arm64']);
+    expect(printed).toContain(index.digest);
+    for (const { platform } of index.platforms) {
+      const labels = (await readImage(archive(), platform)).config.Labels ?? {};
+      expect(labels).toMatchObject({
+        'org.opencontainers.image.source': SOURCE,
+        'org.opencontainers.image.version': pkg.version,
+        'org.opencontainers.image.revision': head,
+        'org.opencontainers.image.licenses': 'Apache-2.0',
+      });
+      expect(Date.parse(labels['org.opencontainers.image.created'] ?? '')).not.toBeNaN();
+    }
+  });
+
+  it("the arm64 image's node and every other ELF file are aarch64, the amd64 image's x86-64; both carry the commit", async () => {
+    for (const [platform, machine, nodeArch] of [
+      ['linux/arm64', EM_AARCH64, 'arm64'],
+      ['linux/amd64', EM_X86_64, 'x64'],
+    ] as const) {
+      const image = await readImage(archive(), platform);
+      const node = image.files.get('usr/local/bin/node');
+      expect(node?.head.subarray(0, 4).toString('latin1'), `${platform} node`).toBe('\x7fELF');
+      expect(node?.head.readUInt16LE(18), `${platform} node`).toBe(machine);
+      const elves = [...image.files].filter(
+        ([, f]) => f.type === 'file' && f.head.subarray(0, 4).toString('latin1') === '\x7fELF',
+      );
+      expect(elves.length).toBeGreaterThan(20);
+      // Prebuilt binaries for other platforms, each in its prebuilds/<platform>-<arch>/ directory, are loaded only
+      // there (node-gyp-build and Bare pick the directory by name): @kubernetes/client-node's tar-fs brings
+      // bare-fs's, for the Bare runtime. Any other ELF file, and those of prebuilds/linux-<arch>/, must be ours.
+      const loadable = (path: string) => {
+        const dir = /\/prebuilds\/([^/]+)\//.exec(path)?.[1];
+        return dir === undefined || dir === `linux-${nodeArch}`;
+      };
+      const foreign = elves
+        .filter(([path, f]) => loadable(path) && f.head.readUInt16LE(18) !== machine)
+        .map(([path]) => path);
+      expect(foreign, `${platform}: ELF files of another machine`).toEqual([]);
+      expect(image.files.get('app/build-info.json')?.size).toBe(`{"revision":"${head}"}\n`.length);
+    }
+  });
+
+  it("install.yaml runs the release's image and holds the CRDs crds.yaml holds; the chart has the version", () => {
+    const docs = (file: string) =>
+      loadAll(readFileSync(join(out, file), 'utf8')) as Array<Record<string, unknown>>;
+    const images = JSON.stringify(docs('install.yaml')).match(/"image":"[^"]*"/g) ?? [];
+    expect(new Set(images)).toEqual(new Set([`"image":"${IMAGE}:${pkg.version}"`]));
+    const crds = (file: string) =>
+      docs(file)
+        .filter((d) => d?.kind === 'CustomResourceDefinition')
+        .map((d) => JSON.stringify(d))
+        .sort();
+    expect(crds('crds.yaml')).toEqual(crds('install.yaml'));
+    expect(crds('crds.yaml').length).toBe(2);
+    const chart = execFileSync(
+      'tar',
+      ['-xzOf', join(out, `nodecare-${pkg.version}.tgz`), 'nodecare/Chart.yaml'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(chart).toMatch(new RegExp(`^version: ${pkg.version}$`, 'm'));
+    expect(chart).toMatch(new RegExp(`^appVersion: ${pkg.version}$`, 'm'));
+    const values = execFileSync(
+      'tar',
+      ['-xzOf', join(out, `nodecare-${pkg.version}.tgz`), 'nodecare/values.yaml'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(values).toMatch(new RegExp(`^  repository: ${IMAGE}$`, 'm'));
+    const sbom = JSON.parse(readFileSync(join(out, `nodecare-${pkg.version}.spdx.json`), 'utf8')) as {
+      spdxVersion: string;
+      packages: Array<{ name: string }>;
+    };
+    expect(sbom.spdxVersion).toBe('SPDX-2.3');
+    expect(sbom.packages.map((p) => p.name)).toContain('@kubernetes/client-node');
+  });
+});
