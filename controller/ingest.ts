@@ -11,6 +11,7 @@ import {
   LeaseRole,
   NODE_CONDITION_TYPE,
   NodeAnnotation,
+  NodeOverrideAnnotation,
   RESERVED_EXTENSION_NAME,
   annotationTooLong,
   boundedText,
@@ -90,6 +91,10 @@ export function toCachedNode(raw: NodeObject): CachedNode {
   for (const [key, value] of Object.entries(raw.metadata?.annotations ?? {})) {
     if (key === NodeAnnotation.bootstrappedBootId) annotations[key] = value;
     if (key === NodeAnnotation.maintenance) annotations[key] = capInput(value, 64);
+    // A person's release override (controller/decide/override.ts judges and caps it).
+    if (key === NodeOverrideAnnotation.releaseUntil || key === NodeOverrideAnnotation.releaseReason) {
+      annotations[key] = capInput(value, 512);
+    }
     if (!key.startsWith(EXTENSION_ANNOTATION_PREFIX)) continue;
     // A value too long to parse is never read: keep why, not up to 256 KiB of it.
     const tooLong = annotationTooLong(value);

@@ -332,6 +332,28 @@ describe('kubectl nodecare explain: golden output of each shape', () => {
     await expect(text).toMatchFileSnapshot('../testdata/explain-not-ready.txt');
   });
 
+  it('a Degraded node under a release override: the line says the controller lifts the taint until when', () => {
+    const until = new Date(NOW + 30 * 60 * 1000).toISOString();
+    const n = node([RUNTIME], { bootstrapped: true });
+    const annotations: Record<string, string> = {
+      ...n.metadata?.annotations,
+      'nodecare.io/release-until': until,
+      'nodecare.io/release-reason': 'driver swap',
+    };
+    n.metadata = { ...n.metadata, annotations };
+    const leases = healthyLeases.map((l) =>
+      l.metadata.name?.startsWith('kube-proxy.') ? lease('kube-proxy', NOW - 1000, 'Unhealthy', s(510)) : l,
+    );
+    const text = explain(n, leases, []);
+    expect(text).toContain(
+      `Node ${NODE} has a release until ${until} (driver swap): the controller lifts its taints until then (remove the runtime taint ${RUNTIME}), then decides them again.`,
+    );
+    annotations['nodecare.io/release-until'] = 'tonight';
+    expect(explain(n, leases, [])).toContain(
+      `Node ${NODE} has nodecare.io/release-until="tonight", ignored: not an RFC 3339 time`,
+    );
+  });
+
   it('a drained node whose kube-proxy is down, with maintenance planned: in maintenance, said in one line', async () => {
     const n = node([RUNTIME], { bootstrapped: true });
     n.spec = { ...n.spec, unschedulable: true };

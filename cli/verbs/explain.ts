@@ -17,7 +17,8 @@ import {
   stateText,
   type NodeDecision,
 } from '../../controller/decide/index.ts';
-import { NODE_STATUS_LABEL } from '../../api/names.ts';
+import { NODE_STATUS_LABEL, NodeOverrideAnnotation } from '../../api/names.ts';
+import { describeRelease, type NodeRelease } from '../../controller/decide/index.ts';
 import {
   bootstrapBreakdown,
   eventTimeMs,
@@ -101,6 +102,8 @@ export interface ExplainView {
   labelWaits?: string[];
   /** While a suspension holds the node's taint changes: by whom and what would change. */
   suspended?: { by: string[]; wouldChange: string[] };
+  /** The node's release override (nodecare.io/release-until), judged as the controller does. */
+  release?: NodeRelease;
   agent: { status: string; lease?: { name: string; renewTime: string; leaseDurationSeconds: number } };
   taints: Array<{
     key: string;
@@ -266,6 +269,7 @@ export function explainView(
       ? { maintenancePlanned: describePlanned(decision.maintenancePlanned) }
       : {}),
     ...(decision.suspended ? { suspended: decision.suspended } : {}),
+    ...(decision.release ? { release: decision.release } : {}),
     ...rolloutLines(decision),
     ...labelWaitLines(decision),
     agent: {
@@ -477,6 +481,7 @@ export function renderExplainText(view: ExplainView, now: number): string[] {
       `Suspended by ${by.join(', ')}: ${wouldChange.length > 0 ? `would ${wouldChange.join('; ')}` : 'no taint change held'} (nodecare writes no taint change here until the suspension is lifted).`,
     );
   }
+  if (view.release) lines.push(releaseLine(view.node, view.release));
   if (view.maintenancePlanned) {
     lines.push(`Node ${view.node} has ${view.maintenancePlanned}: nothing changes until it starts.`);
   }
@@ -636,3 +641,14 @@ export const explainVerb: Verb = {
     });
   },
 };
+
+/** The explain line of a release override: in force (and what it lifts), run out, or ignored and why. */
+export function releaseLine(node: string, r: NodeRelease): string {
+  const what = describeRelease(r);
+  if (r.verdict === 'active') {
+    return `Node ${node} has a ${what}: the controller lifts its taints until then${r.lifted.length > 0 ? ` (${r.lifted.join('; ')})` : ''}, then decides them again.`;
+  }
+  if (r.verdict === 'expired')
+    return `Node ${node} had a ${what}: run out, nodecare decides its taints again.`;
+  return `Node ${node} has ${NodeOverrideAnnotation.releaseUntil}=${JSON.stringify(r.until)}, ignored: ${r.problem ?? 'invalid'}.`;
+}

@@ -21,6 +21,7 @@ export {
   type PlannedMaintenance,
 } from './maintenance.ts';
 export { NodeState, NODE_STATES, type RecordedState } from './node-state.ts';
+export { describeRelease, judgeRelease } from './override.ts';
 export {
   CONDITION_REASONS,
   labelFor,
@@ -46,6 +47,7 @@ export type {
   NodeDecision,
   NodeEvent,
   NodeMemory,
+  NodeRelease,
   KubeletNotReady,
   LabelWait,
   NodeTaint,

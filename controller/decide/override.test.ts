@@ -41,7 +41,7 @@ function degraded(annotations: Record<string, string>, over: Partial<DecisionInp
     required: [{ ...ext('gpu'), source: 'systemExtension' }],
     agent: agent(FRESH),
     leases: leases(FRESH, { gpu: unhealthy }),
-    previous: memory({ gpu: unhealthy }),
+    previous: memory({ gpu: { ...unhealthy, message: '' } }),
     now: NOW,
     ...over,
   });
