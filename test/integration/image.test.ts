@@ -120,9 +120,10 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('the nodecare image built 
       expect(file(path), path).toBeUndefined();
     const app = [...contents.files.keys()].filter((p) => p.startsWith('app/'));
     expect(app.filter((p) => /\.([cm]?ts|map)$/.test(p))).toEqual([]);
-    // Only what the runtime stage copies: no agent/, lib/, tsconfig.json or package-lock.json.
+    // Only what the runtime stage copies: no agent/, lib/, tsconfig.json or package-lock.json (build-info.json
+    // holds the revision --version prints).
     const top = new Set(app.map((p) => p.split('/')[1]));
-    expect([...top].sort()).toEqual(['api', 'dist', 'node_modules', 'package.json']);
+    expect([...top].sort()).toEqual(['api', 'build-info.json', 'dist', 'node_modules', 'package.json']);
     expect(app.filter((p) => p.startsWith('app/api/') && !p.startsWith('app/api/proto'))).toEqual([]);
   });
 
@@ -188,6 +189,15 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('the nodecare image built 
       const result = await runInImage('agent', ['nodecare-agent', '--help']);
       expect(result.stdout).toContain('Usage: nodecare-agent');
       expect(result.code).toBe(0);
+    });
+
+    it('--version prints the same version and the commit it was built from in all three programs', async () => {
+      const head = await run('git', ['-C', ROOT, 'rev-parse', 'HEAD']);
+      for (const program of ['nodecare-agent', 'nodecare-controller', 'kubectl-nodecare']) {
+        const result = await runInImage(`version-${program}`, [program, '--version']);
+        expect(result.stdout).toBe(`${program} ${pkg.version} (revision ${head.stdout.trim()})\n`);
+        expect(result.code).toBe(0);
+      }
     });
 
     it('the default entrypoint is the controller', async () => {
