@@ -30,6 +30,9 @@ const PROGRAMS = tracked
 
 /** Flags of programs other than ours that the docs show in commands (kubectl, helm, kubelet, node, autoscalers). */
 const OTHER_PROGRAMS_FLAGS = new Set([
+  // release/release.sh (docs/release.md), and npm sbom's --omit that it runs
+  'allow-dirty',
+  'omit',
   // kubectl and helm
   'server-side',
   'force-conflicts',
