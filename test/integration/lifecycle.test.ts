@@ -286,6 +286,46 @@ describe('maintenance without the NodeLifecycleConditions gate (the shared contr
     await waitForEvent(c, name, 'MaintenanceEnded');
   });
 
+  it('a release override (nodecare.io/release-until): malformed is ignored, then the controller lifts the runtime taint until the expiry and puts it back', async () => {
+    const { name, web } = await healthyNode(c, 'release');
+    await web.stop();
+    await waitForNode(c, name, 'Degraded with the runtime taint', (n) => taintKeys(n).includes(RUNTIME));
+    const annotate = (until: string) =>
+      c.core.patchNode(
+        {
+          name,
+          body: {
+            metadata: {
+              annotations: { 'nodecare.io/release-until': until, 'nodecare.io/release-reason': 'test' },
+            },
+          },
+        },
+        mergePatch,
+      );
+    await annotate('tonight');
+    await waitForEvent(c, name, 'ReleaseInvalid');
+    expect(taintKeys((await c.core.readNode({ name })) as V1Node)).toContain(RUNTIME);
+
+    const until = new Date(Date.now() + 10_000).toISOString();
+    await annotate(until);
+    const released = await waitForNode(
+      c,
+      name,
+      'runtime taint lifted by the release',
+      (n) => !taintKeys(n).includes(RUNTIME),
+    );
+    expect(Date.now()).toBeLessThan(Date.parse(until));
+    expect(condition(released)?.message).toContain(`Released: release until ${until} (test)`);
+    await waitForEvent(c, name, 'ReleaseStarted');
+    // Real time runs out; the extension still fails, so the taint comes back.
+    const back = await waitForNode(c, name, 'runtime taint back at the expiry', (n) =>
+      taintKeys(n).includes(RUNTIME),
+    );
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(until));
+    expect(condition(back)?.message).not.toContain('Released:');
+    await waitForEvent(c, name, 'ReleaseEnded');
+  });
+
   it('a node being deleted (held by a finalizer) is maintained', async () => {
     const { name, web } = await healthyNode(c, 'mnt-delete');
     await c.core.deleteNode({ name });
