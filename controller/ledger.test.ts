@@ -60,6 +60,23 @@ describe('DecisionLedger', () => {
     expect(ledger.state('b')).toBeUndefined();
   });
 
+  it('counts nodes with a release override by verdict, following each node to its latest one', async () => {
+    const { ledger, metrics } = setup();
+    const released = (verdict: 'active' | 'expired' | 'invalid'): NodeDecision => ({
+      ...decided(NodeState.Degraded, ExtensionState.Unhealthy),
+      release: { verdict, until: '2026-12-02T18:00:00Z', reason: '', lifted: [] },
+    });
+    const counts = async () =>
+      Object.fromEntries((await metrics.releasedNodes.get()).values.map((v) => [v.labels.verdict, v.value]));
+    ledger.record('a', released('active'));
+    ledger.record('b', released('active'));
+    ledger.record('c', released('invalid'));
+    expect(await counts()).toMatchObject({ active: 2, invalid: 1 });
+    ledger.record('a', released('expired'));
+    ledger.record('b', decided(NodeState.Degraded, ExtensionState.Unhealthy));
+    expect(await counts()).toMatchObject({ active: 0, expired: 1, invalid: 1 });
+  });
+
   it('says the roll-up changed only when a node contributes something new', () => {
     const { ledger } = setup();
     expect(ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy))).toBe(true);

@@ -40,6 +40,8 @@ interface Contribution {
   /** A suspension holds it: taint changes held (`heldChanges` of them), nothing evicted. */
   suspended: boolean;
   heldChanges: number;
+  /** Its release override's verdict (override.ts), when it carries one. */
+  release: 'active' | 'expired' | 'invalid' | undefined;
 }
 
 function sameExtensions(a: readonly ContributedExtension[], b: readonly ContributedExtension[]): boolean {
@@ -75,13 +77,14 @@ function contribution(decision: NodeDecision): Contribution {
     maintenancePlanned: decision.maintenancePlanned !== undefined,
     suspended: decision.suspended !== undefined,
     heldChanges: decision.suspended?.wouldChange.length ?? 0,
+    release: decision.release?.verdict,
   };
 }
 
 export interface LedgerDeps {
   metrics: Pick<
     ControllerMetrics,
-    'nodes' | 'nodeConditions' | 'breakerTripped' | 'events' | 'suspendedNodes'
+    'nodes' | 'nodeConditions' | 'breakerTripped' | 'events' | 'suspendedNodes' | 'releasedNodes'
   >;
   log: Logger;
   clusterEvents: ClusterEventRecorder;
@@ -157,6 +160,7 @@ export class DecisionLedger {
     metrics.breakerTripped.reset();
     metrics.nodeConditions.reset();
     metrics.suspendedNodes.reset();
+    metrics.releasedNodes.reset();
   }
 
   /**
@@ -170,6 +174,7 @@ export class DecisionLedger {
       metrics.nodes.inc({ state: c.state }, sign);
       metrics.nodeConditions.inc(c.condition, sign);
       if (c.suspended) metrics.suspendedNodes.inc({ held: c.heldChanges > 0 ? 'true' : 'false' }, sign);
+      if (c.release) metrics.releasedNodes.inc({ verdict: c.release }, sign);
     };
     if (old) apply(old, -1);
     let changed: boolean;

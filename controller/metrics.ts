@@ -31,6 +31,7 @@ export class ControllerMetrics {
   readonly nodeConditions: Gauge<'status' | 'reason'>;
   readonly clusterHealthConditions: Gauge<'type' | 'status'>;
   readonly suspendedNodes: Gauge<'held'>;
+  readonly releasedNodes: Gauge<'verdict'>;
   readonly bootstrapDuration: Histogram;
   readonly runtimeTaintDuration: Histogram;
   readonly buildInfo: Gauge<'version' | 'nodejs_version'>;
@@ -168,6 +169,12 @@ export class ControllerMetrics {
       name: 'nodecare_controller_suspended_nodes',
       help: 'Nodes a suspension holds (a SystemExtension with spec.suspend selecting them, or --suspend); held="true": with a taint change nodecare would make and does not.',
       labelNames: ['held'],
+      registers,
+    });
+    this.releasedNodes = new Gauge({
+      name: 'nodecare_controller_released_nodes',
+      help: 'Nodes that carry a release override (nodecare.io/release-until) by its verdict: active (the controller lifts its taints until the expiry), expired or invalid (ignored).',
+      labelNames: ['verdict'],
       registers,
     });
     this.bootstrapDuration = new Histogram({
