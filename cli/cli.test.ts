@@ -35,8 +35,84 @@ describe('kubectl-nodecare', () => {
     const t = io();
     expect(await runCli(['uninstall', '--bogus', '--wait-timeout-seconds=-1'], t.io)).toBe(2);
     const text = t.err.join('\n');
-    expect(text).toContain("Unknown option '--bogus'");
+    expect(text).toContain('error: unknown flag: --bogus');
     expect(text).toContain('--wait-timeout-seconds');
+  });
+
+  it.each([
+    {
+      behaviour: "a mistyped flag → kubectl's words",
+      argv: ['status', '--contxt=dev'],
+      line: 'error: unknown flag: --contxt',
+    },
+    {
+      behaviour: "an unknown short flag → kubectl's words",
+      argv: ['status', '-x'],
+      line: "error: unknown shorthand flag: 'x' in -x",
+    },
+    { behaviour: 'a flag before the command', argv: ['--x'], line: 'error: unknown flag: --x' },
+  ])('$behaviour, exit 2', async ({ argv, line }) => {
+    const t = io();
+    expect(await runCli(argv, t.io)).toBe(2);
+    expect(t.err.join('\n').split('\n')[0]).toBe(line);
+    expect(t.err.join('\n')).toMatch(/^See 'kubectl nodecare( status)? --help' for usage\.$/m);
+    expect(t.out).toEqual([]);
+  });
+
+  it.each(['abc', '10x', '-1s', '1s2', ''])(
+    '--request-timeout=%j → exit 2 naming the flag and the forms it takes, before any I/O',
+    async (value) => {
+      for (const verb of Object.keys(VERBS)) {
+        const t = io();
+        const args = [
+          verb,
+          ...(verb === 'explain' ? ['node-a'] : []),
+          `--request-timeout=${value}`,
+          '--server=https://192.0.2.1',
+        ];
+        expect(await runCli(args, t.io)).toBe(2);
+        expect(t.err.join('\n')).toContain(
+          `--request-timeout "${value}": expected a number of seconds or a duration`,
+        );
+        // uninstall prints the cluster once connected: it never got that far
+        expect(t.out).toEqual([]);
+      }
+    },
+  );
+
+  it('--as-group without --as → exit 2 saying so, for every verb', async () => {
+    for (const verb of Object.keys(VERBS)) {
+      const t = io();
+      const args = [
+        verb,
+        ...(verb === 'explain' ? ['node-a'] : []),
+        '--as-group=system:masters',
+        '--server=https://192.0.2.1',
+      ];
+      expect(await runCli(args, t.io)).toBe(2);
+      expect(t.err.join('\n')).toContain('--as-group needs --as');
+    }
+  });
+
+  it('every verb lists the connection flags in its --help', async () => {
+    for (const verb of Object.keys(VERBS)) {
+      const t = io();
+      expect(await runCli([verb, '--help'], t.io)).toBe(0);
+      const help = t.out.join('\n');
+      for (const flag of [
+        'as',
+        'as-group',
+        'cluster',
+        'context',
+        'insecure-skip-tls-verify',
+        'kubeconfig',
+        'request-timeout',
+        'server',
+        'token',
+        'user',
+      ])
+        expect(help).toMatch(new RegExp(`^  --${flag}\\b`, 'm'));
+    }
   });
 
   it('verb --help → its options, exit 0', async () => {

@@ -36,8 +36,33 @@ export function usage(): string {
     'behind), 2 error: bad usage, no cluster to ask, or the command could not finish.',
     '',
     'The cluster is chosen as kubectl chooses it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config;',
-    '--context picks a context other than the current one.',
+    "every command takes kubectl's connection flags: --context, --cluster, --user, --server (-s), --token,",
+    "--insecure-skip-tls-verify, --as, --as-group and --request-timeout. A kubeconfig cluster's proxy-url,",
+    'else HTTPS_PROXY (minus NO_PROXY), is the proxy.',
   ].join('\n');
+}
+
+/**
+ * kubectl's wording for a flag it does not know (`error: unknown flag: --x`; `-x`: unknown shorthand flag),
+ * for each one, then the other problems; `See '…' for usage.` after them, as kubectl ends.
+ */
+function optionProblems(command: string, problems: readonly string[]): string {
+  const lines: string[] = [];
+  const rest: string[] = [];
+  for (const problem of problems) {
+    const flag = /^Unknown option '(.+)'$/.exec(problem)?.[1];
+    if (flag === undefined) rest.push(problem);
+    else lines.push(unknownFlag(flag));
+  }
+  if (rest.length > 0) lines.push(`${command}: ${new OptionsError(rest).message}`);
+  lines.push(`See '${command} --help' for usage.`);
+  return lines.join('\n');
+}
+
+function unknownFlag(flag: string): string {
+  return flag.startsWith('--')
+    ? `error: unknown flag: ${flag}`
+    : `error: unknown shorthand flag: '${flag.slice(1, 2)}' in ${flag}`;
 }
 
 /** Exit codes (as usage() says): 0 healthy or done, 1 not healthy or something left behind, 2 error. */
@@ -59,6 +84,10 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     io.out(versionLine('kubectl-nodecare'));
     return 0;
   }
+  if (first.startsWith('-')) {
+    io.err(`${unknownFlag(first.split('=', 1)[0] as string)}\nSee '${PROGRAM} --help' for usage.`);
+    return Exit.error;
+  }
   const verb = (VERBS as Record<string, Verb>)[first];
   if (!verb) {
     io.err(`${PROGRAM}: unknown command "${first}"\n\n${usage()}`);
@@ -69,7 +98,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     parsed = parseOptions(verb.options, verb.normalizeArgs ? verb.normalizeArgs(rest) : rest, io.env);
   } catch (err) {
     if (!(err instanceof OptionsError)) throw err;
-    io.err(`${PROGRAM} ${first}: ${err.message}\nRun ${PROGRAM} ${first} --help for the options.`);
+    io.err(optionProblems(`${PROGRAM} ${first}`, err.problems));
     return Exit.error;
   }
   if (parsed.help) {

@@ -16,8 +16,6 @@ import {
 } from './uninstall.ts';
 
 const config: UninstallConfig = {
-  kubeconfig: undefined,
-  context: undefined,
   namespace: 'nodecare-system',
   leaseNamespace: 'nodecare-leases',
   taintKeys: [...DEFAULT_TAINT_KEYS],

@@ -18,12 +18,21 @@ import {
   taintKeyProblem,
 } from '../../api/index.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
-import { KubeConfigError, loadConnection, type Connection } from '../../lib/kube/config.ts';
+import type { Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
-import { CONNECTION_OPTIONS, Exit, explainError, kubectlArgs } from './common.ts';
+import {
+  connect,
+  connectError,
+  CONNECTION_OPTIONS,
+  connectionSettings,
+  Exit,
+  explainError,
+  kubectlArgs,
+  type ConnectionSettings,
+} from './common.ts';
 import {
   DEFAULT_TAINT_KEYS,
   describeCleanup,
@@ -83,8 +92,6 @@ export const UNINSTALL_OPTIONS = {
 } as const satisfies Verb['options'];
 
 export interface UninstallConfig {
-  kubeconfig: string | undefined;
-  context: string | undefined;
   namespace: string;
   leaseNamespace: string;
   taintKeys: string[];
@@ -134,7 +141,7 @@ export const uninstallVerb: Verb = {
   summary:
     "Remove nodecare's taints, condition, labels, annotations and Leases from the cluster (run before deleting the manifests; without --yes it only says what it would do); exit 0 done, 1 something left behind, 2 error.",
   options: UNINSTALL_OPTIONS,
-  normalizeArgs: (argv) => kubectlArgs(argv, undefined, { '-n': '--namespace' }),
+  normalizeArgs: (argv) => kubectlArgs(argv, undefined, { '-n': '--namespace', '-s': '--server' }),
   async run(values: OptionValues, io: CliIo): Promise<number> {
     // Removing a key Kubernetes owns (node.kubernetes.io/not-ready) from every node would undo the node
     // lifecycle controller: refused before any I/O, as the controller refuses such keys (api/taint-key.ts).
@@ -145,21 +152,19 @@ export const uninstallVerb: Verb = {
       io.err(`kubectl nodecare uninstall: --taint-key "${key}" ${problem}`);
     if (reserved.length > 0) return Exit.error;
     const config = uninstallConfig(values);
+    let settings: ConnectionSettings;
     let connection: Connection;
     try {
-      connection = await loadConnection(
-        config.kubeconfig,
-        io.env as NodeJS.ProcessEnv,
-        undefined,
-        config.context,
-      );
+      settings = connectionSettings(values);
+      connection = await connect(settings, io);
     } catch (err) {
-      io.err(
-        `kubectl nodecare uninstall: ${err instanceof KubeConfigError ? err.message : `kubeconfig: ${(err as Error).message}`}`,
-      );
+      io.err(`kubectl nodecare uninstall: ${connectError(err)}`);
       return Exit.error;
     }
-    const client = new KubeClient(connection, { userAgent: 'kubectl-nodecare/uninstall' });
+    const client = new KubeClient(connection, {
+      userAgent: 'kubectl-nodecare/uninstall',
+      requestTimeoutMs: settings.requestTimeoutMs,
+    });
     io.out(`cluster: ${connection.server} (${connection.source})`);
     try {
       return await uninstall(config, {
@@ -173,7 +178,7 @@ export const uninstallVerb: Verb = {
         `kubectl nodecare uninstall: ${
           isKubeError(err, KubeErrorCode.Forbidden)
             ? `not allowed (${err.message}); uninstall needs what a cluster admin has: delete the nodecare workloads, admission policy and Leases, patch nodes and nodes/status`
-            : explainError(err, connection.server)
+            : explainError(err, connection.server, settings.requestTimeoutMs)
         }`,
       );
       if (!config.dryRun)
@@ -187,8 +192,6 @@ export const uninstallVerb: Verb = {
 
 export function uninstallConfig(values: OptionValues): UninstallConfig {
   return {
-    kubeconfig: values.kubeconfig as string | undefined,
-    context: (values.context as string | undefined) || undefined,
     namespace: values.namespace as string,
     leaseNamespace: values['lease-namespace'] as string,
     taintKeys: [...DEFAULT_TAINT_KEYS, ...(values['taint-key'] as string[])],

@@ -99,6 +99,11 @@ export interface KubeClientOptions {
   watchInactivityMs?: number;
   /** Default `undici`; `node` keeps undici out of the process (the agent, docs/adr/0006); or one given. */
   transport?: TransportKind | Transport;
+  /**
+   * The deadline of a request that gives none (RequestOptions.timeoutMs); 0: none (kubectl's
+   * --request-timeout=0). Default DEFAULT_REQUEST_TIMEOUT_MS.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** Told of each request a client sends and each event its watches deliver (a process's API cost, counted). */
@@ -117,6 +122,7 @@ export class KubeClient {
   private readonly watchInactivityMs: number;
   private readonly transportKind: TransportKind | Transport;
   private readonly connections: number;
+  private readonly requestTimeoutMs: number;
   private transportPromise: Promise<Transport> | undefined;
   private listener: RequestListener | undefined;
 
@@ -128,6 +134,9 @@ export class KubeClient {
     this.watchInactivityMs = options.watchInactivityMs ?? WATCH_INACTIVITY_MS;
     this.transportKind = options.transport ?? 'undici';
     this.connections = options.connections ?? 32;
+    // timeoutSignal caps Infinity at the longest timer there is (49 days).
+    this.requestTimeoutMs =
+      options.requestTimeoutMs === 0 ? Infinity : (options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
   /** From now on, tells `listener` of every request and watch event (one listener; a metric's counters). */
@@ -140,7 +149,11 @@ export class KubeClient {
     const kind = this.transportKind;
     this.transportPromise ??=
       typeof kind === 'string'
-        ? createTransport(kind, { tls: this.connection.tls, connections: this.connections })
+        ? createTransport(kind, {
+            tls: this.connection.tls,
+            connections: this.connections,
+            ...(this.connection.proxy ? { proxy: this.connection.proxy } : {}),
+          })
         : Promise.resolve(kind);
     return this.transportPromise;
   }
@@ -153,7 +166,10 @@ export class KubeClient {
     return url;
   }
 
-  private async headers(contentType?: string, protobuf?: boolean): Promise<Record<string, string>> {
+  private async headers(
+    contentType?: string,
+    protobuf?: boolean,
+  ): Promise<Record<string, string | string[]>> {
     return {
       accept: protobuf ? `${PROTOBUF_CONTENT_TYPE}, application/json` : 'application/json',
       'user-agent': this.userAgent,
@@ -165,7 +181,7 @@ export class KubeClient {
   /** One API call. Resolves with the parsed JSON body; rejects with a KubeError. */
   async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
-    const timeout = timeoutSignal(options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+    const timeout = timeoutSignal(options.timeoutMs ?? this.requestTimeoutMs);
     const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const hasBody = options.body !== undefined;
     this.listener?.request(requestKind(method, path));

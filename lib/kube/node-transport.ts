@@ -187,6 +187,11 @@ export class NodeTransport implements Transport {
   private readonly options: NodeTransportOptions;
 
   constructor(options: NodeTransportOptions) {
+    // Refused rather than ignored: a connection that was meant to go through a proxy must not go around it.
+    if (options.proxy)
+      throw new Error(
+        `the node transport does not tunnel through a proxy (${options.proxy}, from the kubeconfig's proxy-url or HTTPS_PROXY); set NO_PROXY to the API server's host to connect directly`,
+      );
     this.options = options;
   }
 
@@ -216,7 +221,7 @@ export class NodeTransport implements Transport {
     const { signal } = req;
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const pool = this.pool(req.url);
-    const headers: Record<string, string | number> = { ...req.headers };
+    const headers: Record<string, string | string[] | number> = { ...req.headers };
     if (req.body !== undefined) headers['content-length'] = Buffer.byteLength(req.body);
     return new Promise<TransportResponse>((resolve, reject) => {
       const send = req.url.protocol === 'https:' ? httpsRequest : httpRequest;

@@ -9,12 +9,18 @@ export interface TransportOptions {
   tls: TlsOptions;
   /** Maximum concurrent connections (watches hold one each). */
   connections: number;
+  /**
+   * An HTTP proxy to tunnel through with CONNECT (Connection.proxy). The undici transport takes it; the node
+   * transport (the agent's) refuses it.
+   */
+  proxy?: string;
 }
 
 export interface TransportRequest {
   method: string;
   url: URL;
-  headers: Record<string, string>;
+  /** A list: the header sent once per value. */
+  headers: Record<string, string | string[]>;
   body?: string;
   /** Aborting it ends the request (connecting, waiting for a connection, or reading the body). */
   signal: AbortSignal;

@@ -2,7 +2,7 @@
 // frees the slot of a failed connection, which kept the 5,000-node benchmark's simulator going when the API
 // server was too slow to accept connections (docs/adr/0006).
 
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { Transport, TransportOptions, TransportRequest, TransportResponse } from './transport-port.ts';
 
 /**
@@ -20,13 +20,26 @@ export class UndiciTransport implements Transport {
   private readonly dispatcher: Dispatcher;
 
   constructor(options: TransportOptions) {
+    const connect = {
+      ...options.tls,
+      keepAlive: true,
+      keepAliveInitialDelay: 30_000,
+      ...SOCKET_BUFFERING,
+    };
+    if (options.proxy) {
+      // To an https:// server, a tunnel (CONNECT) per connection with TLS to the API server inside it; to an
+      // http:// one, requests forwarded by the proxy: as Go's net/http, and so kubectl.
+      this.dispatcher = new ProxyAgent({
+        uri: options.proxy,
+        requestTls: connect,
+        connections: options.connections,
+        keepAliveTimeout: 60_000,
+        allowH2: false,
+      });
+      return;
+    }
     this.dispatcher = new Agent({
-      connect: {
-        ...options.tls,
-        keepAlive: true,
-        keepAliveInitialDelay: 30_000,
-        ...SOCKET_BUFFERING,
-      },
+      connect,
       keepAliveTimeout: 60_000,
       connections: options.connections,
       // HTTP/1.1, a pool of `connections`: undici 8 negotiates HTTP/2 by default, which puts every watch and
