@@ -262,6 +262,53 @@ describe('KubeClient.get with protobuf', () => {
   }
 });
 
+describe('KubeClient headers and deadlines', () => {
+  async function echoServer(delayMs = 0): Promise<string> {
+    server = createServer((req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(req.headersDistinct));
+      }, delayMs);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+  const connection = (url: string) => ({
+    server: url,
+    tls: {},
+    authHeaders: async () => ({ 'impersonate-user': 'jane', 'impersonate-group': ['dev', 'ops'] }),
+    source: 'test',
+  });
+
+  it.each(['undici', 'node'] as const)(
+    'a list-valued header (Impersonate-Group) goes out once per value (%s transport)',
+    async (transport) => {
+      const client = new KubeClient(connection(await echoServer()), { transport });
+      try {
+        const seen = await client.get<Record<string, string[]>>('/api');
+        expect(seen['impersonate-user']).toEqual(['jane']);
+        expect(seen['impersonate-group']).toEqual(['dev', 'ops']);
+      } finally {
+        await client.close();
+      }
+    },
+  );
+
+  it('requestTimeoutMs is the deadline of a request that gives none; 0 is none', async () => {
+    const url = await echoServer(300);
+    const short = new KubeClient(connection(url), { requestTimeoutMs: 50 });
+    const none = new KubeClient(connection(url), { requestTimeoutMs: 0 });
+    try {
+      await expect(short.get('/api')).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
+      await expect(none.get('/api')).resolves.toBeDefined();
+    } finally {
+      await short.close();
+      await none.close();
+    }
+  });
+});
+
 describe('isProtobuf', () => {
   it("matches the API server's protobuf Content-Type only", () => {
     expect(isProtobuf('application/vnd.kubernetes.protobuf')).toBe(true);

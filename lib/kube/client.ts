@@ -122,7 +122,8 @@ export class KubeClient {
   private readonly watchInactivityMs: number;
   private readonly transportKind: TransportKind | Transport;
   private readonly connections: number;
-  private readonly requestTimeoutMs: number;
+  /** Undefined: no deadline. */
+  private readonly requestTimeoutMs: number | undefined;
   private transportPromise: Promise<Transport> | undefined;
   private listener: RequestListener | undefined;
 
@@ -134,9 +135,8 @@ export class KubeClient {
     this.watchInactivityMs = options.watchInactivityMs ?? WATCH_INACTIVITY_MS;
     this.transportKind = options.transport ?? 'undici';
     this.connections = options.connections ?? 32;
-    // timeoutSignal caps Infinity at the longest timer there is (49 days).
-    this.requestTimeoutMs =
-      options.requestTimeoutMs === 0 ? Infinity : (options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+    const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.requestTimeoutMs = requestTimeoutMs === 0 ? undefined : requestTimeoutMs;
   }
 
   /** From now on, tells `listener` of every request and watch event (one listener; a metric's counters). */
@@ -181,8 +181,13 @@ export class KubeClient {
   /** One API call. Resolves with the parsed JSON body; rejects with a KubeError. */
   async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
-    const timeout = timeoutSignal(options.timeoutMs ?? this.requestTimeoutMs);
-    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+    const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
+    // No timer at all for no deadline: one longer than 2^31-1 ms would fire at once (Node's setTimeout).
+    const signals = [
+      ...(timeoutMs === undefined ? [] : [timeoutSignal(timeoutMs)]),
+      ...(options.signal ? [options.signal] : []),
+    ];
+    const signal = signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals);
     const hasBody = options.body !== undefined;
     this.listener?.request(requestKind(method, path));
     let response: TransportResponse;

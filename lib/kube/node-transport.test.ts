@@ -67,6 +67,12 @@ function client(url: string, t: NodeTransport): KubeClient {
 const tick = (ms = 20): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('NodeTransport', () => {
+  it('refuses a proxy rather than connecting around it', () => {
+    expect(() => new NodeTransport({ tls: {}, connections: 1, proxy: 'http://proxy.example:3128' })).toThrow(
+      'the node transport does not tunnel through a proxy (http://proxy.example:3128',
+    );
+  });
+
   it('reuses one kept-alive connection for requests in sequence', async () => {
     const server = await httpServer(ok);
     const t = transport(2);
