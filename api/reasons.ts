@@ -68,6 +68,12 @@ export const EventReason = {
   BootstrapTimeout: 'BootstrapTimeout',
   CorrelatedFailure: 'CorrelatedFailure',
   PodEvicted: 'PodEvicted',
+  /**
+   * Eviction left a Degraded node or one of its pods alone because another owner acts on it (Normal, once per
+   * node and reason; controller/eviction/owners.ts): karpenter.sh/do-not-disrupt, Karpenter's or medik8s'
+   * taints, maintenance.
+   */
+  EvictionSkipped: 'EvictionSkipped',
   /** A node annotation names an extension a SystemExtension defines without allowing an override. */
   RegistrationConflict: 'RegistrationConflict',
   /** The API server refused a roll-up write as invalid (regarding ClusterHealth; a nodecare bug). */

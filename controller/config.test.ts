@@ -82,3 +82,71 @@ describe('loadControllerConfig', () => {
     expect(problems([`--bootstrap-taint-key=${key}`, '--runtime-taint-key=example.com/other'])).toEqual([]);
   });
 });
+
+describe('eviction budgets, cooldown and groups (issue 54 item 1)', () => {
+  function config(argv: string[]) {
+    const loaded = loadControllerConfig(argv, {});
+    if (!('config' in loaded)) throw new Error('expected a config');
+    return loaded.config;
+  }
+
+  it('defaults: groups by karpenter.sh/nodepool at 10%, no cluster cap, 300 s cooldown; eviction off', () => {
+    expect(config([]).eviction).toEqual({
+      evictAfterSeconds: 0,
+      ratePerSecond: 0.1,
+      unhealthyZoneThreshold: 0.55,
+      groupLabel: 'karpenter.sh/nodepool',
+      groupBudgetPercent: 10,
+      maxParallelNodes: 0,
+      maxParallelPercent: 100,
+      stormCooldownSeconds: 300,
+      dryRun: false,
+    });
+  });
+
+  it('takes every flag', () => {
+    expect(
+      config([
+        '--eviction-group-label=example.com/pool',
+        '--eviction-group-budget-percent=25',
+        '--eviction-max-parallel-nodes=3',
+        '--eviction-max-parallel-percent=20',
+        '--eviction-storm-cooldown-seconds=0',
+      ]).eviction,
+    ).toMatchObject({
+      groupLabel: 'example.com/pool',
+      groupBudgetPercent: 25,
+      maxParallelNodes: 3,
+      maxParallelPercent: 20,
+      stormCooldownSeconds: 0,
+    });
+    expect(config(['--eviction-group-label=']).eviction.groupLabel).toBe('');
+  });
+
+  it.each<[string, RegExp]>([
+    ['--eviction-group-budget-percent=0', /--eviction-group-budget-percent: 0 is out of range/],
+    ['--eviction-group-budget-percent=101', /--eviction-group-budget-percent: 101 is out of range/],
+    ['--eviction-group-budget-percent=12.5', /--eviction-group-budget-percent: expected an integer/],
+    ['--eviction-max-parallel-nodes=-1', /--eviction-max-parallel-nodes: -1 is out of range/],
+    ['--eviction-max-parallel-percent=0', /--eviction-max-parallel-percent: 0 is out of range/],
+    ['--eviction-storm-cooldown-seconds=-5', /--eviction-storm-cooldown-seconds: -5 is out of range/],
+    ['--eviction-storm-cooldown-seconds=soon', /--eviction-storm-cooldown-seconds: expected an integer/],
+    ['--eviction-group-label=not a key', /--eviction-group-label: "not a key" is not a label key/],
+    ['--eviction-group-label=pool=a', /--eviction-group-label: "pool=a" is not a label key/],
+    ['--eviction-group-label=Bad_Prefix/x', /--eviction-group-label: .*prefix is not a DNS subdomain/],
+  ])('refuses %s, with one clear problem', (flag, message) => {
+    expect(problems([flag])).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('reports every bad eviction flag at once', () => {
+    expect(
+      problems([
+        '--eviction-group-budget-percent=0',
+        '--eviction-max-parallel-nodes=-1',
+        '--eviction-max-parallel-percent=200',
+        '--eviction-storm-cooldown-seconds=-1',
+        '--eviction-group-label=a,b',
+      ]),
+    ).toHaveLength(5);
+  });
+});

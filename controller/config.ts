@@ -154,6 +154,42 @@ export const CONTROLLER_OPTIONS = {
     min: 0,
     max: 1,
   },
+  'eviction-group-label': {
+    type: 'string',
+    description:
+      "Eviction budget per node group: the node label whose value names a node's group (Karpenter's NodePool by default); nodes without it are grouped by zone. Empty: groups are zones.",
+    default: EVICTION_DEFAULTS.groupLabel,
+  },
+  'eviction-group-budget-percent': {
+    type: 'integer',
+    description: "At most this percent of a group's nodes (rounded up) being evicted at once.",
+    default: EVICTION_DEFAULTS.groupBudgetPercent,
+    min: 1,
+    max: 100,
+  },
+  'eviction-max-parallel-nodes': {
+    type: 'integer',
+    description: 'At most this many nodes being evicted at once in the cluster; 0: no count cap.',
+    default: EVICTION_DEFAULTS.maxParallelNodes,
+    min: 0,
+    max: 100_000,
+  },
+  'eviction-max-parallel-percent': {
+    type: 'integer',
+    description:
+      "At most this percent of the cluster's nodes (rounded up) being evicted at once; 100: no percentage cap. With --eviction-max-parallel-nodes the smaller applies.",
+    default: EVICTION_DEFAULTS.maxParallelPercent,
+    min: 1,
+    max: 100,
+  },
+  'eviction-storm-cooldown-seconds': {
+    type: 'integer',
+    description:
+      'After the correlated-failure breaker stops tripping (every zone) or a zone stops being disrupted (that zone), eviction waits this long before it starts again; 0: no wait.',
+    default: EVICTION_DEFAULTS.stormCooldownSeconds,
+    min: 0,
+    max: 86_400,
+  },
   'eviction-dry-run': {
     type: 'boolean',
     description: 'Log the pods eviction would evict, evict nothing.',
@@ -248,6 +284,14 @@ export interface ControllerConfig {
 
 const CONDITION_TYPE = /^[A-Z][A-Za-z0-9]{0,62}$/;
 
+/** Why `key` cannot name the eviction groups: it must be one label key ('' = group by zone). */
+export function evictionGroupLabelProblem(key: string): string | undefined {
+  if (key === '') return undefined;
+  // One key, as an existence selector is: a selector's operators and separators would make it several things.
+  if (/[\s,=!()]/.test(key)) return `"${key}" is not a label key`;
+  return labelSelectorProblem(key);
+}
+
 /** `--rollup-threshold EveryNodeReady=120` → { EveryNodeReady: 120000 }; problems are collected. */
 export function parseRollupThresholds(values: readonly string[], problems: string[]): Record<string, number> {
   const thresholds: Record<string, number> = {};
@@ -296,20 +340,38 @@ export function loadControllerConfig(
       `leader election: need lease duration (${leaseDuration}) > renew deadline (${renewDeadline}) > 1.2 × retry period (${retryPeriod})`,
     );
   }
-  const eviction = {
+  const eviction: EvictionSettings = {
     evictAfterSeconds: v['evict-after-seconds'] as number,
     ratePerSecond: v['eviction-rate'] as number,
     unhealthyZoneThreshold: v['unhealthy-zone-threshold'] as number,
+    groupLabel: ((v['eviction-group-label'] as string | undefined) ?? '').trim(),
+    groupBudgetPercent: v['eviction-group-budget-percent'] as number,
+    maxParallelNodes: v['eviction-max-parallel-nodes'] as number,
+    maxParallelPercent: v['eviction-max-parallel-percent'] as number,
+    stormCooldownSeconds: v['eviction-storm-cooldown-seconds'] as number,
     dryRun: v['eviction-dry-run'] as boolean,
   };
-  const evictionAccepted = accepted('evict-after-seconds', 'eviction-rate', 'unhealthy-zone-threshold');
+  const evictionAccepted = accepted(
+    'evict-after-seconds',
+    'eviction-rate',
+    'unhealthy-zone-threshold',
+    'eviction-group-budget-percent',
+    'eviction-max-parallel-nodes',
+    'eviction-max-parallel-percent',
+    'eviction-storm-cooldown-seconds',
+  );
   const evictionProblems = evictionAccepted
     ? validateEvictionPolicy({ ...eviction, minZoneNodes: EVICTION_DEFAULTS.minZoneNodes })
     : [];
+  // Only these three reach the policy's rules with a value the parser accepted (the budgets' and cooldown's
+  // ranges are the parser's), so they are the flags to name.
   for (const problem of evictionProblems)
     problems.push(
       `eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold): ${problem}`,
     );
+  const groupLabelProblem =
+    accepted('eviction-group-label') && evictionGroupLabelProblem(eviction.groupLabel);
+  if (groupLabelProblem) problems.push(`--eviction-group-label: ${groupLabelProblem}`);
   for (const flag of ['bootstrap-taint-key', 'runtime-taint-key'] as const) {
     if (!accepted(flag)) continue;
     const problem = taintKeyProblem(v[flag] as string);

@@ -25,6 +25,10 @@ export class ControllerMetrics {
   readonly watchObjectsSkipped: Counter<'source'>;
   readonly extensionNodes: Gauge<'extension' | 'state'>;
   readonly evictions: Counter<'outcome'>;
+  readonly evictionSkipped: Counter<'subject' | 'reason'>;
+  readonly evictionHeldNodes: Gauge<'reason'>;
+  readonly evictionBlockedZones: Gauge<'reason'>;
+  readonly evictionEvictingNodes: Gauge;
   readonly leasesIgnored: Gauge<'reason'>;
   readonly rollupWrites: Counter<'kind' | 'result'>;
   readonly rollupDuration: Histogram;
@@ -133,6 +137,29 @@ export class ControllerMetrics {
       name: 'nodecare_controller_pod_evictions_total',
       help: 'Pod eviction attempts by outcome.',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.evictionSkipped = new Counter({
+      name: 'nodecare_controller_eviction_skipped_total',
+      help: 'Evictions left alone because another owner acts (subject node: DoNotDisrupt, KarpenterDisruption, Medik8sRemediation, OutOfService, Maintenance; subject pod: DoNotDisrupt), counted once per node and reason or per pod in a Degraded spell.',
+      labelNames: ['subject', 'reason'],
+      registers,
+    });
+    this.evictionHeldNodes = new Gauge({
+      name: 'nodecare_controller_eviction_held_nodes',
+      help: "Degraded nodes eviction holds back now, by reason: a budget (GroupBudget, ParallelCap) or another owner (the skip reasons); the leader's view.",
+      labelNames: ['reason'],
+      registers,
+    });
+    this.evictionBlockedZones = new Gauge({
+      name: 'nodecare_controller_eviction_blocked_zones',
+      help: "Zones with a Degraded node where eviction is stopped, by reason (ZoneDisrupted, CorrelatedFailure, StormCooldown); the leader's view.",
+      labelNames: ['reason'],
+      registers,
+    });
+    this.evictionEvictingNodes = new Gauge({
+      name: 'nodecare_controller_eviction_evicting_nodes',
+      help: 'Nodes being evicted now (first pass made, pods not all gone yet): what the group budgets and the parallel cap count.',
       registers,
     });
     this.leasesIgnored = new Gauge({

@@ -10,6 +10,7 @@ import { classifyResponse } from '../../lib/kube/errors.ts';
 import {
   evictionComplete,
   evictNodePods,
+  readNodeHold,
   runtimeTaint,
   skipReason,
   SkipReason,
@@ -139,23 +140,52 @@ describe('skipReason', () => {
       ),
       reason: SkipReason.ToleratesRuntimeTaint,
     },
+    {
+      name: 'a pod annotated karpenter.sh/do-not-disrupt "true" → skipped',
+      pod: pod({ annotations: { 'karpenter.sh/do-not-disrupt': 'true' } }),
+      reason: SkipReason.DoNotDisrupt,
+    },
+    {
+      name: 'a pod annotated karpenter.sh/do-not-disrupt "false" → evictable',
+      pod: pod({ annotations: { 'karpenter.sh/do-not-disrupt': 'false' } }),
+      reason: undefined,
+    },
+    {
+      name: 'a terminating do-not-disrupt pod → Terminating (it is leaving already)',
+      pod: pod({
+        annotations: { 'karpenter.sh/do-not-disrupt': 'true' },
+        deletionTimestamp: '2026-01-01T00:00:00Z',
+      }),
+      reason: SkipReason.Terminating,
+    },
   ])('$name', ({ pod: p, reason }) => {
     expect(skipReason(p, TAINT)).toBe(reason);
   });
 });
 
 describe('evictionComplete', () => {
-  const r = (outcome: PodEvictionResult['outcome']): PodEvictionResult => ({
+  const r = (outcome: PodEvictionResult['outcome'], reason = ''): PodEvictionResult => ({
     pod: 'ns/p',
     outcome,
-    reason: '',
+    reason,
   });
   it.each([
     {
-      name: 'evicted, gone and skipped → complete',
-      results: [r('evicted'), r('gone'), r('skipped')],
+      name: 'gone and skipped (DaemonSet, do-not-disrupt) → complete',
+      results: [r('gone'), r('skipped', 'DaemonSetPod'), r('skipped', 'DoNotDisrupt')],
       complete: true,
     },
+    {
+      name: 'one evicted by this pass → not complete (its pods have yet to leave)',
+      results: [r('evicted'), r('gone')],
+      complete: false,
+    },
+    {
+      name: 'one still Terminating → not complete',
+      results: [r('skipped', 'Terminating'), r('gone')],
+      complete: false,
+    },
+    { name: 'dry run: would evict → complete', results: [r('wouldEvict')], complete: true },
     { name: 'nothing on the node → complete', results: [], complete: true },
     {
       name: 'one blocked by a PDB → not complete',
@@ -245,5 +275,58 @@ describe('evictNodePods outcomes', () => {
     });
     expect(calls.map((c) => c.method)).toEqual(['GET']);
     expect(results.filter((r) => r.outcome === 'wouldEvict')).toHaveLength(5);
+  });
+});
+
+describe('readNodeHold (the Node as the API server has it now)', () => {
+  function nodeClient(answer: object | Error): Pick<KubeClient, 'request'> & { paths: string[] } {
+    const paths: string[] = [];
+    return {
+      paths,
+      async request<T>(_method: string, path: string): Promise<T> {
+        paths.push(path);
+        if (answer instanceof Error) throw answer;
+        return answer as T;
+      },
+    };
+  }
+  const read = (client: Pick<KubeClient, 'request'>) =>
+    readNodeHold({ client, nodeName: 'node-a', timeoutMs: 5_000 });
+
+  it.each<{ name: string; node: object; hold: string | undefined }>([
+    { name: 'a plain node → not held', node: { metadata: {}, spec: {} }, hold: undefined },
+    {
+      name: 'annotated karpenter.sh/do-not-disrupt → DoNotDisrupt',
+      node: { metadata: { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } } },
+      hold: 'DoNotDisrupt',
+    },
+    {
+      name: 'cordoned → Maintenance',
+      node: { metadata: {}, spec: { unschedulable: true } },
+      hold: 'Maintenance',
+    },
+    {
+      name: 'tainted karpenter.sh/disrupted → KarpenterDisruption',
+      node: { spec: { taints: [{ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' }] } },
+      hold: 'KarpenterDisruption',
+    },
+    {
+      name: 'KEP-5683 MaintenanceInProgress True → Maintenance',
+      node: { status: { conditions: [{ type: 'MaintenanceInProgress', status: 'True' }] } },
+      hold: 'Maintenance',
+    },
+  ])('$name', async ({ node, hold }) => {
+    const client = nodeClient(node);
+    expect(await read(client)).toBe(hold);
+    expect(client.paths).toEqual(['/api/v1/nodes/node-a']);
+  });
+
+  it('a node that is gone (404) → not held; any other failure rejects', async () => {
+    expect(await read(nodeClient(classifyResponse(404, { message: 'not found' }, undefined, 'GET')))).toBe(
+      undefined,
+    );
+    await expect(
+      read(nodeClient(classifyResponse(403, { message: 'forbidden' }, undefined, 'GET'))),
+    ).rejects.toThrow(/forbidden/);
   });
 });

@@ -1,8 +1,12 @@
 // One eviction pass over a node's pods through the Eviction API (policy/v1), so PodDisruptionBudgets are
 // respected (docs/design.md section 5). Never evicted: DaemonSet pods (they belong on every node and would come
 // straight back), mirror pods (the kubelet owns them), pods already terminating or finished, and pods that
-// tolerate the runtime taint (they chose to run on a Degraded node). Bare pods are evicted like the node
-// lifecycle controller does; PDBs are the way to protect them.
+// tolerate the runtime taint (they chose to run on a Degraded node), and pods annotated
+// karpenter.sh/do-not-disrupt: "true" (their owner opted out of voluntary disruption; owners.ts). Bare pods are
+// evicted like the node lifecycle controller does; PDBs are the way to protect them.
+//
+// Before a pass evicts, it reads the Node itself (readNodeHold): the cache keeps none of another owner's
+// annotations, and a node cordoned or claimed by another remediator since the plan must not be touched.
 //
 // Each eviction carries a UID precondition, so a pod re-created under the same name (a StatefulSet) is
 // never evicted by mistake. Pods are evicted one at a time: a pass is rate-limited per zone already, and
@@ -13,6 +17,7 @@ import { toleratesTaint, type Taint, type Toleration } from '../../api/schedulin
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
+import { holdOf, podDoNotDisrupt, type HoldReason, type OwnerFacts } from './owners.ts';
 
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 const LIST_PAGE_SIZE = 500;
@@ -47,6 +52,8 @@ export const SkipReason = {
   Terminating: 'Terminating',
   Finished: 'Finished',
   ToleratesRuntimeTaint: 'ToleratesRuntimeTaint',
+  /** Annotated karpenter.sh/do-not-disrupt: "true". */
+  DoNotDisrupt: 'DoNotDisrupt',
 } as const;
 export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason];
 
@@ -56,6 +63,7 @@ export function skipReason(pod: PodObject, taint: Taint): SkipReason | undefined
   if (pod.metadata.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) return SkipReason.MirrorPod;
   if (pod.metadata.deletionTimestamp) return SkipReason.Terminating;
   if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return SkipReason.Finished;
+  if (podDoNotDisrupt(pod.metadata.annotations)) return SkipReason.DoNotDisrupt;
   if (pod.spec?.tolerations?.some((t) => toleratesTaint(t, taint))) return SkipReason.ToleratesRuntimeTaint;
   return undefined;
 }
@@ -92,11 +100,56 @@ export interface EvictNodePodsOptions {
   beforeWrite?(): void;
 }
 
-/** True when the pass left nothing to retry (no PDB block, no error): the node is done. */
+/**
+ * True when the pass found nothing left to do: no pod evicted by it, none blocked by a PDB, none failed, none
+ * still Terminating. Until then the node is being evicted (it counts against the budgets, plan.ts): a pass that
+ * evicted is followed by one that sees those pods gone. A dry run's wouldEvict completes (nothing will change).
+ */
 export function evictionComplete(results: readonly PodEvictionResult[]): boolean {
   return results.every(
-    (r) => r.outcome !== EvictionOutcome.blockedByPDB && r.outcome !== EvictionOutcome.error,
+    (r) =>
+      r.outcome !== EvictionOutcome.evicted &&
+      r.outcome !== EvictionOutcome.blockedByPDB &&
+      r.outcome !== EvictionOutcome.error &&
+      !(r.outcome === EvictionOutcome.skipped && r.reason === SkipReason.Terminating),
   );
+}
+
+/** The fields of a Node the owners table reads (owners.ts). */
+interface NodeOwnerObject {
+  metadata?: { annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec?: { taints?: OwnerFacts['taints']; unschedulable?: boolean };
+  status?: { conditions?: OwnerFacts['conditions'] };
+}
+
+/**
+ * Reads the Node and says whose it is when not nodecare's to evict from (owners.ts), or undefined. A node that is
+ * gone is nobody's to evict from either: that is the pod list's to find (empty). Rejects with a KubeError.
+ */
+export async function readNodeHold(options: {
+  client: Pick<KubeClient, 'request'>;
+  nodeName: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}): Promise<HoldReason | undefined> {
+  let node: NodeOwnerObject;
+  try {
+    node = await options.client.request<NodeOwnerObject>(
+      'GET',
+      `/api/v1/nodes/${encodeURIComponent(options.nodeName)}`,
+      { timeoutMs: options.timeoutMs, signal: options.signal },
+    );
+  } catch (err) {
+    if (isKubeError(err, KubeErrorCode.NotFound)) return undefined;
+    throw err;
+  }
+  return holdOf({
+    annotations: node.metadata?.annotations,
+    deletionTimestamp: node.metadata?.deletionTimestamp,
+    taints: node.spec?.taints,
+    unschedulable: node.spec?.unschedulable,
+    conditions: node.status?.conditions,
+  });
 }
 
 async function listNodePods(options: EvictNodePodsOptions): Promise<PodObject[]> {
@@ -132,6 +185,9 @@ export async function evictNodePods(options: EvictNodePodsOptions): Promise<PodE
     const key = podKey(pod);
     const skip = skipReason(pod, taint);
     if (skip) {
+      // Another owner's word: say so (the other skips are nodecare's own rules, counted by outcome).
+      if (skip === SkipReason.DoNotDisrupt)
+        log.info({ pod: key, reason: skip }, 'Skipped pod annotated karpenter.sh/do-not-disrupt');
       results.push({ pod: key, outcome: EvictionOutcome.skipped, reason: skip });
       continue;
     }

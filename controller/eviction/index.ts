@@ -1,14 +1,19 @@
 // controller/eviction/: safe eviction (docs/design.md section 5). It owns the pure plan of which nodes may be
-// evicted now (zones, rate, breaker, plan.ts), one eviction pass over a node through the Eviction API
-// (evict.ts), and the runner that does passes per leadership term, its state reset each term (runner.ts).
+// evicted now (zones, rate, breaker, group budgets, the parallel cap, storm cooldowns, plan.ts), whose a node is
+// when another owner acts on it (owners.ts), one eviction pass over a node through the Eviction API (evict.ts),
+// and the runner that does passes per leadership term, its state reset each term (runner.ts).
 
 export {
   BlockReason,
+  BudgetReason,
   EVICTION_DEFAULTS,
+  NO_STORM,
   ZONE_LABEL,
+  groupOf,
   planEvictions,
   validateEvictionPolicy,
   type BlockedZone,
+  type StormMemory,
   type EvictionLimiter,
   type EvictionNode,
   type EvictionPlan,
@@ -20,10 +25,19 @@ export {
   SkipReason,
   evictNodePods,
   evictionComplete,
+  readNodeHold,
   runtimeTaint,
   skipReason,
   toleratesTaint,
   type EvictNodePodsOptions,
   type PodEvictionResult,
 } from './evict.ts';
-export { Evictor, type EvictionSettings, type EvictorDeps } from './runner.ts';
+export {
+  DO_NOT_DISRUPT_ANNOTATION,
+  HOLD_DESCRIPTIONS,
+  HoldReason,
+  holdOf,
+  podDoNotDisrupt,
+  type OwnerFacts,
+} from './owners.ts';
+export { Evictor, HOLD_RECHECK_MS, type EvictionSettings, type EvictorDeps } from './runner.ts';

@@ -1,12 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { NodeState } from '../decide/node-state.ts';
+import { HoldReason } from './owners.ts';
 import {
   BlockReason,
+  BudgetReason,
   EVICTION_DEFAULTS,
+  NO_STORM,
+  groupOf,
   planEvictions,
   validateEvictionPolicy,
   type EvictionNode,
   type EvictionPolicy,
+  type StormMemory,
 } from './plan.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -178,12 +183,13 @@ describe('planEvictions', () => {
       nextDeadlineMs: undefined,
     },
     {
-      name: 'a node tried before (blocked by a PDB) goes after one never tried',
+      name: 'a node tried before (blocked by a PDB) goes after one never tried (budget room for both)',
       nodes: [
         degraded('d1', 'a', LONG_AGO, { lastEvictionMs: NOW - 60 * SECOND }),
         degraded('d2', 'a', NOW - 400 * SECOND),
         ...many(3, ready, 'r'),
       ],
+      policy: { groupBudgetPercent: 100 },
       evict: ['d2'],
       nextDeadlineMs: NOW + 10 * SECOND,
     },
@@ -292,7 +298,300 @@ describe('validateEvictionPolicy', () => {
         ratePerSecond: 0,
         unhealthyZoneThreshold: 1.5,
         minZoneNodes: 0,
+        groupBudgetPercent: 0,
+        maxParallelNodes: 1.5,
+        maxParallelPercent: 101,
+        stormCooldownSeconds: -1,
       }),
-    ).toHaveLength(4);
+    ).toHaveLength(8);
+  });
+});
+
+/** Nodes of the group `pool` (label karpenter.sh/nodepool=pool) in zone `zone`. */
+function pooled(node: EvictionNode, pool: string): EvictionNode {
+  return { ...node, group: groupOf({ 'karpenter.sh/nodepool': pool, [ZONE]: node.zone }, GROUP_LABEL) };
+}
+const ZONE = 'topology.kubernetes.io/zone';
+const GROUP_LABEL = EVICTION_DEFAULTS.groupLabel;
+/** A Degraded node whose eviction started and has not completed (its pods are still leaving). */
+function evicting(name: string, zone = 'a'): EvictionNode {
+  return degraded(name, zone, LONG_AGO, { lastEvictionMs: NOW - 60 * SECOND });
+}
+
+describe('planEvictions budgets beyond zones (issue 54 item 1)', () => {
+  it.each<{
+    name: string;
+    nodes: EvictionNode[];
+    policy?: Partial<EvictionPolicy>;
+    evict: string[];
+    waiting?: Array<[string, BudgetReason]>;
+  }>([
+    {
+      name: 'group of 10 at 10%: one node being evicted → a new one waits (GroupBudget), the evicting one gets its pass',
+      nodes: [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')],
+      evict: ['e1'],
+      waiting: [['d1', BudgetReason.GroupBudget]],
+    },
+    {
+      name: 'group of 3 at 10% rounds up: one node may be evicted',
+      nodes: [degraded('d1'), ready('r1'), ready('r2'), ready('x1', 'b')],
+      evict: ['d1'],
+    },
+    {
+      name: 'group of 20 at 10%: two being evicted → a third waits',
+      nodes: [evicting('e1'), evicting('e2'), degraded('d1'), ...many(17, ready, 'r')],
+      evict: ['e1'],
+      waiting: [['d1', BudgetReason.GroupBudget]],
+    },
+    {
+      name: 'group of 20 at 10%: one being evicted → a second starts',
+      nodes: [
+        evicting('e1', 'b'),
+        degraded('d1'),
+        ...many(9, ready, 'r'),
+        ...many(9, (n) => ready(n, 'b'), 'rb'),
+      ].map((n) => pooled(n, 'p')),
+      evict: ['e1', 'd1'],
+    },
+    {
+      name: 'one NodePool across two zones shares one budget: a1 goes, b1 waits',
+      nodes: [
+        degraded('a1', 'a'),
+        degraded('b1', 'b'),
+        ...many(4, ready, 'ra'),
+        ...many(4, (n) => ready(n, 'b'), 'rb'),
+      ].map((n) => pooled(n, 'p')),
+      evict: ['a1'],
+      waiting: [['b1', BudgetReason.GroupBudget]],
+    },
+    {
+      name: 'two NodePools in one zone: each its own budget (the zone token still allows one per call)',
+      nodes: [
+        pooled(evicting('e1'), 'p'),
+        pooled(degraded('d1'), 'q'),
+        ...many(3, (n) => pooled(ready(n), 'p'), 'rp'),
+        ...many(3, (n) => pooled(ready(n), 'q'), 'rq'),
+      ],
+      evict: ['d1'],
+    },
+    {
+      name: 'without the group label a node is grouped by its zone',
+      nodes: [
+        evicting('e1'),
+        degraded('d2'),
+        ...many(8, ready, 'r'),
+        pooled(degraded('d1', 'b'), 'p'),
+        ...many(3, (n) => ready(n, 'b'), 'rb'),
+      ],
+      evict: ['d1', 'e1'],
+      waiting: [['d2', BudgetReason.GroupBudget]],
+    },
+    {
+      name: 'cluster cap of 1 node: a1 goes, b1 (its own group) waits (ParallelCap)',
+      nodes: [
+        degraded('a1', 'a'),
+        degraded('b1', 'b'),
+        ...many(4, ready, 'ra'),
+        ...many(4, (n) => ready(n, 'b'), 'rb'),
+      ],
+      policy: { maxParallelNodes: 1 },
+      evict: ['a1'],
+      waiting: [['b1', BudgetReason.ParallelCap]],
+    },
+    {
+      name: 'cluster cap of 1 node with one being evicted: the evicting one gets its pass, no new node',
+      nodes: [
+        evicting('a1', 'a'),
+        degraded('b1', 'b'),
+        ...many(4, ready, 'ra'),
+        ...many(4, (n) => ready(n, 'b'), 'rb'),
+      ],
+      policy: { maxParallelNodes: 1 },
+      evict: ['a1'],
+      waiting: [['b1', BudgetReason.ParallelCap]],
+    },
+    {
+      name: 'cluster cap of 10% of 10 nodes rounds to 1: b1 waits',
+      nodes: [
+        degraded('a1', 'a'),
+        degraded('b1', 'b'),
+        ...many(4, ready, 'ra'),
+        ...many(4, (n) => ready(n, 'b'), 'rb'),
+      ],
+      policy: { maxParallelPercent: 10 },
+      evict: ['a1'],
+      waiting: [['b1', BudgetReason.ParallelCap]],
+    },
+    {
+      name: 'count and percentage: the smaller applies (3 nodes, 50% of 10 = 5 → 3)',
+      nodes: [
+        evicting('a1', 'a'),
+        evicting('b1', 'b'),
+        evicting('c1', 'c'),
+        degraded('d1', 'd'),
+        ...many(6, (n) => ready(n, 'e'), 're'),
+      ],
+      policy: { maxParallelNodes: 3, maxParallelPercent: 50 },
+      evict: ['a1', 'b1', 'c1'],
+      waiting: [['d1', BudgetReason.ParallelCap]],
+    },
+    {
+      name: 'a completed node no longer counts: a new one starts',
+      nodes: [
+        degraded('e1', 'a', LONG_AGO, { lastEvictionMs: NOW - 60 * SECOND, evictionComplete: true }),
+        degraded('d1'),
+        ...many(8, ready, 'r'),
+      ],
+      evict: ['d1'],
+    },
+    {
+      name: 'a held node neither goes nor counts as being evicted',
+      nodes: [{ ...evicting('h1'), heldBy: HoldReason.DoNotDisrupt }, degraded('d1'), ...many(8, ready, 'r')],
+      evict: ['d1'],
+    },
+  ])('$name', ({ nodes, policy, evict, waiting = [] }) => {
+    const plan = planEvictions({ nodes, policy: { ...ON, ...policy }, limiter: new Map(), nowMs: NOW });
+    expect([...plan.evict].sort()).toEqual([...evict].sort());
+    expect(plan.waiting.map((w) => [w.name, w.reason])).toEqual(waiting);
+  });
+
+  it('groupOf: the label value when set, else the zone', () => {
+    expect(groupOf({ [GROUP_LABEL]: 'gpu', [ZONE]: 'a' }, GROUP_LABEL)).toBe('karpenter.sh/nodepool=gpu');
+    expect(groupOf({ [ZONE]: 'a' }, GROUP_LABEL)).toBe('topology.kubernetes.io/zone=a');
+    expect(groupOf({}, GROUP_LABEL)).toBe('topology.kubernetes.io/zone=');
+    expect(groupOf({ [GROUP_LABEL]: 'gpu', [ZONE]: 'a' }, '')).toBe('topology.kubernetes.io/zone=a');
+  });
+
+  it('a budget-held node has no deadline of its own; the evicting node sets the next one', () => {
+    const plan = planEvictions({
+      nodes: [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')],
+      policy: ON,
+      limiter: new Map(),
+      nowMs: NOW,
+    });
+    expect(plan.evict).toEqual(['e1']);
+    expect(plan.evicting).toEqual(['e1']);
+    expect(plan.nextDeadlineMs).toBeUndefined();
+    // The next call inside the zone's interval: e1 took the token, d1 still waits on the budget.
+    const next = planEvictions({
+      nodes: [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')],
+      policy: ON,
+      limiter: plan.limiter,
+      nowMs: NOW + SECOND,
+    });
+    expect(next.evict).toEqual([]);
+    expect(next.nextDeadlineMs).toBe(NOW + 10 * SECOND);
+  });
+
+  it('held nodes are listed with their reason', () => {
+    const plan = planEvictions({
+      nodes: [
+        { ...degraded('h2'), heldBy: HoldReason.KarpenterDisruption },
+        { ...degraded('h1'), heldBy: HoldReason.Medik8sRemediation },
+        ...many(8, ready, 'r'),
+      ],
+      policy: ON,
+      limiter: new Map(),
+      nowMs: NOW,
+    });
+    expect(plan.evict).toEqual([]);
+    expect(plan.held).toEqual([
+      { name: 'h1', reason: 'Medik8sRemediation' },
+      { name: 'h2', reason: 'KarpenterDisruption' },
+    ]);
+  });
+});
+
+describe('planEvictions storm cooldown (issue 54 item 1)', () => {
+  const zoneA = [degraded('a1', 'a'), ...many(4, ready, 'ra')];
+  const zoneB = [degraded('b1', 'b'), ...many(4, (n) => ready(n, 'b'), 'rb')];
+
+  /** Plans at each [second, breakerTripped, nodes] step, carrying the storm memory (a fresh limiter each step). */
+  function run(steps: Array<[number, boolean, EvictionNode[]]>, policy: Partial<EvictionPolicy> = {}) {
+    let storm: StormMemory = NO_STORM;
+    return steps.map(([t, breakerTripped, nodes]) => {
+      const plan = planEvictions({
+        nodes,
+        policy: { ...ON, ...policy, breakerTripped },
+        limiter: new Map(),
+        storm,
+        nowMs: NOW + t * SECOND,
+      });
+      storm = plan.storm;
+      return plan;
+    });
+  }
+
+  it('the breaker trips, then stops: every zone waits the cooldown (StormCooldown), then evicts', () => {
+    const nodes = [...zoneA, ...zoneB];
+    const [tripped, ended, during, after] = run([
+      [0, true, nodes],
+      [10, false, nodes],
+      [309, false, nodes],
+      [310, false, nodes],
+    ]);
+    expect(tripped?.blockedZones.map((b) => b.reason)).toEqual(['CorrelatedFailure', 'CorrelatedFailure']);
+    expect(ended?.evict).toEqual([]);
+    expect(ended?.blockedZones).toEqual([
+      { zone: 'a', reason: 'StormCooldown', considered: 5, unhealthy: 1, untilMs: NOW + 310 * SECOND },
+      { zone: 'b', reason: 'StormCooldown', considered: 5, unhealthy: 1, untilMs: NOW + 310 * SECOND },
+    ]);
+    expect(ended?.nextDeadlineMs).toBe(NOW + 310 * SECOND);
+    expect(during?.evict).toEqual([]);
+    expect(after?.evict).toEqual(['a1', 'b1']);
+    expect(after?.blockedZones).toEqual([]);
+  });
+
+  it("a zone's disruption ends: that zone waits the cooldown, the other zone does not", () => {
+    const disrupted = [...many(3, (n) => degraded(n, 'a'), 'da'), ...many(2, ready, 'ra')];
+    const recovered = [degraded('da1', 'a'), ...many(4, ready, 'ra')];
+    const [stopped, ended, after] = run([
+      [0, false, [...disrupted, ...zoneB]],
+      [5, false, [...recovered, ...zoneB]],
+      [305, false, [...recovered, ...zoneB]],
+    ]);
+    expect(stopped?.blockedZones.map((b) => [b.zone, b.reason])).toEqual([['a', 'ZoneDisrupted']]);
+    expect(stopped?.evict).toEqual(['b1']);
+    expect(ended?.blockedZones.map((b) => [b.zone, b.reason])).toEqual([['a', 'StormCooldown']]);
+    expect(ended?.evict).toEqual(['b1']);
+    expect(after?.evict).toEqual(['da1', 'b1']);
+  });
+
+  it('a zone disrupted again during its cooldown is ZoneDisrupted, and its cooldown starts anew when it ends', () => {
+    const disrupted = [...many(3, (n) => degraded(n, 'a'), 'da'), ...many(2, ready, 'ra'), ...zoneB];
+    const recovered = [degraded('da1', 'a'), ...many(4, ready, 'ra'), ...zoneB];
+    const plans = run([
+      [0, false, disrupted],
+      [10, false, recovered],
+      [100, false, disrupted],
+      [200, false, recovered],
+      [450, false, recovered],
+      [500, false, recovered],
+    ]);
+    expect(plans.map((p) => p.blockedZones.find((b) => b.zone === 'a')?.reason)).toEqual([
+      'ZoneDisrupted',
+      'StormCooldown',
+      'ZoneDisrupted',
+      'StormCooldown',
+      'StormCooldown',
+      undefined,
+    ]);
+  });
+
+  it('cooldown 0 → evicts as soon as the stop ends', () => {
+    const nodes = [...zoneA, ...zoneB];
+    const [, ended] = run(
+      [
+        [0, true, nodes],
+        [1, false, nodes],
+      ],
+      { stormCooldownSeconds: 0 },
+    );
+    expect(ended?.evict).toEqual(['a1', 'b1']);
+  });
+
+  it('no storm seen (a new term) → no cooldown', () => {
+    const [first] = run([[0, false, [...zoneA, ...zoneB]]]);
+    expect(first?.evict).toEqual(['a1', 'b1']);
   });
 });

@@ -9,7 +9,7 @@ import { FakeClock } from '../../lib/testing.ts';
 import { createLogger } from '../../lib/log.ts';
 import { loadControllerConfig, type ControllerConfig } from '../config.ts';
 import { NodeState } from '../decide/index.ts';
-import type { PodEvictionResult } from './index.ts';
+import { HoldReason, SkipReason, type PodEvictionResult } from './index.ts';
 import { EVICTION_RBAC_REMEDY, Evictor } from './runner.ts';
 import { ControllerMetrics } from '../metrics.ts';
 
@@ -130,5 +130,159 @@ describe('Evictor without the rights (issue 50 item 6: the default install grant
     expect(refused.length).toBeGreaterThan(0);
     expect(refused[0]).toMatchObject({ level: 'error', remedy: EVICTION_RBAC_REMEDY });
     expect(EVICTION_RBAC_REMEDY).toContain('controller-eviction');
+  });
+});
+
+describe('Evictor guards (issue 54): budgets and other owners, as passes see them', () => {
+  type Answer = (name: string) => PodEvictionResult[];
+  function guarded(opts: {
+    states: Map<string, NodeState>;
+    answer?: Answer;
+    cachedHold?: (name: string) => HoldReason | undefined;
+    freshHold?: (name: string) => HoldReason | undefined;
+    argv?: string[];
+  }) {
+    const clock = new FakeClock();
+    const evicted: string[] = [];
+    const reads: string[] = [];
+    const events: Array<{ node: string; reason: string; message: string }> = [];
+    const registry = new Registry();
+    const metrics = new ControllerMetrics(registry);
+    const loaded = loadControllerConfig(
+      ['--evict-after-seconds=1', '--eviction-rate=100', ...(opts.argv ?? [])],
+      {},
+    );
+    if (!('config' in loaded)) throw new Error('expected a config');
+    const evictor = new Evictor({
+      evict: async (name) => {
+        evicted.push(name);
+        return (opts.answer ?? (() => []))(name);
+      },
+      hold: async (name) => {
+        reads.push(name);
+        return opts.freshHold?.(name);
+      },
+      clock,
+      log: createLogger({ level: 'silent', name: 'test' }),
+      metrics,
+      events: {
+        nodeEvent: async (node, event) => {
+          events.push({ node: node.name, reason: event.reason, message: event.message });
+        },
+      },
+      config: loaded.config,
+      node: (name) => {
+        const hold = opts.cachedHold?.(name);
+        return { name, uid: `uid-${name}`, zone: 'z', ...(hold ? { hold } : {}) };
+      },
+      states: () => opts.states,
+      breakerTripped: () => false,
+    });
+    const skipped = async () =>
+      (await metrics.evictionSkipped.get()).values.map((v) => [v.labels.subject, v.labels.reason, v.value]);
+    return { clock, evictor, evicted, reads, events, metrics, skipped };
+  }
+  const fleet = (bad: string[], ready = 8) =>
+    new Map<string, NodeState>([
+      ...Array.from({ length: ready }, (_, i): [string, NodeState] => [`ready-${i}`, NodeState.Ready]),
+      ...bad.map((name): [string, NodeState] => [name, NodeState.Degraded]),
+    ]);
+
+  it('a node the cache shows held (karpenter.sh/disrupted) is never evicted nor read; skipped once, one event', async () => {
+    const t = guarded({
+      states: fleet(['bad-1']),
+      cachedHold: (name) => (name === 'bad-1' ? HoldReason.KarpenterDisruption : undefined),
+    });
+    t.evictor.start();
+    await t.clock.advance(0);
+    for (let i = 0; i < 5; i++) await t.clock.advance(5_000);
+    await t.evictor.stop();
+    expect(t.evicted).toEqual([]);
+    expect(t.reads).toEqual([]);
+    expect(await t.skipped()).toEqual([['node', 'KarpenterDisruption', 1]]);
+    expect(t.events).toEqual([
+      {
+        node: 'bad-1',
+        reason: 'EvictionSkipped',
+        message: expect.stringMatching(/node tainted karpenter.sh\/disrupted/),
+      },
+    ]);
+  });
+
+  it('a node the fresh read finds annotated do-not-disrupt is left alone, gives back its token, and is read again only after 30 s', async () => {
+    const t = guarded({
+      states: fleet(['bad-1', 'bad-2'], 18),
+      freshHold: (name) => (name === 'bad-1' ? HoldReason.DoNotDisrupt : undefined),
+    });
+    t.evictor.start();
+    await t.clock.advance(0);
+    await t.clock.advance(1_000); // both qualify; bad-1 (first by name) is read, held; bad-2 goes at once
+    await t.clock.advance(0);
+    expect(t.reads.slice(0, 2)).toEqual(['bad-1', 'bad-2']);
+    expect(t.evicted).toEqual(['bad-2']);
+    const readsOfHeld = () => t.reads.filter((n) => n === 'bad-1').length;
+    await t.clock.advance(25_000);
+    expect(readsOfHeld()).toBe(1);
+    await t.clock.advance(10_000);
+    expect(readsOfHeld()).toBe(2);
+    await t.evictor.stop();
+    expect(t.evicted).toEqual(['bad-2']);
+    expect(await t.skipped()).toEqual([['node', 'DoNotDisrupt', 1]]);
+    expect(t.events.map((e) => [e.node, e.reason])).toEqual([['bad-1', 'EvictionSkipped']]);
+  });
+
+  it('a pod annotated do-not-disrupt: counted and recorded once per spell, and it does not keep the node in flight', async () => {
+    const t = guarded({
+      states: fleet(['bad-1']),
+      answer: () => [{ pod: 'ns/keep', outcome: 'skipped', reason: SkipReason.DoNotDisrupt }],
+    });
+    t.evictor.start();
+    await t.clock.advance(0);
+    for (let i = 0; i < 4; i++) await t.clock.advance(5_000);
+    await t.evictor.stop();
+    expect(t.evicted).toEqual(['bad-1']);
+    expect(await t.skipped()).toEqual([['pod', 'DoNotDisrupt', 1]]);
+    expect(t.events).toEqual([
+      {
+        node: 'bad-1',
+        reason: 'EvictionSkipped',
+        message: expect.stringMatching(/Did not evict pod ns\/keep/),
+      },
+    ]);
+  });
+
+  it('group budget 10% of 10 nodes: the second node starts only once a pass finds the first one empty', async () => {
+    // bad-1's passes: its pod evicted, then Terminating, then gone; bad-2 waits (GroupBudget) until then.
+    const leftToGo = new Map([
+      ['bad-1', 2],
+      ['bad-2', 2],
+    ]);
+    // Each node's first pass evicts its pod; the next finds it Terminating; the one after finds it gone.
+    const t = guarded({
+      states: fleet(['bad-1', 'bad-2']),
+      answer: (name) => {
+        const left = leftToGo.get(name) ?? 0;
+        leftToGo.set(name, left - 1);
+        if (left === 2) return [{ pod: `ns/${name}`, outcome: 'evicted', reason: 'Evicted' }];
+        if (left === 1) return [{ pod: `ns/${name}`, outcome: 'skipped', reason: SkipReason.Terminating }];
+        return [];
+      },
+    });
+    t.evictor.start();
+    await t.clock.advance(0);
+    await t.clock.advance(1_000);
+    expect(t.evicted).toEqual(['bad-1']);
+    expect((await t.metrics.evictionEvictingNodes.get()).values[0]?.value).toBe(0);
+    // A node being evicted gets its next pass within the idle bound (5 s).
+    await t.clock.advance(5_000);
+    await t.clock.advance(5_000);
+    expect(t.evicted).toEqual(['bad-1', 'bad-1', 'bad-1']);
+    const held = (await t.metrics.evictionHeldNodes.get()).values.find(
+      (v) => v.labels.reason === 'GroupBudget',
+    );
+    expect(held?.value).toBe(1);
+    await t.clock.advance(5_000);
+    expect(t.evicted).toEqual(['bad-1', 'bad-1', 'bad-1', 'bad-2']);
+    await t.evictor.stop();
   });
 });

@@ -1,15 +1,26 @@
 // Runs safe eviction (docs/design.md section 5) beside the reconciler: off unless --evict-after-seconds > 0. Each pass
-// plans over every node's current state (controller/eviction/plan.ts: per-zone rate, zone and breaker stops),
-// evicts the chosen nodes' pods through the Eviction API (PDBs respected), records PodEvicted events, and
-// sleeps until the plan's next deadline.
+// plans over every node's current state (controller/eviction/plan.ts: per-zone rate, zone and breaker stops,
+// group budgets, the cluster's cap, storm cooldowns), reads each chosen Node again and leaves it alone when another
+// owner acts on it (owners.ts), evicts the chosen nodes' pods through the Eviction API (PDBs respected), records
+// PodEvicted and EvictionSkipped events, and sleeps until the plan's next deadline.
 
 import { EventReason } from '../../api/reasons.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { NodeState } from '../decide/index.ts';
-import { evictionComplete, type PodEvictionResult } from './evict.ts';
-import { EVICTION_DEFAULTS, planEvictions, type EvictionNode } from './plan.ts';
+import { evictionComplete, SkipReason, type PodEvictionResult } from './evict.ts';
+import { HOLD_DESCRIPTIONS, type HoldReason } from './owners.ts';
+import {
+  BlockReason,
+  BudgetReason,
+  EVICTION_DEFAULTS,
+  NO_STORM,
+  planEvictions,
+  type EvictionNode,
+  type EvictionPlan,
+  type StormMemory,
+} from './plan.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { eventNotRecorded, type EventRecorder } from '../writes/index.ts';
 
@@ -18,12 +29,27 @@ export const EVICTION_RBAC_REMEDY =
   'add the kustomize component controller-eviction (list pods, create pods/eviction); the Helm chart grants them when eviction.evictAfterSeconds is above 0';
 
 const MAX_IDLE_MS = 5_000;
+/**
+ * A node the fresh read found held by an annotation (the cache does not keep another owner's annotations) is read
+ * again after this long, when the plan picks it again: at most one GET per held node per 30 s.
+ */
+export const HOLD_RECHECK_MS = 30_000;
 
-/** The settings of safe eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold, --eviction-dry-run). */
+/**
+ * The settings of safe eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold,
+ * --eviction-group-label, --eviction-group-budget-percent, --eviction-max-parallel-nodes,
+ * --eviction-max-parallel-percent, --eviction-storm-cooldown-seconds, --eviction-dry-run).
+ */
 export interface EvictionSettings {
   evictAfterSeconds: number;
   ratePerSecond: number;
   unhealthyZoneThreshold: number;
+  /** The node label naming a node's group ('' = groups are zones); read by the caller's node(). */
+  groupLabel: string;
+  groupBudgetPercent: number;
+  maxParallelNodes: number;
+  maxParallelPercent: number;
+  stormCooldownSeconds: number;
   dryRun: boolean;
 }
 
@@ -33,14 +59,24 @@ export interface EvictorDeps {
    * every eviction, in production; a fake in unit tests). Rejects when the pass must end.
    */
   evict(nodeName: string, dryRun: boolean): Promise<PodEvictionResult[]>;
+  /**
+   * Reads the Node as the API server has it now and says whose it is when not nodecare's (readNodeHold in
+   * production). Called before each pass on a node; undefined: no such read (the cache's view only).
+   */
+  hold?(nodeName: string): Promise<HoldReason | undefined>;
   clock: Clock;
   log: Logger;
   metrics: ControllerMetrics;
   events: EventRecorder;
   /** The controller's eviction settings (ControllerConfig's own shape) and its --dry-run. */
   config: { dryRun: boolean; eviction: EvictionSettings };
-  /** The node's zone ('' when unknown) and the node to record events on (undefined when it is gone). */
-  node(name: string): { name: string; uid: string; zone: string } | undefined;
+  /**
+   * The node's zone ('' when unknown), its budget group (plan.ts groupOf; its zone's when undefined), whose it is
+   * as the cache shows it (taints, maintenance), and the node to record events on (undefined when it is gone).
+   */
+  node(
+    name: string,
+  ): { name: string; uid: string; zone: string; group?: string; hold?: HoldReason } | undefined;
   /** Each node's latest decided state. */
   states(): ReadonlyMap<string, NodeState>;
   /** Whether a suspension holds the node (nothing is evicted from it). */
@@ -52,12 +88,19 @@ interface Spell {
   degradedSinceMs: number;
   lastEvictionMs?: number;
   evictionComplete?: boolean;
+  /** The last fresh read found the node held: it is not picked again until untilMs. */
+  freshHold?: { reason: HoldReason; untilMs: number };
+  /** The hold last reported (log, metric, event): reported again only when it changes. */
+  reportedHold?: HoldReason;
+  /** Pods skipped for karpenter.sh/do-not-disrupt and reported in this spell (once each). */
+  reportedPods?: Set<string>;
 }
 
 export class Evictor {
   private readonly deps: EvictorDeps;
   private readonly spells = new Map<string, Spell>();
   private limiter = new Map<string, number>();
+  private storm: StormMemory = NO_STORM;
   private timer: Timer | undefined;
   private running = false;
   /** The pass in flight, if any. */
@@ -73,14 +116,15 @@ export class Evictor {
 
   /**
    * Starts a leadership term from nothing, as the breaker does: spells (Degraded since, evictions made and
-   * completed) and the rate limiter of an earlier term are forgotten, so a node is evicted only once this
-   * term has itself seen it Degraded for --evict-after-seconds, never on a "Degraded since" that another
-   * replica's term may have ended meanwhile.
+   * completed), the rate limiter and the storm memory of an earlier term are forgotten, so a node is evicted
+   * only once this term has itself seen it Degraded for --evict-after-seconds, never on a "Degraded since" that
+   * another replica's term may have ended meanwhile.
    */
   start(): void {
     if (!this.enabled || this.running) return;
     this.spells.clear();
     this.limiter = new Map();
+    this.storm = NO_STORM;
     this.running = true;
     this.schedule(0);
   }
@@ -90,6 +134,11 @@ export class Evictor {
     this.running = false;
     this.timer?.cancel();
     await this.current;
+    // This replica no longer evicts: its view of who waits is not the cluster's any more.
+    const { metrics } = this.deps;
+    metrics.evictionHeldNodes.reset();
+    metrics.evictionBlockedZones.reset();
+    metrics.evictionEvictingNodes.set(0);
   }
 
   private schedule(delayMs: number): void {
@@ -101,9 +150,7 @@ export class Evictor {
     });
   }
 
-  private nodes(): EvictionNode[] {
-    const { clock } = this.deps;
-    const now = clock.monotonic();
+  private nodes(now: number): EvictionNode[] {
     const states = this.deps.states();
     for (const name of this.spells.keys())
       if (states.get(name) !== NodeState.Degraded) this.spells.delete(name);
@@ -114,45 +161,144 @@ export class Evictor {
         spell = { degradedSinceMs: now };
         this.spells.set(name, spell);
       }
+      const node = this.deps.node(name);
       const suspended = this.deps.suspended?.(name) === true;
+      const fresh = spell?.freshHold && spell.freshHold.untilMs > now ? spell.freshHold.reason : undefined;
+      const heldBy = spell ? (node?.hold ?? fresh) : undefined;
+      if (spell && node?.hold) this.reportHold(name, spell, node.hold);
+      const { freshHold: _fresh, reportedHold: _reported, reportedPods: _pods, ...progress } = spell ?? {};
       nodes.push({
         name,
         state,
-        zone: this.deps.node(name)?.zone ?? '',
-        ...spell,
+        zone: node?.zone ?? '',
+        ...(node?.group !== undefined ? { group: node.group } : {}),
+        ...progress,
         ...(suspended ? { suspended } : {}),
+        ...(heldBy ? { heldBy } : {}),
       });
     }
     return nodes;
+  }
+
+  /** Logs, counts and records a node's hold once per change (nodecare_controller_eviction_skipped_total). */
+  private reportHold(name: string, spell: Spell, reason: HoldReason): void {
+    if (spell.reportedHold === reason) return;
+    spell.reportedHold = reason;
+    const { log, metrics } = this.deps;
+    metrics.evictionSkipped.inc({ subject: 'node', reason });
+    log.info({ node: name, reason }, 'Skipped eviction of a node another owner acts on');
+    this.event(
+      name,
+      `Did not evict pods: node ${HOLD_DESCRIPTIONS[reason]}; nodecare leaves it to that owner.`,
+    );
+  }
+
+  private event(name: string, message: string): void {
+    const { log, metrics, events } = this.deps;
+    const node = this.deps.node(name);
+    if (!node) return;
+    metrics.events.inc({ reason: EventReason.EvictionSkipped });
+    events
+      .nodeEvent(node, { type: 'Normal', reason: EventReason.EvictionSkipped, message })
+      .catch((err: unknown) => eventNotRecorded(log, err));
+  }
+
+  /** The plan's holds and stops as gauges, and a log line when a storm cooldown starts. */
+  private observe(plan: EvictionPlan, previous: StormMemory): void {
+    const { log, metrics } = this.deps;
+    metrics.evictionHeldNodes.reset();
+    const held = new Map<string, number>();
+    for (const { reason } of [...plan.waiting, ...plan.held]) held.set(reason, (held.get(reason) ?? 0) + 1);
+    for (const reason of [...Object.values(BudgetReason), ...Object.keys(HOLD_DESCRIPTIONS)])
+      metrics.evictionHeldNodes.set({ reason }, held.get(reason) ?? 0);
+    for (const reason of Object.values(BlockReason))
+      metrics.evictionBlockedZones.set(
+        { reason },
+        plan.blockedZones.filter((z) => z.reason === reason).length,
+      );
+    metrics.evictionEvictingNodes.set(plan.evicting.length);
+    for (const zone of plan.blockedZones) log.debug({ ...zone }, 'Eviction held back in zone');
+    for (const wait of plan.waiting)
+      log.debug({ node: wait.name, ...wait }, 'Eviction held back by a budget');
+    const { clusterCooldownUntilMs } = plan.storm;
+    const now = this.deps.clock.monotonic();
+    if (clusterCooldownUntilMs !== undefined && clusterCooldownUntilMs !== previous.clusterCooldownUntilMs)
+      log.info(
+        { seconds: Math.round((clusterCooldownUntilMs - now) / 1000) },
+        'Eviction cooling down in every zone: the breaker stopped tripping',
+      );
+    for (const [zone, untilMs] of plan.storm.zoneCooldownUntilMs)
+      if (previous.zoneCooldownUntilMs.get(zone) !== untilMs)
+        log.info(
+          { zone, seconds: Math.round((untilMs - now) / 1000) },
+          'Eviction cooling down in zone: its disruption ended',
+        );
   }
 
   private async pass(): Promise<void> {
     if (!this.running) return;
     const { clock, config, log, metrics, events } = this.deps;
     try {
+      const now = clock.monotonic();
       const plan = planEvictions({
-        nodes: this.nodes(),
+        nodes: this.nodes(now),
         policy: {
           evictAfterSeconds: config.eviction.evictAfterSeconds,
           ratePerSecond: config.eviction.ratePerSecond,
           unhealthyZoneThreshold: config.eviction.unhealthyZoneThreshold,
           minZoneNodes: EVICTION_DEFAULTS.minZoneNodes,
+          groupBudgetPercent: config.eviction.groupBudgetPercent,
+          maxParallelNodes: config.eviction.maxParallelNodes,
+          maxParallelPercent: config.eviction.maxParallelPercent,
+          stormCooldownSeconds: config.eviction.stormCooldownSeconds,
           breakerTripped: this.deps.breakerTripped(),
         },
         limiter: this.limiter,
-        nowMs: clock.monotonic(),
+        storm: this.storm,
+        nowMs: now,
       });
+      const previousLimiter = this.limiter;
+      const previousStorm = this.storm;
       this.limiter = plan.limiter;
-      for (const zone of plan.blockedZones) log.debug({ ...zone }, 'Eviction held back in zone');
+      this.storm = plan.storm;
+      this.observe(plan, previousStorm);
+      // A node found held by the fresh read did not start: plan again at once without it.
+      let replan = false;
       for (const name of plan.evict) {
         if (!this.running) return;
         const spell = this.spells.get(name);
+        const hold = await this.deps.hold?.(name);
+        if (!this.running) return;
+        if (hold) {
+          if (spell) {
+            spell.freshHold = { reason: hold, untilMs: clock.monotonic() + HOLD_RECHECK_MS };
+            this.reportHold(name, spell, hold);
+          }
+          // Its zone's token goes back: nothing was evicted.
+          const zone = this.deps.node(name)?.zone ?? '';
+          const last = previousLimiter.get(zone);
+          if (last === undefined) this.limiter.delete(zone);
+          else this.limiter.set(zone, last);
+          replan = true;
+          continue;
+        }
+        if (spell && this.deps.hold) spell.reportedHold = undefined;
         if (spell) spell.lastEvictionMs = clock.monotonic();
         const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
         if (spell) spell.evictionComplete = evictionComplete(results);
         const node = this.deps.node(name);
         for (const result of results) {
           metrics.evictions.inc({ outcome: result.outcome });
+          if (
+            result.outcome === 'skipped' &&
+            result.reason === SkipReason.DoNotDisrupt &&
+            spell &&
+            !spell.reportedPods?.has(result.pod)
+          ) {
+            (spell.reportedPods ??= new Set()).add(result.pod);
+            metrics.evictionSkipped.inc({ subject: 'pod', reason: SkipReason.DoNotDisrupt });
+            this.event(name, `Did not evict pod ${result.pod}: annotated karpenter.sh/do-not-disrupt=true.`);
+          }
           if (result.outcome === 'evicted' && node) {
             metrics.events.inc({ reason: EventReason.PodEvicted });
             events
@@ -166,7 +312,11 @@ export class Evictor {
         }
       }
       this.schedule(
-        plan.nextDeadlineMs === undefined ? MAX_IDLE_MS : plan.nextDeadlineMs - clock.monotonic(),
+        replan
+          ? 0
+          : plan.nextDeadlineMs === undefined
+            ? MAX_IDLE_MS
+            : plan.nextDeadlineMs - clock.monotonic(),
       );
     } catch (err) {
       if (!this.running) return;
