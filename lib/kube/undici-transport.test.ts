@@ -2,12 +2,17 @@
 // order, events written while the stream pauses arrive after the pause, and every way out of the stream (its
 // end, an ERROR event, a bad line, silence, an abort, leaving the loop) ends the request.
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeClient } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
 import { UndiciTransport } from './undici-transport.ts';
+import { selfSignedCert } from '../testing.ts';
 
 let server: Server | undefined;
 
@@ -286,5 +291,57 @@ describe('a coalesced watch', () => {
     }
     await until(open.closed);
     await transport.close();
+  });
+});
+
+describe('UndiciTransport through a proxy (Connection.proxy)', () => {
+  it('tunnels with CONNECT to the server, verifies its certificate inside the tunnel, and sends the request', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nodecare-proxy-'));
+    const { key, cert } = await selfSignedCert(dir);
+    const api = createHttpsServer({ key, cert }, (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ path: req.url, auth: req.headers.authorization }));
+    });
+    api.listen(0, '127.0.0.1');
+    await once(api, 'listening');
+    const apiPort = (api.address() as AddressInfo).port;
+    const targets: string[] = [];
+    const sockets: Socket[] = [];
+    const proxy = createServer((_req, res) => res.writeHead(405).end());
+    proxy.on('connect', (req, client: Socket) => {
+      targets.push(req.url ?? '');
+      const upstream = connect(apiPort, '127.0.0.1', () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      sockets.push(client, upstream);
+    });
+    proxy.listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const connection = {
+      server: `https://127.0.0.1:${apiPort}`,
+      authHeaders: async () => ({ authorization: 'Bearer t' }),
+      proxy: proxyUrl,
+      source: 'test',
+    };
+    const trusted = new KubeClient({ ...connection, tls: { ca: cert } });
+    const untrusted = new KubeClient({ ...connection, tls: {} });
+    try {
+      expect(await trusted.get('/api/v1/nodes')).toEqual({ path: '/api/v1/nodes', auth: 'Bearer t' });
+      expect(targets).toEqual([`127.0.0.1:${apiPort}`]);
+      // The proxy carries bytes only: TLS is end to end, so a server the client does not trust is refused.
+      await expect(untrusted.get('/api')).rejects.toMatchObject({ code: KubeErrorCode.Network });
+      expect(targets).toHaveLength(2);
+    } finally {
+      await trusted.close();
+      await untrusted.close();
+      for (const s of sockets) s.destroy();
+      proxy.close();
+      api.closeAllConnections();
+      api.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
