@@ -169,18 +169,11 @@ export interface ConnectionSettings {
 export function connectionSettings(values: OptionValues): ConnectionSettings {
   const text = (name: string): string | undefined => (values[name] as string | undefined) || undefined;
   const overrides: ConnectionOverrides = {};
-  for (const [flag, key] of [
-    ['context', 'context'],
-    ['cluster', 'cluster'],
-    ['user', 'user'],
-    ['server', 'server'],
-    ['as', 'as'],
-  ] as const) {
-    const value = text(flag);
+  // As kubectl: an empty value is no value (the flag's default), --token= included.
+  for (const key of ['context', 'cluster', 'user', 'server', 'token', 'as'] as const) {
+    const value = text(key);
     if (value !== undefined) overrides[key] = value;
   }
-  // An empty --token is still a token: kubectl sends it (and the server refuses it).
-  if (typeof values.token === 'string') overrides.token = values.token;
   if (values['insecure-skip-tls-verify'] === true) overrides.insecureSkipTlsVerify = true;
   const groups = (values['as-group'] as string[] | undefined) ?? [];
   if (groups.length > 0) overrides.asGroups = groups;
