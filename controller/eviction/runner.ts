@@ -286,6 +286,8 @@ export class Evictor {
         if (spell) spell.lastEvictionMs = clock.monotonic();
         const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
         if (spell) spell.evictionComplete = evictionComplete(results);
+        // A node done frees its place in the budgets: a node waiting on them may start now.
+        if (spell?.evictionComplete && plan.waiting.length > 0) replan = true;
         const node = this.deps.node(name);
         for (const result of results) {
           metrics.evictions.inc({ outcome: result.outcome });

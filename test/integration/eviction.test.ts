@@ -1,6 +1,8 @@
 // Eviction passes (controller/eviction/evict.ts) against the real API server. Pods are created directly with
 // spec.nodeName on plain Node objects. There is no kubelet, so an evicted pod that has a node is deleted
 // gracefully and stays Terminating: an accepted eviction shows as a deletionTimestamp (or the pod gone).
+// The guards of issue 54 run here too: the Evictor (runner.ts) with the real passes and the real read of the
+// Node, its decided states given by the test (the reconciler's part is not the API server's story).
 
 import {
   ApiException,
@@ -10,11 +12,22 @@ import {
   PolicyV1Api,
   setHeaderOptions,
   type V1Pod,
+  type V1Taint,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_RUNTIME_TAINT_KEY } from '../../api/names.ts';
-import { evictNodePods, type PodEvictionResult } from '../../controller/eviction/index.ts';
+import { loadControllerConfig } from '../../controller/config.ts';
+import { NodeState } from '../../controller/decide/index.ts';
+import {
+  Evictor,
+  evictNodePods,
+  readNodeHold,
+  type PodEvictionResult,
+} from '../../controller/eviction/index.ts';
+import { ControllerMetrics } from '../../controller/metrics.ts';
+import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { adminKubeConfig, uniqueName } from './helpers.ts';
@@ -36,12 +49,22 @@ afterAll(async () => {
   await client?.close();
 });
 
-async function createNode(): Promise<string> {
-  const name = uniqueName('evict-node');
+async function createNode(
+  extra: {
+    prefix?: string;
+    annotations?: Record<string, string>;
+    taints?: V1Taint[];
+    unschedulable?: boolean;
+  } = {},
+): Promise<string> {
+  const name = uniqueName(extra.prefix ?? 'evict-node');
   await core.createNode({
     body: {
-      metadata: { name, labels: { 'kubernetes.io/hostname': name } },
-      spec: { taints: [{ key: DEFAULT_RUNTIME_TAINT_KEY, effect: 'NoSchedule' }] },
+      metadata: { name, labels: { 'kubernetes.io/hostname': name }, annotations: extra.annotations },
+      spec: {
+        taints: [{ key: DEFAULT_RUNTIME_TAINT_KEY, effect: 'NoSchedule' }, ...(extra.taints ?? [])],
+        unschedulable: extra.unschedulable,
+      },
     },
   });
   return name;
@@ -228,5 +251,163 @@ describe('evictNodePods against the real API server', () => {
       'dry-web': 'wouldEvict',
     });
     expect(await evictionAccepted('dry-web')).toBe(false);
+  });
+});
+
+describe('never fight another owner (issue 54 item 2), against the real API server', () => {
+  it('a pod annotated karpenter.sh/do-not-disrupt "true" is skipped (DoNotDisrupt); its neighbour is evicted', async () => {
+    const node = await createNode();
+    await createPod(node, 'dnd-keep', {
+      metadata: { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } },
+    });
+    await createPod(node, 'dnd-false', {
+      metadata: { annotations: { 'karpenter.sh/do-not-disrupt': 'false' } },
+    });
+    await createPod(node, 'dnd-neighbour');
+    expect(outcomes(await evict(node))).toEqual({
+      'dnd-false': 'evicted',
+      'dnd-keep': 'skipped:DoNotDisrupt',
+      'dnd-neighbour': 'evicted',
+    });
+    expect(await evictionAccepted('dnd-keep')).toBe(false);
+    expect(await evictionAccepted('dnd-neighbour')).toBe(true);
+  });
+
+  it("readNodeHold reads the Node's annotations, taints, cordon and lifecycle conditions as the API server has them", async () => {
+    const read = (nodeName: string) => readNodeHold({ client, nodeName, timeoutMs: 10_000 });
+    const plain = await createNode();
+    const dnd = await createNode({ annotations: { 'karpenter.sh/do-not-disrupt': 'true' } });
+    const karpenter = await createNode({ taints: [{ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' }] });
+    const snr = await createNode({
+      taints: [{ key: 'medik8s.io/remediation', value: 'self-node-remediation', effect: 'NoExecute' }],
+    });
+    const cordoned = await createNode({ unschedulable: true });
+    const draining = await createNode();
+    await core.patchNodeStatus(
+      {
+        name: draining,
+        body: { status: { conditions: [{ type: 'DrainInProgress', status: 'True', reason: 'NodeDrain' }] } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    expect(await read(plain)).toBeUndefined();
+    expect(await read(dnd)).toBe('DoNotDisrupt');
+    expect(await read(karpenter)).toBe('KarpenterDisruption');
+    expect(await read(snr)).toBe('Medik8sRemediation');
+    expect(await read(cordoned)).toBe('Maintenance');
+    expect(await read(draining)).toBe('Maintenance');
+    expect(await read(uniqueName('no-such-node'))).toBeUndefined();
+    // The annotation taken off: the node is nodecare's to evict from again.
+    await core.patchNode(
+      { name: dnd, body: { metadata: { annotations: { 'karpenter.sh/do-not-disrupt': null } } } },
+      mergePatch,
+    );
+    expect(await read(dnd)).toBeUndefined();
+  });
+});
+
+describe('the Evictor with real passes (issue 54): the parallel cap and do-not-disrupt nodes', () => {
+  it("--eviction-max-parallel-nodes=1: a node annotated do-not-disrupt is left alone and takes no place; one node at a time, the next once the first one's pods are gone", async () => {
+    // Sorted by name, the held node comes first: if it took the one place, nothing else would ever go.
+    const held = await createNode({
+      prefix: 'a-held',
+      annotations: { 'karpenter.sh/do-not-disrupt': 'true' },
+    });
+    const first = await createNode({ prefix: 'b-first' });
+    const second = await createNode({ prefix: 'c-second' });
+    const podOf = (node: string) => `cap-${node}`;
+    for (const node of [held, first, second]) await createPod(node, podOf(node));
+    await createPod(first, `cap-keep-${first}`, {
+      metadata: { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } },
+    });
+
+    const loaded = loadControllerConfig(
+      [
+        '--evict-after-seconds=1',
+        '--eviction-rate=100',
+        '--eviction-max-parallel-nodes=1',
+        '--eviction-group-budget-percent=100',
+      ],
+      {},
+    );
+    if (!('config' in loaded)) throw new Error('expected a config');
+    const states = new Map<string, NodeState>([
+      ...Array.from({ length: 12 }, (_, i): [string, NodeState] => [`ready-${i}`, NodeState.Ready]),
+      [held, NodeState.Degraded],
+      [first, NodeState.Degraded],
+      [second, NodeState.Degraded],
+    ]);
+    const metrics = new ControllerMetrics(new Registry());
+    const events: Array<{ node: string; reason: string; message: string }> = [];
+    const log = pino({ level: 'silent' });
+    const evictor = new Evictor({
+      evict: (nodeName, dryRun) =>
+        evictNodePods({
+          client,
+          nodeName,
+          dryRun,
+          runtimeTaintKey: DEFAULT_RUNTIME_TAINT_KEY,
+          log,
+          timeoutMs: 10_000,
+        }),
+      hold: (nodeName) => readNodeHold({ client, nodeName, timeoutMs: 10_000 }),
+      clock: systemClock,
+      log,
+      metrics,
+      events: {
+        nodeEvent: async (node, event) => void events.push({ node: node.name, ...event }),
+      },
+      config: loaded.config,
+      node: (name) => ({ name, uid: `uid-${name}`, zone: 'z' }),
+      states: () => states,
+      breakerTripped: () => false,
+    });
+    const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!(await check())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    evictor.start();
+    try {
+      await until('the first node evicted', () => evictionAccepted(podOf(first)));
+      // Its pod stays Terminating (no kubelet here): the node is being evicted and holds the one place.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(await evictionAccepted(podOf(second))).toBe(false);
+      expect(await evictionAccepted(podOf(held))).toBe(false);
+      expect(await evictionAccepted(`cap-keep-${first}`)).toBe(false);
+      const gauge = async (name: 'evictionHeldNodes', reason: string) =>
+        (await metrics[name].get()).values.find((v) => v.labels.reason === reason)?.value;
+      expect(await gauge('evictionHeldNodes', 'ParallelCap')).toBe(1);
+      expect((await metrics.evictionEvictingNodes.get()).values[0]?.value).toBe(1);
+
+      // The kubelet's part: the pod is gone. The next pass finds the node empty; the second node goes.
+      await core.deleteNamespacedPod({ name: podOf(first), namespace, gracePeriodSeconds: 0 });
+      await until('the second node evicted', () => evictionAccepted(podOf(second)), 15_000);
+      expect(await evictionAccepted(podOf(held))).toBe(false);
+    } finally {
+      await evictor.stop();
+    }
+    const skipped = (await metrics.evictionSkipped.get()).values.map((v) => [
+      v.labels.subject,
+      v.labels.reason,
+      v.value,
+    ]);
+    expect(skipped).toEqual(
+      expect.arrayContaining([
+        ['node', 'DoNotDisrupt', 1],
+        ['pod', 'DoNotDisrupt', 1],
+      ]),
+    );
+    expect(
+      events
+        .filter((e) => e.reason === 'EvictionSkipped')
+        .map((e) => e.node)
+        .sort(),
+    ).toEqual([held, first].sort());
+    expect(events.find((e) => e.node === held)?.message).toMatch(
+      /annotated karpenter.sh\/do-not-disrupt=true/,
+    );
   });
 });
