@@ -4,7 +4,7 @@
 // the real API server. helm is built from the Go module proxy by test/tools/build-helm.sh (cached).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { loadAll } from 'js-yaml';
@@ -79,12 +79,17 @@ async function renderChart(...set: string[]): Promise<Map<string, K8sObject>> {
     'nodecare',
     CHART,
     '--include-crds',
+    // The release namespace: the kustomize base's, unless the test names another (--namespace=...).
+    ...(set.some((s) => s.startsWith('--namespace=')) ? [] : ['--namespace=nodecare-system']),
     // The helm test objects (templates/tests/) exist only while `helm test` runs: not part of an install.
     ...(set.includes('--with-tests') ? [] : ['--skip-tests']),
     ...set.filter((s) => s !== '--with-tests').flatMap((s) => (s.startsWith('--') ? [s] : ['--set', s])),
   );
   return new Map(parse(out).map((o) => [key(o), o]));
 }
+
+/** The kustomize base's Namespace, which the chart does not render (the release namespace is Helm's). */
+const SYSTEM_NAMESPACE = 'Namespace /nodecare-system';
 
 /** What `helm template` is told for a cluster that serves MutatingAdmissionPolicy v1 (helm install asks it). */
 const SERVES_MAP = '--api-versions=admissionregistration.k8s.io/v1/MutatingAdmissionPolicy';
@@ -159,6 +164,25 @@ async function previousChart(): Promise<string> {
   return join(dir, 'charts', 'nodecare');
 }
 
+/** The names of `kubectl get sx`'s columns, from the live CRD. */
+async function printerColumns(): Promise<string[]> {
+  const crd = JSON.parse(await kubectl('get', 'crd', 'systemextensions.nodecare.io', '-o', 'json')) as {
+    spec: { versions: Array<{ additionalPrinterColumns?: Array<{ name: string }> }> };
+  };
+  return crd.spec.versions.flatMap((v) => (v.additionalPrinterColumns ?? []).map((c) => c.name));
+}
+
+/** Creates `object` with a server-side apply, from a file (kubectl apply -f). */
+async function applyObject(object: object): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'nodecare-object-'));
+  try {
+    writeFileSync(join(dir, 'object.json'), JSON.stringify(object));
+    await kubectl('apply', '--server-side', '-f', join(dir, 'object.json'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The Prometheus Operator's ServiceMonitor and PrometheusRule CRD files (test/tools/prometheus-operator-crds.sh). */
 async function prometheusOperatorCrds(): Promise<string[]> {
   const result = await run('bash', [join(ROOT, 'test', 'tools', 'prometheus-operator-crds.sh')]);
@@ -181,14 +205,11 @@ describe('charts/nodecare', () => {
   it('renders with its defaults exactly the objects of the kustomize base', async () => {
     const chart = await renderChart();
     const base = new Map(parse(await kubectl('kustomize', join(ROOT, 'manifests'))).map((o) => [key(o), o]));
+    // The differences: the standard labels (asChartRenders), and the base's Namespace nodecare-system, which
+    // the chart does not render: the release namespace is Helm's (helm install --create-namespace).
+    expect(chart.has(SYSTEM_NAMESPACE)).toBe(false);
+    base.delete(SYSTEM_NAMESPACE);
     expect([...chart.keys()].sort()).toEqual([...base.keys()].sort());
-    // The differences: the standard labels (asChartRenders), and the release namespace is kept on `helm
-    // uninstall` (the release record lives in it).
-    const system = chart.get('Namespace /nodecare-system')!.metadata as {
-      annotations?: Record<string, string>;
-    };
-    expect(system.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
-    delete system.annotations;
     // A template that renders a base file must add the chart's labels: include "nodecare.fromFile" (_helpers.tpl).
     for (const [k, object] of base) expect(chart.get(k), k).toEqual(asChartRenders(object));
   });
@@ -232,6 +253,102 @@ describe('charts/nodecare', () => {
       expect(
         (object.metadata as { labels: Record<string, string> }).labels['app.kubernetes.io/instance'],
       ).toBe('other');
+  });
+
+  it('installs into the release namespace with the names fullnameOverride gives, every reference following; the lease namespace and the cluster-scoped names stay (issue 51 item 2)', async () => {
+    const objects = await renderChart(
+      '--namespace=ops-node-health',
+      'fullnameOverride=ops-nodecare',
+      'priorityClassQuota.enabled=true',
+      'eviction.evictAfterSeconds=600',
+      'monitoring.serviceMonitor.enabled=true',
+      'monitoring.prometheusRule.enabled=true',
+      '--with-tests',
+    );
+    const defaults = await renderChart(
+      'priorityClassQuota.enabled=true',
+      'eviction.evictAfterSeconds=600',
+      'monitoring.serviceMonitor.enabled=true',
+      'monitoring.prometheusRule.enabled=true',
+      '--with-tests',
+    );
+    // No trace of the kustomize base's namespace, nor of its component names, anywhere in what is rendered.
+    const text = JSON.stringify([...objects.values()].filter((o) => o.kind !== 'CustomResourceDefinition'));
+    expect(text).not.toContain('nodecare-system');
+    for (const object of objects.values())
+      if (object.metadata.namespace === 'ops-node-health')
+        expect(object.metadata.name, key(object)).toMatch(/^ops-nodecare(-|$)/);
+    // The same objects as the default install, each moved: nodecare-system/nodecare-<rest> is
+    // ops-node-health/ops-nodecare-<rest>; the lease namespace and cluster-scoped objects keep their keys.
+    const moved = (k: string): string =>
+      k
+        .replace(/ nodecare-system\/nodecare(-|$)/, ' ops-node-health/ops-nodecare$1')
+        // helm test's own bindings are named after the fullname too.
+        .replace(/\/nodecare-test$/, '/ops-nodecare-test');
+    expect([...objects.keys()].sort()).toEqual([...defaults.keys()].map(moved).sort());
+    const namespaces = new Set([...objects.values()].map((o) => o.metadata.namespace ?? ''));
+    // (default: the controller's events about cluster-scoped objects, Nodes and SystemExtensions, go there.)
+    expect([...namespaces].sort()).toEqual(['', 'default', 'nodecare-leases', 'ops-node-health']);
+    // The workloads run as their own ServiceAccounts; the controller elects its leader with a Lease its Role
+    // may write, in the release namespace.
+    const agent = objects.get('DaemonSet ops-node-health/ops-nodecare-agent')!.spec as {
+      template: { spec: PodSpec };
+    };
+    expect(agent.template.spec.serviceAccountName).toBe('ops-nodecare-agent');
+    const controller = objects.get('Deployment ops-node-health/ops-nodecare-controller')!.spec as {
+      template: { spec: PodSpec };
+    };
+    expect(controller.template.spec.serviceAccountName).toBe('ops-nodecare-controller');
+    expect(controller.template.spec.containers[0]!.args).toEqual(
+      expect.arrayContaining([
+        '--leader-election-namespace=ops-node-health',
+        '--leader-election-name=ops-nodecare-controller',
+      ]),
+    );
+    const leaderRules = (
+      objects.get('Role ops-node-health/ops-nodecare-controller-leader-election') as unknown as {
+        rules: Array<{ resources: string[]; resourceNames?: string[] }>;
+      }
+    ).rules;
+    expect(leaderRules.flatMap((r) => r.resourceNames ?? [])).toContain('ops-nodecare-controller');
+    // Every binding names the release's ServiceAccounts, and the Role of its own namespace.
+    for (const object of objects.values()) {
+      if (object.kind !== 'RoleBinding' && object.kind !== 'ClusterRoleBinding') continue;
+      const { subjects = [], roleRef } = object as unknown as {
+        subjects?: Array<{ kind: string; name: string; namespace?: string }>;
+        roleRef: { kind: string; name: string };
+      };
+      for (const subject of subjects.filter((s) => s.kind === 'ServiceAccount')) {
+        expect(subject.namespace, key(object)).toBe('ops-node-health');
+        expect(objects.has(`ServiceAccount ops-node-health/${subject.name}`), key(object)).toBe(true);
+      }
+      if (roleRef.kind === 'Role')
+        expect(objects.has(`Role ${object.metadata.namespace}/${roleRef.name}`), key(object)).toBe(true);
+    }
+    // The lease admission policy knows the agent by its token's username in this release.
+    const policy = JSON.stringify(
+      [...objects.values()].filter((o) => o.kind === 'ValidatingAdmissionPolicy'),
+    );
+    expect(policy).toContain('system:serviceaccount:ops-node-health:ops-nodecare-agent');
+    // nameOverride alone names the objects and the name label; the selectors the first version shipped stay.
+    const renamed = await renderChart('nameOverride=health');
+    expect(renamed.has('DaemonSet nodecare-system/health-agent')).toBe(true);
+    expect(
+      (
+        renamed.get('ServiceAccount nodecare-system/health-agent')!.metadata as {
+          labels: Record<string, string>;
+        }
+      ).labels['app.kubernetes.io/name'],
+    ).toBe('nodecare-agent');
+    expect(
+      (renamed.get('Namespace /nodecare-leases')!.metadata as { labels: Record<string, string> }).labels[
+        'app.kubernetes.io/name'
+      ],
+    ).toBe('health');
+    // A name Kubernetes cannot take is refused by the schema, naming the value.
+    const refused = await run(helmBin, ['template', 'x', CHART, '--set', 'fullnameOverride=Ops_Nodecare']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('fullnameOverride');
   });
 
   it('imagePullSecrets, podAnnotations, podLabels, priorityClassName and affinity render in both workloads (issue 51 item 2)', async () => {
@@ -364,9 +481,26 @@ describe('charts/nodecare', () => {
     expect(pod.containers[0]!.image).toBe('nodecare:0.1.0');
   });
 
-  it('passes helm lint', async () => {
-    const out = await helm('lint', CHART, '--strict');
-    expect(out).toContain('0 chart(s) failed');
+  it('passes helm lint --strict, with its defaults and with every opt-in on in another namespace', async () => {
+    expect(await helm('lint', CHART, '--strict')).toContain('0 chart(s) failed');
+    const everything = await helm(
+      'lint',
+      CHART,
+      '--strict',
+      '--namespace=ops-node-health',
+      '--set=fullnameOverride=ops-nodecare',
+      '--set=imagePullSecrets[0].name=registry-credentials',
+      '--set=eviction.evictAfterSeconds=600',
+      '--set=priorityClassQuota.enabled=true',
+      '--set=bootstrapTaintPolicy.enabled=true',
+      '--set=extensionTolerationsPolicy.install=always',
+      '--set=agent.podReady.kubeletPodsApi=true',
+      '--set=agent.podReady.apiServerFallback=true',
+      '--set=agent.hostPID=true',
+      '--set=monitoring.serviceMonitor.enabled=true',
+      '--set=monitoring.prometheusRule.enabled=true',
+    );
+    expect(everything).toContain('0 chart(s) failed');
   });
 
   it('refuses values its schema does not allow, naming them: a flag the program does not have, a misspelt value', async () => {
@@ -491,6 +625,33 @@ describe('charts/nodecare', () => {
     expect(objects.has('MutatingAdmissionPolicy /nodecare-bootstrap-taint')).toBe(false);
   });
 
+  it('controller.fleetSize sizes the memory request and limit: steady at most 70% of the limit at every measured size (issue 53 item 2)', async () => {
+    const memory = async (nodes: number): Promise<{ request: string; limit: string }> => {
+      const resources = podSpec(await renderChart(`controller.fleetSize=${nodes}`), 'Deployment')
+        .containers[0]!.resources as { requests: { memory: string }; limits: { memory: string } };
+      return { request: resources.requests.memory, limit: resources.limits.memory };
+    };
+    // 0, the default: the values' own.
+    expect(await memory(0)).toEqual({ request: '192Mi', limit: '512Mi' });
+    // The steady RSS measured by the controller-only benchmark (docs/install.md, "Controller memory by fleet
+    // size"): each at most 70% of the limit the chart sets, and under the request.
+    for (const [nodes, steadyMiB] of [
+      [1_000, 116],
+      [5_000, 177],
+      [10_000, 226],
+      [20_000, 388],
+      [50_000, 695],
+    ] as const) {
+      const { request, limit } = await memory(nodes);
+      expect(steadyMiB / parseInt(limit, 10), `${nodes} nodes: ${limit}`).toBeLessThanOrEqual(0.7);
+      expect(parseInt(request, 10), `${nodes} nodes`).toBeGreaterThanOrEqual(steadyMiB);
+    }
+    expect(await memory(50_000)).toEqual({ request: '832Mi', limit: '1152Mi' });
+    expect(await memory(100_000)).toEqual({ request: '1408Mi', limit: '2048Mi' });
+    const refused = await run(helmBin, ['template', 'x', CHART, '--set', 'controller.fleetSize=-1']);
+    expect(refused.stderr).toContain('fleetSize');
+  });
+
   it('agent.hostPID renders what the kustomize component agent-host-pid does', async () => {
     // A kustomization outside the repository that composes the base with the component, as a user's would.
     const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
@@ -513,7 +674,7 @@ describe('charts/nodecare', () => {
     );
   });
 
-  it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights, the priority-class quota (issue 50 items 6, 11; issue 51 item 2)", async () => {
+  it("the opt-ins the default install leaves out render what their kustomize components do: podReady's kubelet Pods API mount and API-server fallback, eviction's rights, the priority-class quota, the monitoring objects and the pod-template knobs (issue 50 items 6, 11; issue 51 item 2)", async () => {
     const composed = async (component: string): Promise<Map<string, K8sObject>> => {
       const dir = mkdtempSync(join(tmpdir(), 'nodecare-kustomize-'));
       onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
@@ -536,9 +697,34 @@ describe('charts/nodecare', () => {
       ['controller-eviction', ['eviction.evictAfterSeconds=600']],
       ['critical-priority-quota', ['priorityClassQuota.enabled=true']],
       ['monitoring', ['monitoring.serviceMonitor.enabled=true', 'monitoring.prometheusRule.enabled=true']],
+      // The pod-template knobs (issue 51 item 2: the same knobs in kustomize as components).
+      ['image-pull-secrets', ['imagePullSecrets[0].name=registry-credentials']],
+      [
+        'pod-metadata',
+        [
+          'agent.podAnnotations.example\\.com/owner=node-platform',
+          'controller.podAnnotations.example\\.com/owner=node-platform',
+          'agent.podLabels.team=nodes',
+          'controller.podLabels.team=nodes',
+        ],
+      ],
+      ['no-critical-priority', ['agent.priorityClassName=', 'controller.priorityClassName=']],
+      [
+        'controller-affinity',
+        [
+          `--set-json=controller.affinity.nodeAffinity=${JSON.stringify({
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'node-pool', operator: 'In', values: ['system'] }] },
+              ],
+            },
+          })}`,
+        ],
+      ],
     ] as const) {
       const withComponent = await composed(component);
       const chart = await renderChart(...values);
+      withComponent.delete(SYSTEM_NAMESPACE);
       expect([...chart.keys()].sort(), component).toEqual([...withComponent.keys()].sort());
       // Every object the component adds or changes, as the chart renders it.
       for (const [k, object] of withComponent) {
@@ -682,6 +868,9 @@ describe('charts/nodecare', () => {
     // chart has: --take-ownership adopts them, --force-conflicts takes over the fields kubectl's server-side
     // apply owns (atomic fields such as a FlowSchema's rules differ from the applied ones by server defaults).
     const previous = await previousChart();
+    // The cluster as the previous version left it: its CRDs (helm install creates CRDs only where none exist).
+    await kubectl('apply', '--server-side', '--force-conflicts', '-f', realpathSync(join(previous, 'crds')));
+    expect(await printerColumns()).not.toContain('Valid');
     const installed = await helm(
       'install',
       'nodecare',
@@ -709,6 +898,37 @@ describe('charts/nodecare', () => {
         `${object.kind}${group}/${object.metadata.name}`,
       );
     }
+    // What the previous version made, and what it holds: a SystemExtension and a node its taint holds.
+    const manifest = join(mkdtempSync(join(tmpdir(), 'nodecare-previous-manifest-')), 'manifest.yaml');
+    onTestFinished(() => rmSync(join(manifest, '..'), { recursive: true, force: true }));
+    writeFileSync(manifest, await helm('get', 'manifest', 'nodecare', '--namespace=nodecare-system'));
+    const uids = async (): Promise<Map<string, string>> =>
+      new Map(
+        (
+          JSON.parse(await kubectl('get', '-f', manifest, '-o', 'json')) as {
+            items: Array<K8sObject & { metadata: { uid: string } }>;
+          }
+        ).items.map((o) => [key(o), o.metadata.uid]),
+      );
+    const made = await uids();
+    expect(made.has(SYSTEM_NAMESPACE)).toBe(true);
+    const held = `chart-upgrade-held-${process.pid}`;
+    const extension = `chart-upgrade-${process.pid}`;
+    await applyObject({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: held, labels: { 'nodecare.io/status': 'Bootstrapping' } },
+      spec: { taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] },
+    });
+    await applyObject({
+      apiVersion: 'nodecare.io/v1alpha1',
+      kind: 'SystemExtension',
+      metadata: { name: extension },
+      spec: { probe: { tcp: { port: 9 } } },
+    });
+    onTestFinished(async () => {
+      await kubectl('delete', '--ignore-not-found', `node/${held}`, `systemextension/${extension}`);
+    });
     try {
       const args = async (): Promise<string[]> =>
         (
@@ -725,6 +945,11 @@ describe('charts/nodecare', () => {
       // The Prometheus Operator's CRDs, so that the upgrade can create the ServiceMonitor and the PrometheusRule
       // (issue 51 items 2 and 6).
       for (const crd of await prometheusOperatorCrds()) await kubectl('apply', '--server-side', '-f', crd);
+      // Helm never upgrades a chart's crds/: the new version's CRDs first, as docs/install.md says.
+      const crds = join(manifest, '..', 'crds.yaml');
+      writeFileSync(crds, await helm('show', 'crds', CHART));
+      await kubectl('apply', '--server-side', '--force-conflicts', '-f', crds);
+      expect(await printerColumns()).toContain('Valid');
       const upgraded = await helm(
         'upgrade',
         'nodecare',
@@ -797,6 +1022,17 @@ describe('charts/nodecare', () => {
         info: { status: string };
       };
       expect(status).toMatchObject({ version: 2, info: { status: 'deployed' } });
+      // Every object the previous version made is still there, the same object (no delete and create),
+      // the namespace nodecare-system among them though this version no longer renders it (it carried
+      // helm.sh/resource-policy: keep); the SystemExtension and the held node are as they were.
+      expect(await uids()).toEqual(made);
+      expect(await kubectl('get', `systemextension/${extension}`, '-o', 'name')).toContain(extension);
+      const node = JSON.parse(await kubectl('get', `node/${held}`, '-o', 'json')) as {
+        metadata: { labels: Record<string, string> };
+        spec: { taints?: Array<{ key: string }> };
+      };
+      expect(node.spec.taints?.map((t) => t.key)).toContain(BOOTSTRAP);
+      expect(node.metadata.labels['nodecare.io/status']).toBe('Bootstrapping');
     } finally {
       // Leave the cluster as the kustomize base has it, owned by kubectl, for the test files that follow (no
       // helm uninstall: it would delete the namespaces every other test file works in).

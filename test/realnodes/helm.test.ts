@@ -1,4 +1,5 @@
-// nodecare installed with Helm on real kubelets, as docs/install.md says, with only the image set: the agent
+// nodecare installed with Helm on real kubelets, as docs/install.md says, with only the image set, into a
+// namespace of the user's that plain `helm install --create-namespace` makes (issue 51 item 2): the agent
 // Ready on every node writing its heartbeat with the kubelet's token, the controller Available and judging the
 // nodes; then `kubectl nodecare uninstall`, `helm uninstall` and the CRDs deleted leave nothing of nodecare's,
 // with the kubelets still running.
@@ -9,7 +10,6 @@ import { LEASE_NAMESPACE, agentLeaseName } from '../../api/index.ts';
 import { kubectl, realNodes } from './client.ts';
 import {
   ROOT,
-  SYSTEM,
   expectNothingOfNodecareLeft,
   getJson,
   getPods,
@@ -23,6 +23,8 @@ import {
 
 const notRun = inject('realNodesNotRun');
 const CHART = join(ROOT, 'charts', 'nodecare');
+/** The release namespace: not nodecare-system, and made by helm (--create-namespace), not by the chart. */
+const SYSTEM = 'ops-node-health';
 
 describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN: ${notRun})` : ''}`, () => {
   const nodes = notRun ? [] : realNodes();
@@ -45,7 +47,7 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
 
   afterAll(async () => {
     if (uninstalled || !helmBin) return;
-    await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
+    await runCli(['uninstall', '--yes', `--namespace=${SYSTEM}`, `--kubeconfig=${kubeconfig}`]);
     await runCommand(helmBin, ['uninstall', 'nodecare', '-n', SYSTEM, `--kubeconfig=${kubeconfig}`]);
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--ignore-not-found']).catch(() => '');
     await kubectl(['delete', 'namespace', SYSTEM, '--ignore-not-found']).catch(() => '');
@@ -60,7 +62,6 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
       '--namespace',
       SYSTEM,
       '--create-namespace',
-      '--take-ownership',
       '--set',
       `image.repository=${image!.ref.slice(0, at)}`,
       '--set',
@@ -121,11 +122,15 @@ describe.skipIf(notRun !== '')(`helm install on real nodes${notRun ? ` (NOT RUN:
   });
 
   it('kubectl nodecare uninstall, helm uninstall and the CRDs deleted leave nothing of nodecare; the kubelets still run', async () => {
-    const cli = await runCli(['uninstall', '--yes', `--kubeconfig=${kubeconfig}`]);
+    const cli = await runCli(['uninstall', '--yes', `--namespace=${SYSTEM}`, `--kubeconfig=${kubeconfig}`]);
     expect(cli.code, cli.stderr + cli.stdout).toBe(0);
     await helm('uninstall', 'nodecare', '--namespace', SYSTEM, '--wait', '--timeout=120s');
     await kubectl(['delete', '-f', `${join(CHART, 'crds')}/`, '--wait=true']);
-    // helm keeps its release namespace (the chart says so: deleting it with the release fails the uninstall).
+    // The release namespace is helm's (--create-namespace), which helm uninstall keeps; the chart's objects in it
+    // are gone.
+    expect(
+      await kubectl(['get', 'all,serviceaccounts,roles,rolebindings,leases', '-n', SYSTEM, '-o', 'name']),
+    ).not.toContain('nodecare');
     await kubectl(['delete', 'namespace', SYSTEM, '--wait=true', '--timeout=120s']);
     uninstalled = true;
     await expectNothingOfNodecareLeft(nodes);
