@@ -11,6 +11,8 @@ import { withoutManagedFields } from './managed-fields.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** The transports' connect timeout when the request deadline is no shorter (TransportOptions.connectTimeoutMs). */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** A watch that has sent nothing (not even a bookmark) for this long is presumed dead and restarted. */
 export const WATCH_INACTIVITY_MS = 90_000;
 const MAX_ERROR_BODY = 64 * 1024;
@@ -152,6 +154,10 @@ export class KubeClient {
         ? createTransport(kind, {
             tls: this.connection.tls,
             connections: this.connections,
+            // A connection that comes up is part of the request: never given longer than its deadline.
+            ...(this.requestTimeoutMs !== undefined && this.requestTimeoutMs < DEFAULT_CONNECT_TIMEOUT_MS
+              ? { connectTimeoutMs: this.requestTimeoutMs }
+              : {}),
             ...(this.connection.proxy ? { proxy: this.connection.proxy } : {}),
           })
         : Promise.resolve(kind);

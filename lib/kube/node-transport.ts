@@ -26,7 +26,6 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export const IDLE_TIMEOUT_MS = 30_000;
 
 export interface NodeTransportOptions extends TransportOptions {
-  connectTimeoutMs?: number;
   idleTimeoutMs?: number;
 }
 

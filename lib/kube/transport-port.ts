@@ -9,6 +9,8 @@ export interface TransportOptions {
   tls: TlsOptions;
   /** Maximum concurrent connections (watches hold one each). */
   connections: number;
+  /** How long a connection (TCP, then TLS) may take to come up; default 10 s. */
+  connectTimeoutMs?: number;
   /**
    * An HTTP proxy to tunnel through with CONNECT (Connection.proxy). The undici transport takes it; the node
    * transport (the agent's) refuses it.

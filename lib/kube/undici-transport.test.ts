@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -342,6 +342,35 @@ describe('UndiciTransport through a proxy (Connection.proxy)', () => {
       api.closeAllConnections();
       api.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('UndiciTransport deadlines', () => {
+  it('a TLS handshake that never completes ends at the request deadline, not at the 10 s connect timeout (regression: undici waits for it)', async () => {
+    const sockets: Socket[] = [];
+    const silent = createNetServer((socket) => void sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const client = new KubeClient(
+      {
+        server: `https://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        tls: { rejectUnauthorized: false },
+        authHeaders: async () => ({}),
+        source: 'test',
+      },
+      { requestTimeoutMs: 300 },
+    );
+    const started = performance.now();
+    try {
+      await expect(client.get('/api')).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
+      expect(performance.now() - started).toBeLessThan(3000);
+      await client.close();
+      // The connection attempt is bounded by the deadline too: closing does not wait 10 s for it.
+      expect(performance.now() - started).toBeLessThan(5000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
     }
   });
 });

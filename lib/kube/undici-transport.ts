@@ -25,6 +25,7 @@ export class UndiciTransport implements Transport {
       keepAlive: true,
       keepAliveInitialDelay: 30_000,
       ...SOCKET_BUFFERING,
+      ...(options.connectTimeoutMs === undefined ? {} : { timeout: options.connectTimeoutMs }),
     };
     if (options.proxy) {
       // To an https:// server, a tunnel (CONNECT) per connection with TLS to the API server inside it; to an
@@ -32,6 +33,7 @@ export class UndiciTransport implements Transport {
       this.dispatcher = new ProxyAgent({
         uri: options.proxy,
         requestTls: connect,
+        ...(options.connectTimeoutMs === undefined ? {} : { connectTimeout: options.connectTimeoutMs }),
         connections: options.connections,
         keepAliveTimeout: 60_000,
         allowH2: false,
@@ -51,14 +53,17 @@ export class UndiciTransport implements Transport {
 
   async request(req: TransportRequest): Promise<TransportResponse> {
     if (req.streaming && req.coalesceMs !== undefined && req.coalesceMs > 0) return this.coalesced(req);
-    const response = await request(req.url, {
-      method: req.method as Dispatcher.HttpMethod,
-      dispatcher: this.dispatcher,
-      headers: req.headers,
-      body: req.body,
-      signal: req.signal,
-      ...(req.streaming ? { bodyTimeout: 0 } : {}),
-    });
+    const response = await settledByAbort(
+      request(req.url, {
+        method: req.method as Dispatcher.HttpMethod,
+        dispatcher: this.dispatcher,
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal,
+        ...(req.streaming ? { bodyTimeout: 0 } : {}),
+      }),
+      req.signal,
+    );
     return {
       statusCode: response.statusCode,
       headers: response.headers,
@@ -122,6 +127,38 @@ export class UndiciTransport implements Transport {
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
+}
+
+/**
+ * `pending`, or the signal's reason as soon as it aborts: undici does not end a TLS handshake in progress when
+ * the signal aborts, and would settle only at its connect timeout (kubectl nodecare --request-timeout=1s
+ * against a server that accepts and never answers took 10 s: test/integration/cli-connection.test.ts). What
+ * undici settles later is discarded.
+ */
+function settledByAbort<T extends { body: { destroy(): unknown } }>(
+  pending: Promise<T>,
+  signal: AbortSignal,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = (): void => {
+      reject(abortReason(signal));
+      pending.then(
+        (late) => late.body.destroy(),
+        () => undefined,
+      );
+    };
+    signal.addEventListener('abort', abort, { once: true });
+    pending.then(
+      (response) => {
+        signal.removeEventListener('abort', abort);
+        resolve(response);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(err as Error);
+      },
+    );
+  });
 }
 
 function abortReason(signal: AbortSignal): Error {
