@@ -35,6 +35,7 @@ interface K8sObject {
 
 interface PodSpec {
   hostPID?: boolean;
+  serviceAccountName?: string;
   nodeSelector?: Record<string, string>;
   tolerations?: Array<Record<string, string>>;
   containers: Array<{ image: string; args: string[]; resources: unknown }>;
