@@ -7,15 +7,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
 import { ClusterCache, skippedObjectReporter } from './cache/index.ts';
 import type { ControllerConfig } from './config.ts';
-import {
-  Evictor,
-  ZONE_LABEL,
-  evictNodePods,
-  groupOf,
-  holdOf,
-  HoldReason,
-  readNodeHold,
-} from './eviction/index.ts';
+import { Evictor, evictNodePods, evictionNodeView, readNodeHold } from './eviction/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { KubeRollupApi, RollupWriter } from './rollup/index.ts';
@@ -138,16 +130,7 @@ export function assembleController(
     ...{ clock, log, metrics, events, config },
     node: (name) => {
       const node = cache.node(name);
-      if (!node) return undefined;
-      // The cache keeps taints whole and the maintenance it read; not another owner's annotations.
-      const hold = holdOf({ taints: node.taints }) ?? (node.maintenance ? HoldReason.Maintenance : undefined);
-      return {
-        name: node.name,
-        uid: node.uid,
-        zone: node.labels[ZONE_LABEL] ?? '',
-        group: groupOf(node.labels, config.eviction.groupLabel),
-        ...(hold ? { hold } : {}),
-      };
+      return node && evictionNodeView(node, config.eviction.groupLabel);
     },
     states: () => reconciler.nodeStates(),
     suspended: (name) => reconciler.suspended(name),

@@ -40,4 +40,11 @@ export {
   podDoNotDisrupt,
   type OwnerFacts,
 } from './owners.ts';
-export { Evictor, HOLD_RECHECK_MS, type EvictionSettings, type EvictorDeps } from './runner.ts';
+export {
+  Evictor,
+  HOLD_RECHECK_MS,
+  evictionNodeView,
+  type EvictionNodeSource,
+  type EvictionSettings,
+  type EvictorDeps,
+} from './runner.ts';

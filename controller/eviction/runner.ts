@@ -10,12 +10,14 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { NodeState } from '../decide/index.ts';
 import { evictionComplete, SkipReason, type PodEvictionResult } from './evict.ts';
-import { HOLD_DESCRIPTIONS, type HoldReason } from './owners.ts';
+import { HOLD_DESCRIPTIONS, HoldReason, holdOf, type OwnerFacts } from './owners.ts';
 import {
   BlockReason,
   BudgetReason,
   EVICTION_DEFAULTS,
   NO_STORM,
+  ZONE_LABEL,
+  groupOf,
   planEvictions,
   type EvictionNode,
   type EvictionPlan,
@@ -82,6 +84,34 @@ export interface EvictorDeps {
   /** Whether a suspension holds the node (nothing is evicted from it). */
   suspended?(name: string): boolean;
   breakerTripped(): boolean;
+}
+
+/** What the cache keeps of a Node that node() reads (controller/ingest.ts CachedNode has these). */
+export interface EvictionNodeSource {
+  name: string;
+  uid: string;
+  labels: Readonly<Record<string, string>>;
+  taints: OwnerFacts['taints'];
+  /** Set while the node is in maintenance (controller/decide/maintenance.ts). */
+  maintenance?: unknown;
+}
+
+/**
+ * The evictor's view of a cached Node (EvictorDeps.node): its zone, its budget group by `groupLabel`, and the hold
+ * the cache can show (another owner's taints, maintenance; not annotations, which the cache does not keep).
+ */
+export function evictionNodeView(
+  node: EvictionNodeSource,
+  groupLabel: string,
+): ReturnType<EvictorDeps['node']> {
+  const hold = holdOf({ taints: node.taints }) ?? (node.maintenance ? HoldReason.Maintenance : undefined);
+  return {
+    name: node.name,
+    uid: node.uid,
+    zone: node.labels[ZONE_LABEL] ?? '',
+    group: groupOf(node.labels, groupLabel),
+    ...(hold ? { hold } : {}),
+  };
 }
 
 interface Spell {

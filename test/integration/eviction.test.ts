@@ -23,9 +23,11 @@ import { NodeState } from '../../controller/decide/index.ts';
 import {
   Evictor,
   evictNodePods,
+  evictionNodeView,
   readNodeHold,
   type PodEvictionResult,
 } from '../../controller/eviction/index.ts';
+import { toCachedNode, type NodeObject } from '../../controller/ingest.ts';
 import { ControllerMetrics } from '../../controller/metrics.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
@@ -409,5 +411,145 @@ describe('the Evictor with real passes (issue 54): the parallel cap and do-not-d
     expect(events.find((e) => e.node === held)?.message).toMatch(
       /annotated karpenter.sh\/do-not-disrupt=true/,
     );
+  });
+});
+
+/**
+ * An Evictor over real passes and the real read of the Node; node() is the evictor's view of each Node as the
+ * API server has it (read once, as the controller's cache would keep it).
+ */
+async function realEvictor(opts: {
+  argv: string[];
+  states: Map<string, NodeState>;
+  breakerTripped?: () => boolean;
+}) {
+  const loaded = loadControllerConfig(['--evict-after-seconds=1', '--eviction-rate=100', ...opts.argv], {});
+  if (!('config' in loaded)) throw new Error('expected a config');
+  const { config } = loaded;
+  const views = new Map<string, ReturnType<typeof evictionNodeView>>();
+  for (const name of opts.states.keys()) {
+    const node = await core.readNode({ name }).catch(() => undefined);
+    if (node)
+      views.set(
+        name,
+        evictionNodeView(
+          toCachedNode(JSON.parse(JSON.stringify(node)) as NodeObject),
+          config.eviction.groupLabel,
+        ),
+      );
+  }
+  const metrics = new ControllerMetrics(new Registry());
+  const events: Array<{ node: string; reason: string; message: string }> = [];
+  const log = pino({ level: 'silent' });
+  const evictor = new Evictor({
+    evict: (nodeName, dryRun) =>
+      evictNodePods({
+        client,
+        nodeName,
+        dryRun,
+        runtimeTaintKey: DEFAULT_RUNTIME_TAINT_KEY,
+        log,
+        timeoutMs: 10_000,
+      }),
+    hold: (nodeName) => readNodeHold({ client, nodeName, timeoutMs: 10_000 }),
+    clock: systemClock,
+    log,
+    metrics,
+    events: { nodeEvent: async (node, event) => void events.push({ node: node.name, ...event }) },
+    config,
+    node: (name) => views.get(name),
+    states: () => opts.states,
+    breakerTripped: opts.breakerTripped ?? (() => false),
+  });
+  evictor.start();
+  return { evictor, metrics, events };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the Evictor with real passes (issue 54): group budgets, another remediator, the storm cooldown', () => {
+  it('per NodePool at 10%: one node of each pool at a time (karpenter.sh/nodepool on the Nodes); a node self-node-remediation tainted is left alone', async () => {
+    const pool = (name: string) => ({ 'karpenter.sh/nodepool': name });
+    const make = async (prefix: string, labels: Record<string, string>, taints: V1Taint[] = []) => {
+      const name = await createNode({ prefix, taints });
+      await core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
+      return name;
+    };
+    const poolA = uniqueName('pool-a');
+    const poolB = uniqueName('pool-b');
+    const a1 = await make('ga1', pool(poolA));
+    const a2 = await make('ga2', pool(poolA));
+    const b1 = await make('gb1', pool(poolB));
+    const remediated = await make('gsnr', pool(poolB), [
+      { key: 'medik8s.io/remediation', value: 'self-node-remediation', effect: 'NoExecute' },
+    ]);
+    const readyA = [await make('gra', pool(poolA)), await make('gra', pool(poolA))];
+    const readyB = [await make('grb', pool(poolB)), await make('grb', pool(poolB))];
+    const podOf = (node: string) => `grp-${node}`;
+    for (const node of [a1, a2, b1, remediated]) await createPod(node, podOf(node));
+    const states = new Map<string, NodeState>([
+      ...[...readyA, ...readyB].map((n): [string, NodeState] => [n, NodeState.Ready]),
+      ...[a1, a2, b1, remediated].map((n): [string, NodeState] => [n, NodeState.Degraded]),
+    ]);
+    const { evictor, metrics, events } = await realEvictor({ argv: [], states });
+    try {
+      // One of pool A's two (its pods stay Terminating: no kubelet), and pool B's b1: each pool its own budget.
+      await waitFor('one node of each pool evicted', async () => {
+        const a = [await evictionAccepted(podOf(a1)), await evictionAccepted(podOf(a2))];
+        return a.some(Boolean) && (await evictionAccepted(podOf(b1)));
+      });
+      await new Promise((r) => setTimeout(r, 3_000));
+      const a = [await evictionAccepted(podOf(a1)), await evictionAccepted(podOf(a2))];
+      expect(a.filter(Boolean)).toHaveLength(1);
+      expect(await evictionAccepted(podOf(remediated))).toBe(false);
+      const held = (await metrics.evictionHeldNodes.get()).values;
+      expect(held.find((v) => v.labels.reason === 'GroupBudget')?.value).toBe(1);
+      expect(held.find((v) => v.labels.reason === 'Medik8sRemediation')?.value).toBe(1);
+    } finally {
+      await evictor.stop();
+    }
+    expect(
+      (await metrics.evictionSkipped.get()).values.map((v) => [v.labels.subject, v.labels.reason, v.value]),
+    ).toEqual([['node', 'Medik8sRemediation', 1]]);
+    expect(events.filter((e) => e.reason === 'EvictionSkipped').map((e) => e.node)).toEqual([remediated]);
+  });
+
+  it('--eviction-storm-cooldown-seconds=3: nothing while the breaker trips, nothing for 3 s once a pass sees it stopped, then the eviction', async () => {
+    const node = await createNode({ prefix: 'storm' });
+    await createPod(node, `storm-${node}`);
+    const states = new Map<string, NodeState>([
+      ...Array.from({ length: 6 }, (_, i): [string, NodeState] => [`storm-ready-${i}`, NodeState.Ready]),
+      [node, NodeState.Degraded],
+    ]);
+    let tripped = true;
+    const { evictor, metrics } = await realEvictor({
+      argv: ['--eviction-storm-cooldown-seconds=3'],
+      states,
+      breakerTripped: () => tripped,
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(await evictionAccepted(`storm-${node}`)).toBe(false);
+      tripped = false;
+      // The next pass (within 5 s) sees the breaker stopped and starts the cooldown.
+      const cooling = async () =>
+        (await metrics.evictionBlockedZones.get()).values.find((v) => v.labels.reason === 'StormCooldown')
+          ?.value === 1;
+      await waitFor('the cooldown to start', cooling, 10_000);
+      const coolingAt = Date.now();
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(await evictionAccepted(`storm-${node}`)).toBe(false);
+      expect(await cooling()).toBe(true);
+      await waitFor('the eviction after the cooldown', () => evictionAccepted(`storm-${node}`), 10_000);
+      expect(Date.now() - coolingAt).toBeGreaterThanOrEqual(2_800);
+    } finally {
+      await evictor.stop();
+    }
   });
 });
