@@ -96,6 +96,12 @@ describe('timeoutSignal', () => {
     expect(signal.aborted).toBe(true);
   });
 
+  it('a delay of days, or Infinity, does not abort soon (a timer over 2^31-1 ms fires after 1 ms)', async () => {
+    const signals = [timeoutSignal(30 * DAY_MS), timeoutSignal(2 ** 32 - 1), timeoutSignal(Infinity)];
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(signals.map((s) => s.aborted)).toEqual([false, false, false]);
+  });
+
   it('a delay beyond what AbortSignal.timeout takes waits the maximum, without throwing', () => {
     expect(() => timeoutSignal(Infinity)).not.toThrow();
     expect(timeoutSignal(2 ** 40).aborted).toBe(false);

@@ -78,5 +78,9 @@ export function timeoutSignal(delayMs: number): AbortSignal {
   return AbortSignal.timeout(wholeMs);
 }
 
-/** The largest delay AbortSignal.timeout takes. */
-const MAX_ABORT_TIMEOUT_MS = 2 ** 32 - 1;
+/**
+ * The largest delay AbortSignal.timeout keeps: it takes up to 2^32-1 without throwing, but its timer, like
+ * setTimeout, fires after 1 ms for a delay over 2^31-1 (TimeoutOverflowWarning), so a larger "wait forever"
+ * deadline would abort at once.
+ */
+const MAX_ABORT_TIMEOUT_MS = MAX_TIMER_DELAY_MS;
