@@ -183,14 +183,14 @@ describe('planEvictions', () => {
       nextDeadlineMs: undefined,
     },
     {
-      name: 'a node tried before (blocked by a PDB) goes after one never tried (budget room for both)',
+      name: 'a node being evicted (blocked by a PDB) gets its next pass without the zone token; a new node starts too (budget room for both)',
       nodes: [
         degraded('d1', 'a', LONG_AGO, { lastEvictionMs: NOW - 60 * SECOND }),
         degraded('d2', 'a', NOW - 400 * SECOND),
         ...many(3, ready, 'r'),
       ],
       policy: { groupBudgetPercent: 100 },
-      evict: ['d2'],
+      evict: ['d1', 'd2'],
       nextDeadlineMs: NOW + 10 * SECOND,
     },
     {
@@ -338,9 +338,9 @@ describe('planEvictions budgets beyond zones (issue 54 item 1)', () => {
       evict: ['d1'],
     },
     {
-      name: 'group of 20 at 10%: two being evicted → a third waits',
+      name: 'group of 20 at 10%: two being evicted → both get their passes, a third waits',
       nodes: [evicting('e1'), evicting('e2'), degraded('d1'), ...many(17, ready, 'r')],
-      evict: ['e1'],
+      evict: ['e1', 'e2'],
       waiting: [['d1', BudgetReason.GroupBudget]],
     },
     {
@@ -365,14 +365,14 @@ describe('planEvictions budgets beyond zones (issue 54 item 1)', () => {
       waiting: [['b1', BudgetReason.GroupBudget]],
     },
     {
-      name: 'two NodePools in one zone: each its own budget (the zone token still allows one per call)',
+      name: 'two NodePools in one zone: each its own budget',
       nodes: [
         pooled(evicting('e1'), 'p'),
         pooled(degraded('d1'), 'q'),
         ...many(3, (n) => pooled(ready(n), 'p'), 'rp'),
         ...many(3, (n) => pooled(ready(n), 'q'), 'rq'),
       ],
-      evict: ['d1'],
+      evict: ['e1', 'd1'],
     },
     {
       name: 'without the group label a node is grouped by its zone',
@@ -462,25 +462,33 @@ describe('planEvictions budgets beyond zones (issue 54 item 1)', () => {
     expect(groupOf({ [GROUP_LABEL]: 'gpu', [ZONE]: 'a' }, '')).toBe('topology.kubernetes.io/zone=a');
   });
 
-  it('a budget-held node has no deadline of its own; the evicting node sets the next one', () => {
+  it("a budget-held node has no deadline of its own; the evicting node's next pass sets it", () => {
+    const nodes = [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')];
+    const plan = planEvictions({ nodes, policy: ON, limiter: new Map(), nowMs: NOW });
+    expect(plan.evict).toEqual(['e1']);
+    expect(plan.evicting).toEqual(['e1']);
+    expect(plan.nextDeadlineMs).toBe(NOW + 10 * SECOND);
+    // One second later, e1's pass made: nothing is due before its next pass, and d1 still waits on the budget.
+    (nodes[0] as EvictionNode).lastEvictionMs = NOW;
+    const next = planEvictions({ nodes, policy: ON, limiter: plan.limiter, nowMs: NOW + SECOND });
+    expect(next.evict).toEqual([]);
+    expect(next.waiting.map((w) => w.name)).toEqual(['d1']);
+    expect(next.nextDeadlineMs).toBe(NOW + 10 * SECOND);
+  });
+
+  it('a node being evicted is not polled faster than the zone rate, and takes no token from a new node', () => {
     const plan = planEvictions({
-      nodes: [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')],
-      policy: ON,
+      nodes: [
+        degraded('e1', 'a', LONG_AGO, { lastEvictionMs: NOW - 4 * SECOND }),
+        degraded('d1'),
+        ...many(8, ready, 'r'),
+      ],
+      policy: { ...ON, groupBudgetPercent: 100 },
       limiter: new Map(),
       nowMs: NOW,
     });
-    expect(plan.evict).toEqual(['e1']);
-    expect(plan.evicting).toEqual(['e1']);
-    expect(plan.nextDeadlineMs).toBeUndefined();
-    // The next call inside the zone's interval: e1 took the token, d1 still waits on the budget.
-    const next = planEvictions({
-      nodes: [evicting('e1'), degraded('d1'), ...many(8, ready, 'r')],
-      policy: ON,
-      limiter: plan.limiter,
-      nowMs: NOW + SECOND,
-    });
-    expect(next.evict).toEqual([]);
-    expect(next.nextDeadlineMs).toBe(NOW + 10 * SECOND);
+    expect(plan.evict).toEqual(['d1']);
+    expect(plan.nextDeadlineMs).toBe(NOW + 6 * SECOND);
   });
 
   it('held nodes are listed with their reason', () => {

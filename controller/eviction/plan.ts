@@ -23,9 +23,11 @@
 //   unreachable taints handle its pods). Bootstrapping nodes neither dilute nor count, like the breaker's counts. The
 //   minimum of 3 applies to the zone's considered nodes (the NLC asks for more than 2 NotReady nodes), so
 //   2 Degraded of 3 also stops a zone.
-// - A node is evicted in passes: one pass lists its pods and evicts what it may. A pass that left pods
-//   (blocked by a PodDisruptionBudget, or failed) is repeated later; every pass takes the zone's token, and
-//   nodes never tried go before nodes tried least recently, so one blocked node cannot starve a zone.
+// - A node is evicted in passes: one pass lists its pods and evicts what it may. The zone's token paces the
+//   nodes whose eviction starts; a node already being evicted (below) gets its next pass on its own cadence,
+//   1/ratePerSecond after its last, without the token, until a pass finds it done. So a node blocked by a
+//   PodDisruptionBudget, or whose pods are still leaving, neither starves its zone nor is polled faster than
+//   the zone's rate. Nodes never tried go before nodes tried least recently.
 //
 // Budgets beyond zones (issue 54 item 1), after the zone's stop and token:
 // - A node is being evicted from its first pass in its Degraded spell until a pass finds nothing left to do:
@@ -38,6 +40,7 @@
 //   up, being evicted at once; the smaller applies.
 // - A node already being evicted always gets its next pass (it is inside the budget already); a budget only
 //   stops new nodes from starting (reasons GroupBudget, ParallelCap). Zones are walked in name order.
+// - A storm stop (breaker, zone disrupted, cooldown) stops the passes of nodes being evicted too.
 // - Storm cooldown: when the breaker has stopped tripping, every zone waits stormCooldownSeconds [300]; when a
 //   zone stops being disrupted, that zone waits as long (reason StormCooldown). The memory of it (StormMemory)
 //   is the caller's, kept per leadership term like the limiter: a new term has not seen the storm end, and it
@@ -201,7 +204,7 @@ export interface EvictionPlanInput {
 }
 
 export interface EvictionPlan {
-  /** Nodes whose pods to evict now: at most one per zone. */
+  /** Nodes whose pods to evict now: at most one new node per zone, and the nodes being evicted whose next pass is due. */
   evict: string[];
   /** Zones where eviction is stopped and that hold at least one Degraded node, sorted by zone. */
   blockedZones: BlockedZone[];
@@ -403,29 +406,36 @@ export function planEvictions(input: EvictionPlanInput): EvictionPlan {
     const last = limiter.get(zone);
     let freeAtMs = last === undefined ? nowMs : last + intervalMs;
     for (const node of waiting) {
+      if (isEvicting(node)) {
+        // Started already: its next pass on its own cadence, without the zone's token.
+        const nextPassMs = (node.lastEvictionMs as number) + intervalMs;
+        if (nextPassMs <= nowMs) {
+          plan.evict.push(node.name);
+          later(nowMs + intervalMs);
+        } else later(nextPassMs);
+        continue;
+      }
       const qualifiesAtMs = (node.degradedSinceMs as number) + evictAfterMs;
       if (qualifiesAtMs > nowMs || freeAtMs > nowMs) {
         later(Math.max(qualifiesAtMs, freeAtMs));
         continue;
       }
+      // A new node: inside its group's budget and the cluster's cap, or it waits for a node to complete (a
+      // pass of a node being evicted, with its own deadline).
       const group = groupKey(node);
-      if (!isEvicting(node)) {
-        // A new node: inside its group's budget and the cluster's cap, or it waits for a node to complete
-        // (a pass of a node being evicted, with its own deadline).
-        const groupAllowed = percentOf(policy.groupBudgetPercent, groupSize.get(group) ?? 0);
-        const budget: BudgetReason | undefined =
-          (groupEvicting.get(group) ?? 0) >= groupAllowed
-            ? BudgetReason.GroupBudget
-            : evicting >= clusterAllowed
-              ? BudgetReason.ParallelCap
-              : undefined;
-        if (budget) {
-          plan.waiting.push({ name: node.name, group, reason: budget });
-          continue;
-        }
-        groupEvicting.set(group, (groupEvicting.get(group) ?? 0) + 1);
-        evicting += 1;
+      const groupAllowed = percentOf(policy.groupBudgetPercent, groupSize.get(group) ?? 0);
+      const budget: BudgetReason | undefined =
+        (groupEvicting.get(group) ?? 0) >= groupAllowed
+          ? BudgetReason.GroupBudget
+          : evicting >= clusterAllowed
+            ? BudgetReason.ParallelCap
+            : undefined;
+      if (budget) {
+        plan.waiting.push({ name: node.name, group, reason: budget });
+        continue;
       }
+      groupEvicting.set(group, (groupEvicting.get(group) ?? 0) + 1);
+      evicting += 1;
       plan.evict.push(node.name);
       limiter.set(zone, nowMs);
       freeAtMs = nowMs + intervalMs;

@@ -273,15 +273,15 @@ describe('Evictor guards (issue 54): budgets and other owners, as passes see the
     await t.clock.advance(1_000);
     expect(t.evicted).toEqual(['bad-1']);
     expect((await t.metrics.evictionEvictingNodes.get()).values[0]?.value).toBe(0);
-    // A node being evicted gets its next pass within the idle bound (5 s): its pod Terminating, bad-2 waits.
-    await t.clock.advance(5_000);
+    // A node being evicted gets its next pass 1/rate (10 ms) after its last: its pod Terminating, bad-2 waits.
+    await t.clock.advance(10);
     expect(t.evicted).toEqual(['bad-1', 'bad-1']);
     const held = (await t.metrics.evictionHeldNodes.get()).values.find(
       (v) => v.labels.reason === 'GroupBudget',
     );
     expect(held?.value).toBe(1);
     // The pass that finds bad-1 empty frees its place, and bad-2 starts at once.
-    await t.clock.advance(5_000);
+    await t.clock.advance(10);
     expect(t.evicted).toEqual(['bad-1', 'bad-1', 'bad-1', 'bad-2']);
     await t.evictor.stop();
   });

@@ -326,7 +326,7 @@ describe('the Evictor with real passes (issue 54): the parallel cap and do-not-d
     const loaded = loadControllerConfig(
       [
         '--evict-after-seconds=1',
-        '--eviction-rate=100',
+        '--eviction-rate=2',
         '--eviction-max-parallel-nodes=1',
         '--eviction-group-budget-percent=100',
       ],
@@ -423,7 +423,7 @@ async function realEvictor(opts: {
   states: Map<string, NodeState>;
   breakerTripped?: () => boolean;
 }) {
-  const loaded = loadControllerConfig(['--evict-after-seconds=1', '--eviction-rate=100', ...opts.argv], {});
+  const loaded = loadControllerConfig(['--evict-after-seconds=1', '--eviction-rate=2', ...opts.argv], {});
   if (!('config' in loaded)) throw new Error('expected a config');
   const { config } = loaded;
   const views = new Map<string, ReturnType<typeof evictionNodeView>>();
