@@ -17,3 +17,4 @@ export * from './label-wait.ts';
 export * from './lease.ts';
 export * from './text.ts';
 export * from './taint-key.ts';
+export * from './policy.ts';

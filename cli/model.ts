@@ -64,7 +64,8 @@ export interface ClusterHealthCondition {
 
 export interface ClusterHealthObject {
   metadata?: { name?: string };
-  status?: { observedAt?: string; conditions?: ClusterHealthCondition[] };
+  /** policy: what the leader publishes of its settings (api/policy.ts), read field by field. */
+  status?: { observedAt?: string; conditions?: ClusterHealthCondition[]; policy?: unknown };
 }
 
 /** A core/v1 view of an Event regarding a node (events.k8s.io events included). */

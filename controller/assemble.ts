@@ -6,7 +6,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { Logger } from '../lib/log.ts';
 import { ClusterCache, skippedObjectReporter } from './cache/index.ts';
-import type { ControllerConfig } from './config.ts';
+import { publishedPolicy, type ControllerConfig } from './config.ts';
 import { Evictor, evictNodePods, evictionNodeView, readNodeHold } from './eviction/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
@@ -112,6 +112,7 @@ export function assembleController(
     log: log.child({ component: 'rollup' }),
     events: clusterEventRecorder(api, config.identity, clock, fence),
     thresholdsMs: config.rollupThresholdsMs,
+    policy: publishedPolicy(config),
     gardenerCluster: config.gardenerCluster,
     gardenerResyncMs: config.gardenerResyncMs,
   });

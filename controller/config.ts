@@ -1,7 +1,12 @@
 // nodecare-controller configuration: flags and environment, validated together before any I/O.
 
 import { hostname } from 'node:os';
-import { DEFAULT_NODE_SELECTOR, COMPONENT_NAMESPACE, taintKeyProblem } from '../api/index.ts';
+import {
+  DEFAULT_NODE_SELECTOR,
+  COMPONENT_NAMESPACE,
+  taintKeyProblem,
+  type PublishedPolicy,
+} from '../api/index.ts';
 import { labelSelectorProblem } from '../api/selector.ts';
 import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
@@ -280,6 +285,21 @@ export interface ControllerConfig {
   gardenerResyncMs: number;
   workers: number;
   requestTimeoutMs: number;
+}
+
+/** What the leader publishes of `config` in ClusterHealth status.policy (api/policy.ts). */
+export function publishedPolicy(config: ControllerConfig): PublishedPolicy {
+  return {
+    bootstrapTaintKey: config.bootstrapTaintKey,
+    runtimeTaintKey: config.runtimeTaintKey,
+    bootstrapTimeoutSeconds: config.bootstrapTimeoutSeconds,
+    missingLeaseGraceSeconds: config.missingLeaseGraceSeconds,
+    maxUnhealthyFraction: config.maxUnhealthyFraction,
+    annotationConditionTypes: [...config.annotationConditionTypes],
+    suspend: config.suspend,
+    dryRun: config.dryRun,
+    nodeSelector: config.nodeSelector,
+  };
 }
 
 const CONDITION_TYPE = /^[A-Z][A-Za-z0-9]{0,62}$/;

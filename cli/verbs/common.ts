@@ -1,8 +1,7 @@
 // What the read-only verbs (status, explain, extensions) share: options, kubectl-style short flags, the
 // connection, and errors that say what is wrong (exit code 2: the question could not be answered).
 
-import { LEASE_NAMESPACE } from '../../api/index.ts';
-import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from '../../controller/decide/index.ts';
+import { LEASE_NAMESPACE, readPublishedPolicy, type PublishedPolicy } from '../../api/index.ts';
 import { COMMON_OPTIONS } from '../../lib/common-options.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS, KubeClient } from '../../lib/kube/client.ts';
 import {
@@ -15,7 +14,13 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { OptionTable, OptionValues } from '../../lib/options.ts';
 import type { CliIo } from '../verb.ts';
 import { OUTPUT_FORMATS, type OutputFormat } from '../format.ts';
-import { analyze, type Analysis, type CliPolicy, type ClusterSnapshot } from '../model.ts';
+import {
+  analyze,
+  CLI_POLICY_DEFAULTS,
+  type Analysis,
+  type CliPolicy,
+  type ClusterSnapshot,
+} from '../model.ts';
 import { readSnapshot, type SnapshotNotes } from '../snapshot.ts';
 
 /** Exit codes of the read-only verbs. */
@@ -28,45 +33,43 @@ export const Exit = { healthy: 0, notHealthy: 1, error: 2 } as const;
 export const POLICY_OPTIONS = {
   'bootstrap-taint-key': {
     type: 'string',
-    description: "The controller's --bootstrap-taint-key.",
-    default: DECISION_DEFAULTS.bootstrapTaintKey,
+    description:
+      "The controller's --bootstrap-taint-key (default: what the controller publishes in ClusterHealth status.policy, else the controller's default).",
   },
   'runtime-taint-key': {
     type: 'string',
-    description: "The controller's --runtime-taint-key.",
-    default: DECISION_DEFAULTS.runtimeTaintKey,
+    description:
+      "The controller's --runtime-taint-key (default: as published in ClusterHealth status.policy, else the controller's default).",
   },
   'bootstrap-timeout-seconds': {
     type: 'integer',
-    description: "The controller's --bootstrap-timeout-seconds.",
-    default: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
+    description: "The controller's --bootstrap-timeout-seconds (default: as published, else 900).",
     min: 1,
     max: 86_400,
   },
   'missing-lease-grace-seconds': {
     type: 'integer',
-    description: "The controller's --missing-lease-grace-seconds.",
-    default: DECISION_DEFAULTS.missingLeaseGraceSeconds,
+    description:
+      "The controller's --missing-lease-grace-seconds (default: as published, else the controller's default).",
     min: 0,
     max: 86_400,
   },
   'max-unhealthy-fraction': {
     type: 'number',
-    description: "The controller's --max-unhealthy-fraction (the correlated-failure breaker).",
-    default: BREAKER_DEFAULTS.maxUnhealthyFraction,
+    description:
+      "The controller's --max-unhealthy-fraction, the correlated-failure breaker (default: as published, else the controller's default).",
     min: 0,
     max: 1,
   },
   'annotation-condition-type': {
     type: 'list',
     description:
-      "The controller's --annotation-condition-type (custom condition types node annotations may feed; repeatable).",
-    default: [],
+      "The controller's --annotation-condition-type, custom condition types node annotations may feed; repeatable (default: as published, else none).",
   },
   suspend: {
     type: 'boolean',
-    description: "The controller's --suspend (every node's taint changes held).",
-    default: false,
+    description:
+      "The controller's --suspend, every node's taint changes held (default: as published, else false).",
   },
   'lease-namespace': {
     type: 'string',
@@ -207,16 +210,58 @@ export const SELECTOR_OPTION = {
   },
 } as const satisfies OptionTable;
 
-export function policyOf(values: OptionValues): CliPolicy {
+/**
+ * The controller's settings the plugin judges nodes with: each the flag given, else what the leading controller
+ * publishes in ClusterHealth status.policy (api/policy.ts), else the controller's default.
+ */
+export function policyOf(values: OptionValues, published: Partial<PublishedPolicy> = {}): CliPolicy {
+  const given = <T>(flag: string): T | undefined => values[flag] as T | undefined;
+  const types = given<string[]>('annotation-condition-type');
   return {
-    bootstrapTaintKey: values['bootstrap-taint-key'] as string,
-    runtimeTaintKey: values['runtime-taint-key'] as string,
-    bootstrapTimeoutSeconds: values['bootstrap-timeout-seconds'] as number,
-    missingLeaseGraceSeconds: values['missing-lease-grace-seconds'] as number,
-    maxUnhealthyFraction: values['max-unhealthy-fraction'] as number,
-    annotationConditionTypes: (values['annotation-condition-type'] as string[] | undefined) ?? [],
-    suspend: values.suspend as boolean,
+    bootstrapTaintKey:
+      given<string>('bootstrap-taint-key') ??
+      published.bootstrapTaintKey ??
+      CLI_POLICY_DEFAULTS.bootstrapTaintKey,
+    runtimeTaintKey:
+      given<string>('runtime-taint-key') ?? published.runtimeTaintKey ?? CLI_POLICY_DEFAULTS.runtimeTaintKey,
+    bootstrapTimeoutSeconds:
+      given<number>('bootstrap-timeout-seconds') ??
+      published.bootstrapTimeoutSeconds ??
+      CLI_POLICY_DEFAULTS.bootstrapTimeoutSeconds,
+    missingLeaseGraceSeconds:
+      given<number>('missing-lease-grace-seconds') ??
+      published.missingLeaseGraceSeconds ??
+      CLI_POLICY_DEFAULTS.missingLeaseGraceSeconds,
+    maxUnhealthyFraction:
+      given<number>('max-unhealthy-fraction') ??
+      published.maxUnhealthyFraction ??
+      CLI_POLICY_DEFAULTS.maxUnhealthyFraction,
+    annotationConditionTypes:
+      types && types.length > 0
+        ? types
+        : (published.annotationConditionTypes ?? CLI_POLICY_DEFAULTS.annotationConditionTypes),
+    suspend: given<boolean>('suspend') ?? published.suspend ?? CLI_POLICY_DEFAULTS.suspend,
   };
+}
+
+/**
+ * What the plugin can use of the policy the leader published, with a note for each field it cannot and one
+ * when there is none (a controller older than status.policy): the defaults and the flags given are used then.
+ */
+export function publishedPolicyOf(snapshot: ClusterSnapshot): {
+  policy: Partial<PublishedPolicy>;
+  notes: string[];
+} {
+  const health = snapshot.clusterHealth;
+  if (!health) return { policy: {}, notes: [] }; // The snapshot's own note says ClusterHealth is missing.
+  const raw = health.status?.policy;
+  const { policy, problems } = readPublishedPolicy(raw);
+  const notes = problems.map((p) => `ClusterHealth cluster ${p}: the flag given or the default is used`);
+  if (raw === undefined)
+    notes.push(
+      "ClusterHealth cluster has no status.policy (a controller older than this plugin): nodes are judged with the controller's default settings and the flags given",
+    );
+  return { policy, notes };
 }
 
 export function outputOf(values: OptionValues): OutputFormat {
@@ -350,5 +395,7 @@ export async function readAnalysis(
   now: number = Date.now(),
 ): Promise<{ snapshot: ClusterSnapshot; notes: SnapshotNotes; analysis: Analysis }> {
   const { snapshot, notes } = await readSnapshot(client, values['lease-namespace'] as string);
-  return { snapshot, notes, analysis: analyze(snapshot, policyOf(values), now) };
+  const published = publishedPolicyOf(snapshot);
+  notes.missing.push(...published.notes);
+  return { snapshot, notes, analysis: analyze(snapshot, policyOf(values, published.policy), now) };
 }

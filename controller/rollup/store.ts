@@ -5,6 +5,7 @@
 // merge patch of each object's status, which only nodecare writes. `FakeRollupApi` (testing.ts) is the
 // unit-test double.
 
+import type { PublishedPolicy } from '../../api/policy.ts';
 import type { SourcedPair } from './pairs.ts';
 import {
   API_GROUP,
@@ -29,6 +30,8 @@ export interface ClusterHealthStatus {
   conditions?: RollupCondition[];
   extensions?: ExtensionCounts[];
   maintenance?: MaintenanceCounts;
+  /** The leader's effective policy (api/policy.ts), for readers that judge nodes as it does. */
+  policy?: Partial<PublishedPolicy>;
 }
 
 export interface ClusterHealthObject {

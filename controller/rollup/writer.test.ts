@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ExtensionState, NODE_STATUS_LABEL } from '../../api/index.ts';
+import { ExtensionState, NODE_STATUS_LABEL, type PublishedPolicy } from '../../api/index.ts';
 import { ProbeReason } from '../../api/reasons.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
@@ -40,6 +40,7 @@ function setup(
     gardenerCluster?: string;
     thresholdsMs?: Record<string, number>;
     elapsedMs?: () => number;
+    policy?: PublishedPolicy;
   } = {},
 ) {
   const clock = new FakeClock(T0);
@@ -52,7 +53,7 @@ function setup(
   api.systemExtensions.set('gpu', undefined);
   const metrics = new ControllerMetrics(new Registry());
   const events: NodeEvent[] = [];
-  const make = () =>
+  const make = (policy = options.policy) =>
     new RollupWriter({
       api,
       source: { pairs: () => world.pairs, systemExtensionNames: () => world.sx },
@@ -70,6 +71,7 @@ function setup(
       thresholdsMs: options.thresholdsMs ?? { EveryNodeReady: 10_000 },
       gardenerCluster: options.gardenerCluster,
       ...(options.elapsedMs ? { elapsedMs: options.elapsedMs } : {}),
+      ...(policy ? { policy } : {}),
     });
   const writer = make();
   const condition = (type = 'EveryNodeReady'): RollupCondition | undefined =>
@@ -121,6 +123,37 @@ describe('RollupWriter', () => {
       unknown: 0,
       failing: 0,
     });
+  });
+
+  it("publishes the controller's policy in status.policy, and rewrites a status another leader's flags wrote (issue 51 item 5)", async () => {
+    const policy: PublishedPolicy = {
+      bootstrapTaintKey: 'example.com/not-ready',
+      runtimeTaintKey: 'example.com/unhealthy',
+      bootstrapTimeoutSeconds: 600,
+      missingLeaseGraceSeconds: 30,
+      maxUnhealthyFraction: 0.25,
+      annotationConditionTypes: ['MyGpuHealthy'],
+      suspend: false,
+      dryRun: false,
+      nodeSelector: 'kubernetes.io/os=linux',
+    };
+    const first = setup({ policy });
+    first.writer.start();
+    await first.step(0);
+    expect(first.api.object?.status?.policy).toEqual(policy);
+    // The same flags: nothing to write (no heartbeat writes).
+    const writes = first.api.writes.length;
+    first.writer.markDirty();
+    await first.step(1_000);
+    expect(first.api.writes.length).toBe(writes);
+    // A new leader with another runtime taint key, over the status the first one wrote: rewritten at once,
+    // though no node changed.
+    await first.writer.stop();
+    const other = { ...policy, runtimeTaintKey: 'example.com/degraded' };
+    first.make(other).start();
+    await first.step(0);
+    expect(first.api.writes.slice(writes)).toEqual(['replaceClusterHealthStatus']);
+    expect(first.api.object?.status?.policy).toEqual(other);
   });
 
   it('writes nothing when an evaluation changes nothing (no heartbeat writes)', async () => {

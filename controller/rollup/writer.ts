@@ -17,7 +17,7 @@
 //   and not retried: the writer goes on to write what it can (the SystemExtension counts) and tries again only
 //   when the roll-up's inputs change.
 
-import { NODE_STATUS_LABEL } from '../../api/index.ts';
+import { NODE_STATUS_LABEL, samePolicy, type PublishedPolicy } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
@@ -63,6 +63,11 @@ export interface RollupWriterDeps {
   /** Where a refused (422) write is reported, regarding ClusterHealth `cluster`. */
   events?: ClusterEventRecorder;
   thresholdsMs: Readonly<Record<string, number>>;
+  /**
+   * The controller's effective policy, published in status.policy (api/policy.ts) so that `kubectl nodecare`
+   * judges nodes as this controller does; a status that says otherwise (another leader's flags) is rewritten.
+   */
+  policy?: PublishedPolicy;
   /** Name of the Gardener Cluster object to read; undefined: not a Gardener shoot. */
   gardenerCluster: string | undefined;
   /** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
@@ -301,7 +306,8 @@ export class RollupWriter {
         result.changed ||
         !sameExtensionCounts(object.status?.extensions ?? [], result.extensions) ||
         (object.status?.maintenance?.inProgress ?? 0) !== result.maintenance.inProgress ||
-        (object.status?.maintenance?.planned ?? 0) !== result.maintenance.planned;
+        (object.status?.maintenance?.planned ?? 0) !== result.maintenance.planned ||
+        (this.deps.policy !== undefined && !samePolicy(object.status?.policy, this.deps.policy));
       if (!metadataChanged && !statusChanged) return;
 
       const metadata = {
@@ -327,6 +333,7 @@ export class RollupWriter {
               conditions: result.conditions,
               extensions: result.extensions,
               maintenance: result.maintenance,
+              ...(this.deps.policy ? { policy: this.deps.policy } : {}),
             },
           });
         }

@@ -483,6 +483,42 @@ describe('kubectl nodecare against the real control plane', () => {
     );
   }, 240_000);
 
+  it('without the policy flags judges with the policy the controller publishes in ClusterHealth; a flag given still wins (issue 51 item 5)', async () => {
+    // The controller (60 s bootstrap timeout, 20 s grace) published its settings.
+    const health = (await custom.getClusterCustomObject({
+      group: 'nodecare.io',
+      version: 'v1alpha1',
+      plural: 'clusterhealths',
+      name: 'cluster',
+    })) as { status?: { policy?: Record<string, unknown> } };
+    expect(health.status?.policy).toMatchObject({
+      bootstrapTaintKey: BOOTSTRAP,
+      runtimeTaintKey: RUNTIME,
+      bootstrapTimeoutSeconds: BOOTSTRAP_TIMEOUT_SECONDS,
+      missingLeaseGraceSeconds: GRACE_SECONDS,
+    });
+    const view = async (args: string[]): Promise<StatusView> => {
+      const run = await runPlugin(['status', `--selector=${SELECTOR}`, '-o', 'json', ...args]);
+      expect(run.stderr, run.stderr).toBe('');
+      return JSON.parse(run.stdout) as StatusView;
+    };
+    const states = async (args: string[]): Promise<Record<string, string>> =>
+      Object.fromEntries((await view(args)).nodes.map((n) => [n.name, n.stateText]));
+    const runtimeOwner = async (args: string[]): Promise<string | undefined> =>
+      (await view(args)).nodes.find((n) => n.name === NODE.degraded)?.taints.find((t) => t.key === RUNTIME)
+        ?.owner;
+    // No flags: the same answers as with the controller's flags, BootstrapTimeout after 60 s among them
+    // (with the plugin's own defaults, 900 s, the node would still be Bootstrapping).
+    const published = await states([]);
+    expect(published).toEqual(await states(POLICY_ARGS));
+    expect(published[NODE.booting]).toMatch(/^BootstrapTimeout/);
+    // A flag overrides the published value: told another runtime taint key, the plugin no longer calls the
+    // controller's runtime taint its own.
+    const owner = await runtimeOwner([]);
+    expect(owner).toBe('nodecare (runtime taint)');
+    expect(await runtimeOwner(['--runtime-taint-key=example.com/other'])).not.toBe(owner);
+  });
+
   it('says clearly what is wrong: unknown node, no kubeconfig, unreachable API server, bad flags', async () => {
     const unknown = await runPlugin(['explain', `${RUN}-nope`]);
     expect(unknown.code).toBe(2);
