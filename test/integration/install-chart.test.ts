@@ -626,6 +626,31 @@ describe('charts/nodecare', () => {
     expect(objects.has('MutatingAdmissionPolicy /nodecare-bootstrap-taint')).toBe(false);
   });
 
+  it("eviction's guards beyond zones render as the controller's flags only when set, '' included (issue 54)", async () => {
+    const args = async (...set: string[]): Promise<string[]> =>
+      podSpec(await renderChart(...set), 'Deployment').containers[0]!.args.filter((a) =>
+        /^--eviction-(group|max|storm)/.test(a),
+      );
+    expect(await args()).toEqual([]);
+    expect(
+      await args(
+        'eviction.groupLabel=',
+        'eviction.groupBudgetPercent=20',
+        'eviction.maxParallelNodes=3',
+        'eviction.maxParallelPercent=5',
+        'eviction.stormCooldownSeconds=600',
+      ),
+    ).toEqual([
+      '--eviction-group-budget-percent=20',
+      '--eviction-group-label=',
+      '--eviction-max-parallel-nodes=3',
+      '--eviction-max-parallel-percent=5',
+      '--eviction-storm-cooldown-seconds=600',
+    ]);
+    const refused = await run(helmBin, ['template', 'x', CHART, '--set', 'eviction.maxParallelPercent=0']);
+    expect(refused.stderr).toContain('maxParallelPercent');
+  });
+
   it('controller.fleetSize sizes the memory request and limit: steady at most 70% of the limit at every measured size (issue 53 item 2)', async () => {
     const memory = async (nodes: number): Promise<{ request: string; limit: string }> => {
       const resources = podSpec(await renderChart(`controller.fleetSize=${nodes}`), 'Deployment')
