@@ -278,6 +278,91 @@ describe('what one node can make the controller hold is bounded (issue 50 item 2
     }
   });
 
+  it("admission refuses an agent the metadata it never writes: 2,000 valid finalizers, one finalizer, 2,000 owner references, managedFields of the client's making; the agent's own Lease and its update are taken", async () => {
+    const client = await agentClient('a');
+    const node = nodes.get('a')!;
+    const created: string[] = [];
+    const create = async (lease: LeaseObject): Promise<KubeError> => {
+      const err = await refusal(
+        client.request('POST', leasesPath(LEASE_NAMESPACE), { body: lease }).then((stored) => {
+          created.push(lease.metadata.name!);
+          return stored;
+        }),
+      ).catch((e: Error) => {
+        throw new Error(`${lease.metadata.name}: ${e.message}`);
+      });
+      expect(err.code, `${lease.metadata.name}: ${err.message}`).toBe(KubeErrorCode.Forbidden);
+      expect(err.message).toContain(POLICY);
+      return err;
+    };
+    try {
+      // Valid names (a DNS subdomain, a slash, a name part of at most 63): the API server itself takes them.
+      const many = leaseFor(node, 'many-finalizers');
+      (many.metadata as { finalizers?: string[] }).finalizers = Array.from(
+        { length: 2000 },
+        (_, i) => `example.com/f-${i}`,
+      );
+      expect((await create(many)).message).toContain('an agent may set no finalizers');
+      const one = leaseFor(node, 'one-finalizer');
+      (one.metadata as { finalizers?: string[] }).finalizers = ['example.com/f-0'];
+      expect((await create(one)).message).toContain('an agent may set no finalizers');
+
+      const owners = leaseFor(node, 'many-owners');
+      owners.metadata.ownerReferences = [
+        ...owners.metadata.ownerReferences!,
+        ...Array.from({ length: 2000 }, (_, i) => ({
+          apiVersion: 'v1',
+          kind: 'Node',
+          name: `other-${i}`,
+          uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        })),
+      ];
+      // Refused by the managedFields bound (the API server's own entry names 2,001 owner references) before
+      // the one-owner rule.
+      expect((await create(owners)).message).toMatch(/carries metadata an agent never writes|the one owner/);
+
+      // managedFields the client supplies are kept by the API server (it takes them as the new managed
+      // set), and the controller never reads them: here 3,000 made-up annotation paths, about 200 KB.
+      const fields = leaseFor(node, 'own-managed-fields');
+      (fields.metadata as { managedFields?: unknown[] }).managedFields = [
+        {
+          manager: 'someone',
+          operation: 'Update',
+          apiVersion: 'coordination.k8s.io/v1',
+          fieldsType: 'FieldsV1',
+          fieldsV1: {
+            'f:metadata': {
+              'f:annotations': Object.fromEntries(
+                Array.from({ length: 3000 }, (_, i) => [`f:example.com/x${i}-${'y'.repeat(50)}`, {}]),
+              ),
+            },
+          },
+        },
+      ];
+      expect((await create(fields)).message).toContain('managedFields');
+
+      // The Lease the agent writes, created and updated as the agent's LeaseWriter does: taken.
+      const own = leaseFor(node, 'as-the-agent-writes');
+      const stored = await client.request<LeaseObject>('POST', leasesPath(LEASE_NAMESPACE), { body: own });
+      created.push(own.metadata.name!);
+      const renewed = leaseFor(node, 'as-the-agent-writes');
+      renewed.metadata.resourceVersion = stored.metadata.resourceVersion;
+      renewed.metadata.annotations!['nodecare.io/state'] = 'Unhealthy';
+      await client.request('PUT', leasesPath(LEASE_NAMESPACE, own.metadata.name!), { body: renewed });
+    } finally {
+      for (const name of created) {
+        await admin
+          .request('PATCH', leasesPath(LEASE_NAMESPACE, name), {
+            body: { metadata: { finalizers: null } },
+            contentType: 'application/merge-patch+json',
+          })
+          .catch(() => undefined);
+        await admin.request('DELETE', leasesPath(LEASE_NAMESPACE, name)).catch(() => undefined);
+      }
+      await client.close();
+    }
+  });
+
   it('Leases of 1.4 MB each (an admin, around admission): the cache syncs reading pages of bounded bytes, and keeps a constant of each', async () => {
     const c = nodes.get('c')!;
     const big = Array.from({ length: 14 }, (_, i) => {
