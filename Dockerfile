@@ -29,11 +29,12 @@ COPY cli ./cli
 RUN npx tsc -p tsconfig.build.json \
   && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
   && find dist node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' \) -delete \
-  && chmod 0755 dist/agent/main.js dist/controller/main.js dist/cli/main.js \
+  && chmod 0755 dist/agent/main.js dist/controller/main.js dist/cli/main.js dist/cli/complete-main.js \
   && mkdir -p /out/bin \
   && ln -s /app/dist/agent/main.js /out/bin/nodecare-agent \
   && ln -s /app/dist/controller/main.js /out/bin/nodecare-controller \
-  && ln -s /app/dist/cli/main.js /out/bin/kubectl-nodecare
+  && ln -s /app/dist/cli/main.js /out/bin/kubectl-nodecare \
+  && ln -s /app/dist/cli/complete-main.js /out/bin/kubectl_complete-nodecare
 # REVISION is the commit the programs report with --version (lib/version.ts reads build-info.json).
 ARG REVISION=unknown
 RUN printf '{"revision":"%s"}\n' "$REVISION" >build-info.json

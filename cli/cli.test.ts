@@ -8,6 +8,11 @@ import { buildLease } from '../api/lease.ts';
 import { FakeApiServer, tokenKubeconfig } from '../lib/kube/testing.ts';
 import { runCli, usage, VERBS } from './cli.ts';
 
+/** The verbs that ask a cluster (all but completion's): each takes kubectl's connection flags. */
+const CLUSTER_VERBS = Object.fromEntries(
+  Object.entries(VERBS).filter(([, verb]) => 'kubeconfig' in verb.options),
+);
+
 function io() {
   const out: string[] = [];
   const err: string[] = [];
@@ -15,8 +20,11 @@ function io() {
 }
 
 describe('kubectl-nodecare', () => {
-  it('lists every verb in its usage', () => {
-    for (const verb of Object.keys(VERBS)) expect(usage()).toContain(`  ${verb} `);
+  it('lists every verb but the hidden ones in its usage', () => {
+    for (const [name, verb] of Object.entries(VERBS)) {
+      if ('hidden' in verb && verb.hidden) expect(usage()).not.toContain(`  ${name} `);
+      else expect(usage()).toContain(`  ${name} `);
+    }
   });
 
   it('no command → usage, exit 2', async () => {
@@ -62,7 +70,7 @@ describe('kubectl-nodecare', () => {
   it.each(['abc', '10x', '-1s', '1s2', ''])(
     '--request-timeout=%j → exit 2 naming the flag and the forms it takes, before any I/O',
     async (value) => {
-      for (const verb of Object.keys(VERBS)) {
+      for (const verb of Object.keys(CLUSTER_VERBS)) {
         const t = io();
         const args = [
           verb,
@@ -81,7 +89,7 @@ describe('kubectl-nodecare', () => {
   );
 
   it('--as-group without --as → exit 2 saying so, for every verb', async () => {
-    for (const verb of Object.keys(VERBS)) {
+    for (const verb of Object.keys(CLUSTER_VERBS)) {
       const t = io();
       const args = [
         verb,
@@ -95,7 +103,7 @@ describe('kubectl-nodecare', () => {
   });
 
   it('every verb lists the connection flags in its --help', async () => {
-    for (const verb of Object.keys(VERBS)) {
+    for (const verb of Object.keys(CLUSTER_VERBS)) {
       const t = io();
       expect(await runCli([verb, '--help'], t.io)).toBe(0);
       const help = t.out.join('\n');
@@ -130,7 +138,8 @@ describe('kubectl-nodecare', () => {
   it('usage states the exit codes every verb uses', () => {
     expect(usage()).toContain('Exit codes: 0 healthy');
     expect(usage()).toContain('2 error');
-    for (const verb of Object.values(VERBS)) expect(verb.summary).toMatch(/exit 0 .*, 1 .*, 2 error\.$/);
+    for (const verb of Object.values(CLUSTER_VERBS))
+      expect(verb.summary).toMatch(/exit 0 .*, 1 .*, 2 error\.$/);
   });
 
   it('uninstall refused by the API server → exit 2 naming the rights it needs; with --yes, that it stopped part-way', async () => {
@@ -169,7 +178,7 @@ describe('kubectl-nodecare', () => {
   });
 
   it('an unreadable kubeconfig → exit 2 (error, as --help says) with the reason, for every verb', async () => {
-    for (const verb of Object.keys(VERBS)) {
+    for (const verb of Object.keys(CLUSTER_VERBS)) {
       const t = io();
       const args = [verb, ...(verb === 'explain' ? ['node-a'] : []), '--kubeconfig=/nonexistent/kubeconfig'];
       expect(await runCli(args, t.io)).toBe(2);

@@ -6,6 +6,7 @@ import { OptionsError, parseOptions, renderHelp, type OptionValues } from '../li
 import { versionLine } from '../lib/version.ts';
 import type { CliIo, Verb } from './verb.ts';
 import { Exit } from './verbs/common.ts';
+import { completionVerbs } from './verbs/completion.ts';
 import { explainVerb } from './verbs/explain.ts';
 import { extensionsVerb } from './verbs/extensions.ts';
 import { statusVerb } from './verbs/status.ts';
@@ -13,22 +14,26 @@ import { uninstallVerb } from './verbs/uninstall.ts';
 
 export type { CliIo, Verb } from './verb.ts';
 
-export const VERBS = {
+const COMMANDS = {
   status: statusVerb,
   explain: explainVerb,
   extensions: extensionsVerb,
   uninstall: uninstallVerb,
 } satisfies Record<string, Verb>;
 
+/** The verbs: the commands, then `completion` and the hidden `__complete`, which complete all of them. */
+export const VERBS = { ...COMMANDS, ...completionVerbs(COMMANDS) } satisfies Record<string, Verb>;
+
 const PROGRAM = 'kubectl nodecare';
 
 export function usage(): string {
-  const width = Math.max(...Object.keys(VERBS).map((v) => v.length));
+  const shown = Object.entries(VERBS as Record<string, Verb>).filter(([, verb]) => !verb.hidden);
+  const width = Math.max(...shown.map(([name]) => name.length));
   return [
     `Usage: ${PROGRAM} <command> [options]`,
     '',
     'Commands:',
-    ...Object.entries(VERBS).map(([name, verb]) => `  ${name.padEnd(width)}  ${verb.summary}`),
+    ...shown.map(([name, verb]) => `  ${name.padEnd(width)}  ${verb.summary}`),
     '',
     `Run ${PROGRAM} <command> --help for the options of a command.`,
     '',

@@ -277,6 +277,19 @@ describe('kubectl-style arguments', () => {
   it('takes the first bare word as the positional, leaves a second for the parser to reject', () => {
     expect(kubectlArgs(['n1', '-o', 'json', 'n2'], 'node')).toEqual(['--node=n1', '--output=json', 'n2']);
   });
+
+  it("a value flag's next word is its value, not the positional (regression: explain --context prod n1 took prod as the node)", () => {
+    const options = {
+      context: { type: 'string', description: '' },
+      yes: { type: 'boolean', description: '' },
+    } as const;
+    expect(kubectlArgs(['--context', 'prod', 'n1'], 'node', undefined, options)).toEqual([
+      '--context',
+      'prod',
+      '--node=n1',
+    ]);
+    expect(kubectlArgs(['--yes', 'n1'], 'node', undefined, options)).toEqual(['--yes', '--node=n1']);
+  });
 });
 
 describe('formatting', () => {

@@ -14,6 +14,8 @@ export interface Verb {
   /** The usage line's arguments when the verb takes positional ones (default `[options]`). */
   usage?: string;
   options: OptionTable;
+  /** Left out of usage() and of completion (`__complete`, which the completion scripts call). */
+  hidden?: boolean;
   /** Rewrites kubectl-style arguments (short flags, a positional) into long options before parsing. */
   normalizeArgs?(argv: readonly string[]): string[];
   /** Runs the verb with validated options; resolves with the exit code. */

@@ -273,13 +273,15 @@ const SHORT_FLAGS: Record<string, string> = { '-o': '--output', '-l': '--selecto
 /**
  * kubectl's spellings: `-o json`, `-ojson`, `-o=json`, `-l app=x`, `-lapp=x` (or the verb's `shortFlags`,
  * e.g. `-n nodecare-system`); with `positional` set, the
- * first bare word becomes `--<positional>=<word>` (explain <node>). Everything else is left for the option
- * parser to judge (a second bare word is reported as unexpected).
+ * first bare word becomes `--<positional>=<word>` (explain <node>), and the word after a `--flag` of `options`
+ * that takes a value is that value, not the positional (`explain --context prod node-a`). Everything else is
+ * left for the option parser to judge (a second bare word is reported as unexpected).
  */
 export function kubectlArgs(
   argv: readonly string[],
   positional?: string,
   shortFlags: Readonly<Record<string, string>> = SHORT_FLAGS,
+  options: OptionTable = {},
 ): string[] {
   const out: string[] = [];
   let positionalTaken = false;
@@ -301,6 +303,12 @@ export function kubectlArgs(
     if (arg === '--') {
       out.push(...argv.slice(i + 1));
       break;
+    }
+    const spec = arg.startsWith('--') && !arg.includes('=') ? options[arg.slice(2)] : undefined;
+    if (spec && spec.type !== 'boolean' && i + 1 < argv.length) {
+      out.push(arg, argv[i + 1] as string);
+      i++;
+      continue;
     }
     if (positional && !positionalTaken && !arg.startsWith('-')) {
       out.push(`--${positional}=${arg}`);

@@ -606,7 +606,7 @@ export const explainVerb: Verb = {
     'Why the node is or is not schedulable (every taint, each required extension, what the controller does next); exit 0 schedulable and healthy, 1 not, 2 error.',
   usage: '<node> [options]',
   options: EXPLAIN_OPTIONS,
-  normalizeArgs: (argv) => kubectlArgs(argv, 'node'),
+  normalizeArgs: (argv) => kubectlArgs(argv, 'node', undefined, EXPLAIN_OPTIONS),
   async run(values: OptionValues, io: CliIo): Promise<number> {
     const name = values.node as string | undefined;
     if (!name) {

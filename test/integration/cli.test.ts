@@ -583,7 +583,7 @@ describe('kubectl nodecare against the real control plane', () => {
     }
   }, 60_000);
 
-  it("chooses the cluster as kubectl does, for every verb: KUBECONFIG's files merged, --context picks one of them", async () => {
+  it("chooses the cluster as kubectl does, for every verb and for completion: KUBECONFIG's files merged, --context picks one of them", async () => {
     // The first file's current-context is a dead API server; the real cluster's context is only in the second.
     const real = load(readFileSync(kubeconfig, 'utf8')) as { 'current-context': string };
     const home = mkdtempSync(join(tmpdir(), 'nodecare-cli-'));
@@ -622,5 +622,32 @@ describe('kubectl nodecare against the real control plane', () => {
     );
     expect(uninstall.stdout).toContain('nothing was changed (run again with --yes to do it)');
     expect(uninstall.stdout).not.toContain(`${RUN}-absent/`);
+
+    // Completion of explain <node> (kubectl_complete-nodecare, which kubectl runs for `kubectl nodecare`):
+    // the names the cluster of the --context typed has, with the prefix typed; then cobra's :4.
+    const completed = await new Promise<Run>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        [join(ROOT, 'cli', 'complete-main.ts'), 'explain', context, `${RUN}-`],
+        {
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.once('error', reject);
+      child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(completed.code, completed.stderr).toBe(0);
+    const candidates = completed.stdout.trimEnd().split('\n');
+    expect(candidates.pop()).toBe(':4');
+    expect(candidates).toEqual(expect.arrayContaining(Object.values(NODE)));
+    for (const name of candidates) expect(name.startsWith(`${RUN}-`), name).toBe(true);
+    // Without the --context, the dead cluster of the current context: nothing, silently, still :4.
+    const dead = await runPlugin(['__complete', 'explain', `${RUN}-`], env);
+    expect(dead).toMatchObject({ code: 0, stdout: ':4\n', stderr: '' });
   }, 60_000);
 });
