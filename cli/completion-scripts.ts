@@ -138,12 +138,15 @@ function zshAction(flag: FlagSpec): string {
 }
 
 function zshSpecs(command: CommandSpec): string[] {
-  const specs = command.flags.map((f) => {
+  // A long flag's value follows it or an '=' (`--output json`, `--output=json`); a short one's follows it or is
+  // joined to it (`-o json`, `-ojson`), as kubectl takes them.
+  const specs = command.flags.flatMap((f) => {
     const description = `[${zshText(f.description)}]`;
-    const value = f.takesValue ? `=${description}${zshAction(f)}` : description;
-    if (f.short === undefined) return quote(`--${f.name}${value}`);
+    const long = f.takesValue ? `=${description}${zshAction(f)}` : description;
+    if (f.short === undefined) return [quote(`--${f.name}${long}`)];
     const exclusive = `(-${f.short} --${f.name})`;
-    return `${quote(exclusive)}{-${f.short},--${f.name}}${quote(value)}`;
+    const short = f.takesValue ? `+${description}${zshAction(f)}` : description;
+    return [quote(`${exclusive}-${f.short}${short}`), quote(`${exclusive}--${f.name}${long}`)];
   });
   if (command.positional) specs.push(quote(`1${zshAction(command.positional)}`));
   return specs;
