@@ -9,12 +9,20 @@
 #   nodecare-<version>.tgz       the Helm chart, version and appVersion the release's (helm package)
 #   nodecare-<version>.spdx.json SPDX SBOM of the npm packages the image carries (npm sbom --omit dev)
 #   CHANGELOG.md                 the CHANGELOG.md section of the version
+#   kubectl-nodecare-linux-<arch>.tar.gz  the single-file kubectl-nodecare (release/sea/build.ts: no Node.js
+#                                needed) and LICENSE, for amd64 and arm64
+#   nodecare-krew.yaml           krew's plugin manifest (release/krew/nodecare.yaml), each platform's sha256 that
+#                                of its archive
 #   SHA256SUMS                   sha256sum of all the above (sha256sum -c SHA256SUMS checks them)
 # Then prints every artifact with its size and digest, and the image's per-platform manifests.
 #   release.sh [--allow-dirty] [out dir]
 #   NODECARE_RELEASE_IMAGE   the image repository install.yaml and the chart name (default: nodecare); the
 #                            archive's index names <repository>:<version>
-#   NODECARE_SOURCE          the org.opencontainers.image.source label (default: git's origin URL)
+#   NODECARE_SOURCE          the org.opencontainers.image.source label and the krew manifest's homepage
+#                            (default: git's origin URL)
+#   NODECARE_RELEASE_URL     where the archives will be downloaded from: the krew manifest's uri is
+#                            <url>/kubectl-nodecare-linux-<arch>.tar.gz (default: the bare file name, which
+#                            only `kubectl krew install --manifest=... --archive=...` can use)
 # Needs root (BuildKit's runc worker), kubectl (its kustomize), and builds helm and BuildKit if not cached.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -80,6 +88,34 @@ if [ "$image" != nodecare ]; then
 fi
 "$helm" package "$work/nodecare" --version "$version" --app-version "$version" -d "$out" >/dev/null \
   || fail "helm package charts/nodecare"
+
+step "single-file kubectl-nodecare for linux/amd64 and linux/arm64 (release/sea/build.ts), krew's manifest"
+sea_started=$SECONDS
+NODECARE_REVISION=$revision "$repo/node_modules/.bin/node" "$here/sea/build.ts" --out "$repo/dist/sea" >&2 \
+  || fail "building the single-file kubectl-nodecare (release/sea/build.ts)"
+release_url=${NODECARE_RELEASE_URL:-}
+case $release_url in *[\'\|\&]*) fail "NODECARE_RELEASE_URL may not hold ', | or &: $release_url" ;; esac
+homepage=${NODECARE_SOURCE:-$(git -C "$repo" remote get-url origin 2>/dev/null || true)}
+case $homepage in *[\'\|\&]*) homepage= ;; esac
+# Same bytes for the same executable: names sorted, owner root, the commit's time, gzip without a name or time.
+mtime=$(git -C "$repo" log -1 --format=%ct)
+manifest=$(sed -e "s|@VERSION@|$version|" -e "s|@HOMEPAGE@|$homepage|" "$here/krew/nodecare.yaml")
+[ -n "$homepage" ] || manifest=$(printf '%s\n' "$manifest" | grep -v "^  homepage: ")
+for arch in amd64 arm64; do
+  name=kubectl-nodecare-linux-$arch.tar.gz
+  mkdir -p "$work/sea-$arch"
+  cp "$repo/dist/sea/linux-$arch/kubectl-nodecare" "$repo/LICENSE" "$work/sea-$arch/"
+  chmod 0755 "$work/sea-$arch/kubectl-nodecare"
+  chmod 0644 "$work/sea-$arch/LICENSE"
+  tar -C "$work/sea-$arch" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$mtime" -cf - \
+    kubectl-nodecare LICENSE | gzip -n >"$out/$name" || fail "packing $name"
+  sum=$(sha256sum "$out/$name" | cut -d ' ' -f 1)
+  upper=LINUX_$(printf %s "$arch" | tr '[:lower:]' '[:upper:]')
+  manifest=$(printf '%s\n' "$manifest" | sed -e "s|@URI_$upper@|${release_url:+${release_url%/}/}$name|" -e "s|@SHA256_$upper@|$sum|")
+done
+printf '%s\n' "$manifest" | grep -v '^#' >"$out/nodecare-krew.yaml"
+if grep -q '@[A-Z0-9_]*@' "$out/nodecare-krew.yaml"; then fail "nodecare-krew.yaml has a placeholder left: $(grep '@[A-Z0-9_]*@' "$out/nodecare-krew.yaml")"; fi
+step "single-file executables and krew manifest in $((SECONDS - sea_started))s"
 
 step "SBOM (npm sbom, SPDX, production dependencies)"
 (cd "$repo" && npm sbom --sbom-format spdx --omit dev --package-lock-only) >"$out/nodecare-$version.spdx.json" \

@@ -2,14 +2,15 @@
 // from the Dockerfile (the build stage comes from the cache test/integration/image.test.ts's build fills), and
 // the artifacts are read back: SHA256SUMS matches every file, the image index holds linux/amd64 and
 // linux/arm64 with the OCI labels, the arm64 image's ELF files are aarch64 (read from their headers, nothing
-// run; other platforms' prebuilds/ directories aside), install.yaml runs the release's image, the chart carries the version, the SBOM is SPDX.
+// run; other platforms' prebuilds/ directories aside), install.yaml runs the release's image, the chart carries the version, the SBOM is SPDX,
+// and the krew manifest's sha256s are those of the single-file kubectl-nodecare archives, each of its machine.
 
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadAll } from 'js-yaml';
+import { load, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readImage, readImageIndex } from '../image/image.ts';
 
@@ -18,6 +19,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { ve
 const isRoot = process.getuid?.() === 0;
 const IMAGE = 'nodecare.local/nodecare';
 const SOURCE = 'https://example.invalid/nodecare';
+const RELEASE_URL = 'https://example.invalid/releases/v1';
 const EM_X86_64 = 62;
 const EM_AARCH64 = 183;
 
@@ -34,7 +36,12 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
         'bash',
         [join(ROOT, 'release', 'release.sh'), '--allow-dirty', out],
         {
-          env: { ...process.env, NODECARE_RELEASE_IMAGE: IMAGE, NODECARE_SOURCE: SOURCE },
+          env: {
+            ...process.env,
+            NODECARE_RELEASE_IMAGE: IMAGE,
+            NODECARE_SOURCE: SOURCE,
+            NODECARE_RELEASE_URL: `${RELEASE_URL}/`,
+          },
           maxBuffer: 64 << 20,
         },
         (err, stdout, stderr) =>
@@ -58,6 +65,9 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
         `nodecare-${pkg.version}.oci.tar`,
         `nodecare-${pkg.version}.spdx.json`,
         `nodecare-${pkg.version}.tgz`,
+        'kubectl-nodecare-linux-amd64.tar.gz',
+        'kubectl-nodecare-linux-arm64.tar.gz',
+        'nodecare-krew.yaml',
       ].sort(),
     );
     const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n');
@@ -151,4 +161,67 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
     expect(sbom.spdxVersion).toBe('SPDX-2.3');
     expect(sbom.packages.map((p) => p.name)).toContain('@kubernetes/client-node');
   });
+
+  it("the krew manifest names both platforms, each archive's address and sha256; each archive holds an executable kubectl-nodecare of its machine and LICENSE", () => {
+    interface KrewPlatform {
+      selector: { matchLabels: Record<string, string> };
+      uri: string;
+      sha256: string;
+      bin: string;
+      files: Array<{ from: string; to: string }>;
+    }
+    const manifest = load(readFileSync(join(out, 'nodecare-krew.yaml'), 'utf8')) as {
+      apiVersion: string;
+      kind: string;
+      metadata: { name: string };
+      spec: { version: string; homepage: string; shortDescription: string; platforms: KrewPlatform[] };
+    };
+    expect(manifest).toMatchObject({
+      apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
+      kind: 'Plugin',
+      metadata: { name: 'nodecare' },
+      spec: { version: `v${pkg.version}`, homepage: SOURCE },
+    });
+    expect(manifest.spec.shortDescription).toBeTruthy();
+    const platforms = manifest.spec.platforms;
+    expect(platforms.map((p) => p.selector.matchLabels)).toEqual([
+      { os: 'linux', arch: 'amd64' },
+      { os: 'linux', arch: 'arm64' },
+    ]);
+    for (const [platform, machine] of [
+      [platforms[0]!, EM_X86_64],
+      [platforms[1]!, EM_AARCH64],
+    ] as const) {
+      const name = `kubectl-nodecare-linux-${platform.selector.matchLabels.arch}.tar.gz`;
+      expect(platform.uri).toBe(`${RELEASE_URL}/${name}`);
+      const archive = join(out, name);
+      expect(platform.sha256).toBe(createHash('sha256').update(readFileSync(archive)).digest('hex'));
+      expect(platform.bin).toBe('kubectl-nodecare');
+      expect(platform.files.map((f) => f.from).sort()).toEqual(['LICENSE', 'kubectl-nodecare']);
+      const listing = execFileSync('tar', ['-tvzf', archive], { encoding: 'utf8' }).trim().split('\n');
+      expect(listing.map((l) => l.split(/\s+/).at(-1)).sort()).toEqual(['LICENSE', 'kubectl-nodecare']);
+      expect(listing.find((l) => l.endsWith(' kubectl-nodecare'))).toMatch(/^-rwxr-xr-x (root\/root|0\/0) /);
+      const dir = mkdtempSync(join(tmpdir(), 'nodecare-krew-'));
+      try {
+        execFileSync('tar', ['-xzf', archive, '-C', dir]);
+        expect(elfMachine(join(dir, 'kubectl-nodecare')), name).toBe(machine);
+        expect(readFileSync(join(dir, 'LICENSE'), 'utf8')).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
 });
+
+/** The ELF header's e_machine (62 x86-64, 183 AArch64), as test/integration/sea.test.ts reads it. */
+function elfMachine(path: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+  return header.readUInt16LE(18);
+}

@@ -51,6 +51,10 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'wait',
   'api-versions',
   'for', // kubectl wait --for=condition=… (the CRDs' condition descriptions, docs/api-reference.md)
+  // krew install (docs/release.md)
+  'manifest',
+  'manifest-url',
+  'archive',
   // npm
   'global',
   'prefix',
