@@ -62,93 +62,99 @@ const CASES = [
   { line: 'kubectl-nodecare completion ', expected: ['bash', 'fish', 'zsh'] },
 ];
 
-describe.skipIf(!has('fish'))('the fish script in a real fish', () => {
-  let file: string;
-  beforeAll(async () => {
-    file = join(dir, 'kubectl-nodecare.fish');
-    await writeFile(file, await script('fish'));
-  });
+describe.skipIf(!has('fish'))(
+  `the fish script in a real fish${has('fish') ? '' : ' (NOT RUN: fish is not installed; apt-get install fish)'}`,
+  () => {
+    let file: string;
+    beforeAll(async () => {
+      file = join(dir, 'kubectl-nodecare.fish');
+      await writeFile(file, await script('fish'));
+    });
 
-  it.each(CASES)('$line → $expected', async ({ line, expected }) => {
-    const stdout = await run('fish', ['--no-config', '-c', `source ${file}; complete -C '${line}'`]);
-    const words = stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => l.split('\t')[0]);
-    expect(words.sort()).toEqual(expected);
-  });
+    it.each(CASES)('$line → $expected', async ({ line, expected }) => {
+      const stdout = await run('fish', ['--no-config', '-c', `source ${file}; complete -C '${line}'`]);
+      const words = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]);
+      expect(words.sort()).toEqual(expected);
+    });
 
-  it('asks kubectl-nodecare __complete with the words typed', async () => {
-    await run('fish', [
-      '--no-config',
-      '-c',
-      `source ${file}; complete -C 'kubectl-nodecare explain --context prod no'`,
-    ]);
-    expect((await readFile(join(dir, 'args'), 'utf8')).trim().split('\n')).toEqual([
-      '__complete',
-      'explain',
-      '--context',
-      'prod',
-      'no',
-    ]);
-  });
-});
+    it('asks kubectl-nodecare __complete with the words typed', async () => {
+      await run('fish', [
+        '--no-config',
+        '-c',
+        `source ${file}; complete -C 'kubectl-nodecare explain --context prod no'`,
+      ]);
+      expect((await readFile(join(dir, 'args'), 'utf8')).trim().split('\n')).toEqual([
+        '__complete',
+        'explain',
+        '--context',
+        'prod',
+        'no',
+      ]);
+    });
+  },
+);
 
-describe.skipIf(!has('zsh'))('the zsh script in a real zsh (compinit, in a pseudo-terminal)', () => {
-  let capture: string;
-  beforeAll(async () => {
-    const file = join(dir, 'kubectl-nodecare.zsh');
-    await writeFile(file, await script('zsh'));
-    const init = join(dir, 'init.zsh');
-    // An interactive zsh without a prompt, whose compadd prints each word it adds between two NUL lines.
-    await writeFile(
-      init,
-      [
-        'PROMPT=',
-        'autoload -U compinit',
-        `compinit -u -d ${dir}/zcompdump`,
-        "bindkey '^I' complete-word",
-        "null-line() { echo -E - $'\\0' }",
-        'compprefuncs=( null-line )',
-        'comppostfuncs=( null-line exit )',
-        'compadd() {',
-        '  if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\\ * ]]; then builtin compadd "$@"; return $?; fi',
-        '  typeset -a hits',
-        '  builtin compadd -A hits "$@"',
-        '  local hit',
-        '  for hit in $hits; do echo -E - "HIT:$IPREFIX$hit"; done',
-        '}',
-        `source ${file}`,
-      ].join('\n'),
-    );
-    capture = join(dir, 'capture.zsh');
-    await writeFile(
-      capture,
-      [
-        'zmodload zsh/zpty',
-        'zpty z zsh -f -i',
-        `zpty -w z "source ${init}"`,
-        `zpty -w z "$1"$'\\t'`,
-        'integer seen=0',
-        'while zpty -r z; do :; done | while IFS= read -r line; do',
-        "  if [[ $line == *$'\\0\\r' ]]; then (( seen++ )) && return 0 || continue; fi",
-        '  (( seen )) && echo -E - "$line"',
-        'done',
-      ].join('\n'),
-    );
-  });
+describe.skipIf(!has('zsh'))(
+  `the zsh script in a real zsh (compinit, in a pseudo-terminal)${has('zsh') ? '' : ' (NOT RUN: zsh is not installed; apt-get install zsh)'}`,
+  () => {
+    let capture: string;
+    beforeAll(async () => {
+      const file = join(dir, 'kubectl-nodecare.zsh');
+      await writeFile(file, await script('zsh'));
+      const init = join(dir, 'init.zsh');
+      // An interactive zsh without a prompt, whose compadd prints each word it adds between two NUL lines.
+      await writeFile(
+        init,
+        [
+          'PROMPT=',
+          'autoload -U compinit',
+          `compinit -u -d ${dir}/zcompdump`,
+          "bindkey '^I' complete-word",
+          "null-line() { echo -E - $'\\0' }",
+          'compprefuncs=( null-line )',
+          'comppostfuncs=( null-line exit )',
+          'compadd() {',
+          '  if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\\ * ]]; then builtin compadd "$@"; return $?; fi',
+          '  typeset -a hits',
+          '  builtin compadd -A hits "$@"',
+          '  local hit',
+          '  for hit in $hits; do echo -E - "HIT:$IPREFIX$hit"; done',
+          '}',
+          `source ${file}`,
+        ].join('\n'),
+      );
+      capture = join(dir, 'capture.zsh');
+      await writeFile(
+        capture,
+        [
+          'zmodload zsh/zpty',
+          'zpty z zsh -f -i',
+          `zpty -w z "source ${init}"`,
+          `zpty -w z "$1"$'\\t'`,
+          'integer seen=0',
+          'while zpty -r z; do :; done | while IFS= read -r line; do',
+          "  if [[ $line == *$'\\0\\r' ]]; then (( seen++ )) && return 0 || continue; fi",
+          '  (( seen )) && echo -E - "$line"',
+          'done',
+        ].join('\n'),
+      );
+    });
 
-  it.each(CASES)('$line → $expected', async ({ line, expected }) => {
-    const stdout = await run('zsh', ['-f', capture, line]);
-    const words = [
-      ...new Set(
-        stdout
-          .split('\n')
-          .filter((l) => l.startsWith('HIT:'))
-          .map((l) => l.slice(4).replace(/\r$/, ''))
-          .filter(Boolean),
-      ),
-    ];
-    expect(words.filter((w) => w !== '--output=').sort()).toEqual(expected);
-  });
-});
+    it.each(CASES)('$line → $expected', async ({ line, expected }) => {
+      const stdout = await run('zsh', ['-f', capture, line]);
+      const words = [
+        ...new Set(
+          stdout
+            .split('\n')
+            .filter((l) => l.startsWith('HIT:'))
+            .map((l) => l.slice(4).replace(/\r$/, ''))
+            .filter(Boolean),
+        ),
+      ];
+      expect(words.filter((w) => w !== '--output=').sort()).toEqual(expected);
+    });
+  },
+);
