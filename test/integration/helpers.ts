@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig, type CustomObjectsApi } from '@kubernetes/client-node';
-import { inject } from 'vitest';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { expect, inject } from 'vitest';
 
 export function adminKubeConfig(): KubeConfig {
   const kc = new KubeConfig();
@@ -111,4 +112,17 @@ export async function httpEndpoint(servers: Server[]): Promise<HttpEndpoint> {
       }),
     start: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
   };
+}
+
+/** The ELF header's e_machine of the executable at `path` (62 x86-64, 183 AArch64). */
+export function elfMachine(path: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+  return header.readUInt16LE(18);
 }

@@ -7,12 +7,13 @@
 
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readImage, readImageIndex } from '../image/image.ts';
+import { elfMachine } from './helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -212,16 +213,3 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
     }
   });
 });
-
-/** The ELF header's e_machine (62 x86-64, 183 AArch64), as test/integration/sea.test.ts reads it. */
-function elfMachine(path: string): number {
-  const header = Buffer.alloc(20);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, header, 0, 20, 0);
-  } finally {
-    closeSync(fd);
-  }
-  expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
-  return header.readUInt16LE(18);
-}

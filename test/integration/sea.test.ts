@@ -3,13 +3,14 @@
 // aarch64 ELF with the blob injected.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildSea, type BuildResult } from '../../release/sea/build.ts';
 import type { StatusView } from '../../cli/verbs/status.ts';
 import { applyBaseManifests } from './setup.ts';
+import { elfMachine } from './helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const kubeconfig = inject('kubeconfig');
@@ -32,19 +33,6 @@ function run(command: string, args: string[], env: Record<string, string>): Prom
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-/** The ELF header's e_machine: 62 x86-64, 183 AArch64. */
-function elfMachine(path: string): number {
-  const header = Buffer.alloc(20);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, header, 0, 20, 0);
-  } finally {
-    closeSync(fd);
-  }
-  expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
-  return header.readUInt16LE(18);
 }
 
 let built: Record<string, BuildResult>;
