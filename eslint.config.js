@@ -96,6 +96,49 @@ export const LAYERING = [
   ),
 ];
 
+/**
+ * The shape holds itself (issue 52 item 5; docs/architecture.md): no product file over 400 lines, no function
+ * over 80. Tests and testing.ts files are not held to it. Import circles are refused by dependency-cruiser in
+ * the same `npm run lint` (.dependency-cruiser.js), type-only imports included.
+ */
+const PRODUCT = ['api/**/*.ts', 'lib/**/*.ts', 'agent/**/*.ts', 'controller/**/*.ts', 'cli/**/*.ts'];
+export const MAX_FILE_LINES = 400;
+export const MAX_FUNCTION_LINES = 80;
+
+/** Long by nature: a function that is a table, one row a line. Each entry says why. */
+const TABLES = [
+  // Its constructor registers every metric of the controller: one metric, a few lines, after another.
+  { files: ['controller/metrics.ts'] },
+];
+
+/**
+ * Transitional (issue 52): files another change of issue 52 cuts to size, each with the rule it breaks today.
+ * The lead removes an entry when its change lands; add none.
+ */
+const PENDING_ISSUE_52 = [
+  ['controller/cache/cluster-cache.ts', 'max-lines-per-function'], // constructor (86 lines)
+  ['controller/config.ts', 'max-lines', 'max-lines-per-function'], // loadControllerConfig (120), 452 lines
+  ['controller/leader.ts', 'max-lines'], // 495 lines: moves to lib/ (item 4)
+  ['controller/rollup/evaluate.ts', 'max-lines-per-function'], // evaluateRollup (103)
+  ['controller/rollup/writer.ts', 'max-lines', 'max-lines-per-function'], // writeClusterHealth (97), 423 lines
+];
+
+export const SIZES = [
+  {
+    files: PRODUCT,
+    ignores: ['**/*.test.ts', '**/testing.ts'],
+    rules: {
+      'max-lines': ['error', { max: MAX_FILE_LINES }],
+      'max-lines-per-function': ['error', { max: MAX_FUNCTION_LINES }],
+    },
+  },
+  ...TABLES.map(({ files }) => ({ files, rules: { 'max-lines-per-function': 'off' } })),
+  ...PENDING_ISSUE_52.map(([file, ...rules]) => ({
+    files: [file],
+    rules: Object.fromEntries(rules.map((rule) => [rule, 'off'])),
+  })),
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'coverage/', '.cache/'] },
   js.configs.recommended,
@@ -122,4 +165,5 @@ export default tseslint.config(
     },
   },
   ...LAYERING,
+  ...SIZES,
 );

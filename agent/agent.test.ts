@@ -17,6 +17,7 @@ import {
   type ExtensionSpec,
 } from '../api/index.ts';
 import { FakeClock } from '../lib/testing.ts';
+import { consistently } from '../test/integration/helpers.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FakeApiServer } from '../lib/kube/testing.ts';
 import { createLogger } from '../lib/log.ts';
@@ -184,8 +185,7 @@ describe('runAgent', () => {
     await until(() => ignored().length === 1, 'the first warning');
     for (let i = 1; i <= 5; i++) h.api.emit(NODES, 'MODIFIED', node('boot-1', bad, i));
     await until(() => h.agent.states().size === 0 && h.api.watchRequests(NODES).length > 0, 'the updates');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(ignored()).toHaveLength(1);
+    await consistently(() => expect(ignored()).toHaveLength(1), 200, { intervalMs: 10, what: 'one warning' });
 
     // A change is logged again: a second bad key is new, the first is not repeated.
     const worse = { ...bad, 'extensions.nodecare.io/Also_Bad': 'tcp://127.0.0.1:1' };
@@ -213,11 +213,16 @@ describe('runAgent', () => {
     }, 'the note on the lease');
     expect(h.agent.states()).toEqual(new Map([['web', 'Healthy']]));
     for (let i = 1; i <= 3; i++) h.api.emit(NODES, 'MODIFIED', node('boot-1', annotation, i));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const conflicts = h.logs.filter((l) => l.msg.startsWith('Registration conflict'));
-    expect(conflicts.map((l) => l.msg)).toEqual([
-      'Registration conflict: annotation "extensions.nodecare.io/web" ignored: the agent\'s config file defines extension "web"',
-    ]);
+    await consistently(
+      () => {
+        const conflicts = h.logs.filter((l) => l.msg.startsWith('Registration conflict'));
+        expect(conflicts.map((l) => l.msg)).toEqual([
+          'Registration conflict: annotation "extensions.nodecare.io/web" ignored: the agent\'s config file defines extension "web"',
+        ]);
+      },
+      200,
+      { intervalMs: 10, what: 'one conflict logged' },
+    );
   });
 
   it('is live but not ready while its Node does not exist yet', async () => {

@@ -20,7 +20,13 @@ import { AgentMetrics } from './metrics.ts';
 import { runProbe } from './probes/index.ts';
 import type { ProbeEnvironment } from './probes/index.ts';
 import { Supervisor } from './supervisor.ts';
-import { AgentWatches, podsDeniedMessage, podSourceAtStart, watchReports } from './watches.ts';
+import {
+  AgentWatches,
+  podsDeniedMessage,
+  podSourceAtStart,
+  watchReports,
+  type WatchDeps,
+} from './watches.ts';
 
 export interface AgentDeps {
   clock: Clock;
@@ -39,6 +45,32 @@ export interface RunningAgent {
   /** Extension name → published state, for tests and diagnostics. */
   states(): Map<string, string>;
   stop(): Promise<void>;
+}
+
+/** How the watches' choice of podReady's pod source is logged and shown in nodecare_agent_pod_source. */
+function podSourceReports(
+  socket: string,
+  log: Logger,
+  metrics: AgentMetrics,
+): Pick<WatchDeps, 'onPodSource' | 'onPodsDenied'> {
+  return {
+    onPodSource: (source) => {
+      metrics.podSource.reset();
+      metrics.podSource.set({ source }, 1);
+      log.info({ source, socket }, 'podReady pod source chosen');
+    },
+    // Neither source: the probes say so in their Leases (Unknown), and nodecare_agent_pod_source{source="none"}.
+    onPodsDenied: (denied, err) => {
+      metrics.podSource.reset();
+      metrics.podSource.set({ source: denied ? 'none' : 'apiserver' }, 1);
+      if (denied)
+        log.error(
+          { err, socket, problem: podsDeniedMessage(socket) },
+          'podReady has no pod source: the API server refused the pod list',
+        );
+      else log.info({ source: 'apiserver' }, 'podReady pod source chosen');
+    },
+  };
 }
 
 export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<RunningAgent> {
@@ -60,22 +92,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ru
   const watches = new AgentWatches({
     ...{ client, clock, nodeName: config.nodeName, ...watchReports(log, metrics) },
     kubeletPodsSocket: config.kubeletPodsSocket,
-    onPodSource: (source) => {
-      metrics.podSource.reset();
-      metrics.podSource.set({ source }, 1);
-      log.info({ source, socket: config.kubeletPodsSocket }, 'podReady pod source chosen');
-    },
-    // Neither source: the probes say so in their Leases (Unknown), and nodecare_agent_pod_source{source="none"}.
-    onPodsDenied: (denied, err) => {
-      metrics.podSource.reset();
-      metrics.podSource.set({ source: denied ? 'none' : 'apiserver' }, 1);
-      if (denied)
-        log.error(
-          { err, socket: config.kubeletPodsSocket, problem: podsDeniedMessage(config.kubeletPodsSocket) },
-          'podReady has no pod source: the API server refused the pod list',
-        );
-      else log.info({ source: 'apiserver' }, 'podReady pod source chosen');
-    },
+    ...podSourceReports(config.kubeletPodsSocket, log, metrics),
     onChange: () => supervisor.queueReconcile(),
   });
   const [target, durationSeconds] = [() => supervisor.target(), config.heartbeatDurationSeconds];

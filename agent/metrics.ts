@@ -51,25 +51,7 @@ export class AgentMetrics implements LeaseWriterMetrics {
       labelNames: ['kind', 'outcome'],
       registers: [registry],
     });
-    const extensionState: Gauge<'extension' | 'state'> = new Gauge({
-      name: 'nodecare_agent_extension_state',
-      help: `Published state of each extension on this node (1 for the current state); extensions registered by annotation beyond ${MAX_UNDECLARED_EXTENSION_SERIES} are counted together as extension="${OTHER_EXTENSION_LABEL}".`,
-      labelNames: ['extension', 'state'],
-      registers: [registry],
-      // Computed on each scrape from the extensions now registered, so a deregistered one has no series.
-      collect: () => {
-        extensionState.reset();
-        const pairs = [...this.published].map(([extension, { state }]) => ({ extension, state }));
-        const declared = new Set(
-          [...this.published].filter(([, p]) => p.declared).map(([extension]) => extension),
-        );
-        const series = extensionSeries(pairs, declared);
-        for (const extension of new Set(series.map((s) => s.extension)))
-          for (const state of EXTENSION_STATES) extensionState.set({ extension, state }, 0);
-        for (const { extension, state, nodes } of series) extensionState.set({ extension, state }, nodes);
-      },
-    });
-    this.extensionState = extensionState;
+    this.extensionState = this.extensionStateGauge(registry);
     this.leaseWrites = new Counter({
       name: 'nodecare_agent_lease_writes_total',
       help: 'Lease write attempts by operation and result.',
@@ -124,6 +106,29 @@ export class AgentMetrics implements LeaseWriterMetrics {
       registers: [registry],
     });
     this.buildInfo.set({ version: packageVersion(), nodejs_version: process.version }, 1);
+  }
+
+  /** nodecare_agent_extension_state, computed on each scrape from the extensions now registered. */
+  private extensionStateGauge(registry: Registry): Gauge<'extension' | 'state'> {
+    const extensionState: Gauge<'extension' | 'state'> = new Gauge({
+      name: 'nodecare_agent_extension_state',
+      help: `Published state of each extension on this node (1 for the current state); extensions registered by annotation beyond ${MAX_UNDECLARED_EXTENSION_SERIES} are counted together as extension="${OTHER_EXTENSION_LABEL}".`,
+      labelNames: ['extension', 'state'],
+      registers: [registry],
+      // Computed on each scrape from the extensions now registered, so a deregistered one has no series.
+      collect: () => {
+        extensionState.reset();
+        const pairs = [...this.published].map(([extension, { state }]) => ({ extension, state }));
+        const declared = new Set(
+          [...this.published].filter(([, p]) => p.declared).map(([extension]) => extension),
+        );
+        const series = extensionSeries(pairs, declared);
+        for (const extension of new Set(series.map((s) => s.extension)))
+          for (const state of EXTENSION_STATES) extensionState.set({ extension, state }, 0);
+        for (const { extension, state, nodes } of series) extensionState.set({ extension, state }, nodes);
+      },
+    });
+    return extensionState;
   }
 
   write(operation: 'create' | 'update' | 'delete', result: 'ok' | 'conflict' | 'error'): void {

@@ -18,7 +18,8 @@ import type { Heartbeat } from './heartbeat.ts';
 import type { LeaseWriter } from './leases/writer.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { ExtensionRunner, type LeaseTarget, type RunnerDeps } from './runner.ts';
-import type { AgentWatches, NodeSnapshot } from './watches.ts';
+import type { NodeSnapshot } from './watched.ts';
+import type { AgentWatches } from './watches.ts';
 
 /** A registration from the agent's config file. */
 export function fromConfigFile(name: string, spec: ExtensionSpec): Registration {

@@ -13,6 +13,8 @@ export * from './probe-spec.ts';
 export * from './selector.ts';
 export * from './quantity.ts';
 export * from './registration.ts';
+export * from './annotation-safety.ts';
+export * from './rollout.ts';
 export * from './label-wait.ts';
 export * from './lease.ts';
 export * from './text.ts';

@@ -107,8 +107,6 @@ export const NodeStatusLabelValue = {
 } as const;
 export type NodeStatusLabelValue = (typeof NodeStatusLabelValue)[keyof typeof NodeStatusLabelValue];
 
-export const METRIC_PREFIX = 'nodecare_';
-
 /** Extension health as carried by a Lease (`nodecare.io/state`). */
 export const ExtensionState = {
   Healthy: 'Healthy',

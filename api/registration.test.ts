@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseExtensionSpec, type ProbeSpec } from './index.ts';
+import { annotationSafetyProblems, type AnnotationSafety } from './annotation-safety.ts';
 import {
-  annotationSafetyProblems,
   parseSystemExtension,
   resolveRegistrations,
   restrictConditionType,
@@ -9,7 +9,6 @@ import {
   CONFIG_OVER_ANNOTATION_NOTE,
   CONFLICT_LEASE_NOTE,
   SYSTEM_EXTENSION_OVER_CONFIG_NOTE,
-  type AnnotationSafety,
   type NodeView,
   type ParsedSystemExtension,
   type Registration,

@@ -2,8 +2,6 @@
 // from node annotations (docs/design.md section 3). Pure functions of plain data, shared by agent and controller.
 
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
-import { posix } from 'node:path';
 import { EXTENSION_ANNOTATION_PREFIX } from './names.ts';
 import { SYSTEM_EXTENSION_FIELDS, parseAnnotationValue, unparsedAnnotation } from './annotation.ts';
 import {
@@ -16,6 +14,8 @@ import {
 } from './extension.ts';
 import { parseLabelWait, type LabelWaitPolicy } from './label-wait.ts';
 import { validateExtensionName } from './naming.ts';
+import { annotationSafetyProblems, type AnnotationSafety } from './annotation-safety.ts';
+import { parseRollout, recordedRollout, type RecordedRollout, type RolloutPolicy } from './rollout.ts';
 import { probeKind } from './probe-kinds.ts';
 import type { ProbeSpec } from './probe-spec.ts';
 import { matchesSelector, validateSelector, type LabelSelector } from './selector.ts';
@@ -52,40 +52,6 @@ export interface SystemExtensionObject {
   status?: unknown;
 }
 
-/**
- * `spec.rollout.existingNodes`: how a new or changed SystemExtension treats the nodes that already completed
- * bootstrap and carry no runtime taint (docs/extensions.md, "Rolling out a new requirement"). New nodes are
- * held by bootstrap as usual whatever it says.
- */
-export const RolloutMode = {
-  /** Judged at once (the default). */
-  Enforce: 'Enforce',
-  /** Reported, not enforced, for `gracePeriodSeconds` after the object was created or its spec changed. */
-  Grace: 'Grace',
-  /** Reported, never enforced on existing nodes, until the admin sets Enforce. */
-  Observe: 'Observe',
-} as const;
-export type RolloutMode = (typeof RolloutMode)[keyof typeof RolloutMode];
-
-export interface RolloutPolicy {
-  existingNodes: RolloutMode;
-  gracePeriodSeconds: number;
-}
-
-export const ROLLOUT_DEFAULTS: RolloutPolicy = {
-  existingNodes: RolloutMode.Enforce,
-  gracePeriodSeconds: 600,
-};
-
-/** When the current rollout window of a SystemExtension started, as its status records it. */
-export interface RecordedRollout {
-  /** The metadata.generation the window was recorded at. */
-  generation: number;
-  /** The requirement (ParsedSystemExtension.requirement) the window belongs to; absent in older records. */
-  requirement?: string;
-  startedMs: number;
-}
-
 export interface ParsedSystemExtension {
   name: string;
   /** undefined when the nodeSelector is invalid: the object then applies to no node. */
@@ -119,12 +85,6 @@ export interface ParsedSystemExtension {
    * waitSeconds before it may be released (api/label-wait.ts). Undefined when absent or invalid.
    */
   labelWait?: LabelWaitPolicy | undefined;
-}
-
-/** Where an annotation-registered probe may point: loopback, these addresses, and paths under these prefixes. */
-export interface AnnotationSafety {
-  nodeAddresses: readonly string[];
-  allowedPathPrefixes: readonly string[];
 }
 
 export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemExtension {
@@ -170,40 +130,6 @@ export function parseSystemExtension(obj: SystemExtensionObject): ParsedSystemEx
   };
 }
 
-/** `spec.rollout`, every problem reported; what is wrong falls back to the default (Enforce: fail closed). */
-function parseRollout(raw: unknown, problem: (text: string) => void): RolloutPolicy {
-  if (raw === undefined) return ROLLOUT_DEFAULTS;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    problem(`rollout: expected an object, got ${capInput(JSON.stringify(raw) ?? '')}`);
-    return ROLLOUT_DEFAULTS;
-  }
-  const {
-    existingNodes = ROLLOUT_DEFAULTS.existingNodes,
-    gracePeriodSeconds = ROLLOUT_DEFAULTS.gracePeriodSeconds,
-    ...rest
-  } = raw as Record<string, unknown>;
-  for (const field of Object.keys(rest)) problem(`rollout.${field}: unknown field`);
-  const modes: readonly unknown[] = Object.values(RolloutMode);
-  const mode = modes.includes(existingNodes) ? (existingNodes as RolloutMode) : undefined;
-  if (!mode)
-    problem(
-      `rollout.existingNodes: expected Enforce, Grace or Observe, got ${quoteInput(String(existingNodes))}`,
-    );
-  const grace =
-    typeof gracePeriodSeconds === 'number' &&
-    Number.isInteger(gracePeriodSeconds) &&
-    gracePeriodSeconds >= 0 &&
-    gracePeriodSeconds <= 604_800
-      ? gracePeriodSeconds
-      : undefined;
-  if (grace === undefined)
-    problem(
-      `rollout.gracePeriodSeconds: expected an integer from 0 to 604800, got ${capInput(JSON.stringify(gracePeriodSeconds) ?? '')}`,
-    );
-  if (!mode || grace === undefined) return ROLLOUT_DEFAULTS;
-  return { existingNodes: mode, gracePeriodSeconds: grace };
-}
-
 /** JSON with every object's keys sorted: the same value gives the same text, whatever order it was written in. */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -224,20 +150,6 @@ function requirementOf(nodeSelector: unknown, parse: SpecParse): string {
     .update(canonicalJson({ nodeSelector: nodeSelector ?? {}, requirement }))
     .digest('hex')
     .slice(0, 16);
-}
-
-/** status.rollout's window (observedGeneration, startedAt, requirement) when it is well-formed. */
-function recordedRollout(status: unknown): RecordedRollout | undefined {
-  const rollout = (
-    status as
-      { rollout?: { observedGeneration?: unknown; startedAt?: unknown; requirement?: unknown } } | undefined
-  )?.rollout;
-  const generation = rollout?.observedGeneration;
-  const startedMs = typeof rollout?.startedAt === 'string' ? Date.parse(rollout.startedAt) : Number.NaN;
-  if (typeof generation !== 'number' || !Number.isFinite(startedMs)) return undefined;
-  const requirement =
-    typeof rollout?.requirement === 'string' ? capInput(rollout.requirement, 64) : undefined;
-  return { generation, startedMs, ...(requirement === undefined ? {} : { requirement }) };
 }
 
 function toRegistration(
@@ -429,55 +341,4 @@ function confined(registration: Registration & { valid: true }, safety: Annotati
     // Only kinds that reach a path are confined, and each of their specs has `confineTo`.
     spec: { ...registration.spec, probe: { ...probe, confineTo: safety.allowedPathPrefixes } as ProbeSpec },
   };
-}
-
-function isLoopback(host: string): boolean {
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
-}
-
-function hostProblem(field: string, host: string, safety: AnnotationSafety): string[] {
-  const bare = host.replace(/^\[(.*)\]$/, '$1');
-  if (isLoopback(bare) || safety.nodeAddresses.includes(bare)) return [];
-  return [
-    `${field}: target ${quoteInput(host)} is not allowed from a node annotation (only loopback, the node's own addresses or a SystemExtension may name other hosts)`,
-  ];
-}
-
-/**
- * Whether `path` lies in one of `directories`, as text (normalized; no file system access). Also used by the
- * agent on paths it has resolved.
- */
-export function isPathWithin(path: string, directories: readonly string[]): boolean {
-  const normal = posix.normalize(path);
-  return directories.some((directory) => {
-    const d = posix.normalize(`${directory}/`);
-    return normal === d.slice(0, -1) || normal.startsWith(d);
-  });
-}
-
-/**
- * The text check at registration: the path as written must lie in an allowed directory. It cannot see
- * symlinks; the agent resolves the path again each time it probes (agent/probes/confine.ts).
- */
-function pathProblem(field: string, path: string, safety: AnnotationSafety): string[] {
-  if (isPathWithin(path, safety.allowedPathPrefixes)) return [];
-  return [
-    `${field}: path ${quoteInput(path)} is not under an allowed directory (${safety.allowedPathPrefixes.join(', ') || 'none configured'}) for a node annotation`,
-  ];
-}
-
-/**
- * The docs/design.md section 3 rules on where an annotation-registered probe may point (the agent's configuration
- * decides): every host and path the probe kinds' table says it reaches (probe-kinds.ts); empty when the probe is
- * acceptable. What it may ask for is annotationFieldProblems' job.
- */
-export function annotationSafetyProblems(probe: ProbeSpec, safety: AnnotationSafety): string[] {
-  return (probeKind(probe).targets?.(probe) ?? []).flatMap((target) =>
-    'path' in target
-      ? pathProblem(target.field, target.path, safety)
-      : hostProblem(target.field, target.host, safety),
-  );
 }

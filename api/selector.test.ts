@@ -3,7 +3,6 @@ import {
   labelSelectorProblem,
   parseLabelSelector,
   matchesSelector,
-  selectorToString,
   validateSelector,
   type LabelSelector,
 } from './selector.ts';
@@ -176,27 +175,6 @@ describe('validateSelector', () => {
     ],
   ])('rejects %s', (_name, raw, problems) => {
     expect(validateSelector(raw, 'sel')).toEqual(problems);
-  });
-});
-
-describe('selectorToString', () => {
-  it.each<[string, LabelSelector, string]>([
-    ['empty', {}, ''],
-    ['matchLabels', { matchLabels: { app: 'fluent-bit', tier: 'node' } }, 'app=fluent-bit,tier=node'],
-    [
-      'every operator',
-      {
-        matchExpressions: [
-          { key: 'a', operator: 'In', values: ['x', 'y'] },
-          { key: 'b', operator: 'NotIn', values: ['z'] },
-          { key: 'c', operator: 'Exists' },
-          { key: 'd', operator: 'DoesNotExist' },
-        ],
-      },
-      'a in (x,y),b notin (z),c,!d',
-    ],
-  ])('renders %s in kubectl -l syntax', (_name, selector, expected) => {
-    expect(selectorToString(selector)).toBe(expected);
   });
 });
 

@@ -95,18 +95,6 @@ export function validateSelector(raw: unknown, path: string): string[] {
   return problems;
 }
 
-/** Renders a selector in kubectl's `-l` syntax, for list calls with a labelSelector. */
-export function selectorToString(selector: LabelSelector): string {
-  const parts = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
-    if (operator === 'In') parts.push(`${key} in (${values.join(',')})`);
-    else if (operator === 'NotIn') parts.push(`${key} notin (${values.join(',')})`);
-    else if (operator === 'Exists') parts.push(key);
-    else parts.push(`!${key}`);
-  }
-  return parts.join(',');
-}
-
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 

@@ -3,9 +3,14 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AGENT_OPTIONS } from '../agent/config.ts';
-import { POD_CHANGE_EVERY_MS } from './phases/pod-source.ts';
 import { ROOT } from './procs.ts';
 import { defaultFleetProcesses, NODES_PER_FLEET_PROCESS } from './simulator.ts';
+
+/**
+ * One pod change in the churn every this many ms on each node: a pod created, made Ready, or deleted
+ * (phases/pod-source.ts).
+ */
+export const POD_CHANGE_EVERY_MS = 5_000;
 
 const USAGE = `Usage: npm run bench -- [options]
 

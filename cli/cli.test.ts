@@ -194,28 +194,29 @@ describe('kubectl-nodecare output (regression: messages from the cluster reached
     const api = await FakeApiServer.start();
     const dir = await mkdtemp(join(tmpdir(), 'nodecare-cli-'));
     try {
-      api.serve('/api/v1/nodes', [
-        {
-          metadata: {
-            name: 'node-a',
-            uid: 'uid-a',
-            creationTimestamp: '2026-01-01T00:00:00Z',
-            annotations: {
-              'extensions.nodecare.io/web': JSON.stringify({
-                probe: { tcp: { port: 1 } },
-                [`x${NASTY}`]: 1,
-              }),
-              'extensions.nodecare.io/db': 'tcp://127.0.0.1:5432',
-            },
-          },
-          status: {
-            nodeInfo: { bootID: 'boot-1' },
-            conditions: [
-              { type: 'ExtensionsReady', status: 'False', reason: 'ExtensionsUnhealthy', message: NASTY },
-            ],
+      const node = {
+        metadata: {
+          name: 'node-a',
+          uid: 'uid-a',
+          creationTimestamp: '2026-01-01T00:00:00Z',
+          annotations: {
+            'extensions.nodecare.io/web': JSON.stringify({
+              probe: { tcp: { port: 1 } },
+              [`x${NASTY}`]: 1,
+            }),
+            'extensions.nodecare.io/db': 'tcp://127.0.0.1:5432',
           },
         },
-      ]);
+        status: {
+          nodeInfo: { bootID: 'boot-1' },
+          conditions: [
+            { type: 'ExtensionsReady', status: 'False', reason: 'ExtensionsUnhealthy', message: NASTY },
+          ],
+        },
+      };
+      api.serve('/api/v1/nodes', [node]);
+      // explain reads the one node by name (cli/node-read.ts).
+      api.serveDocument('/api/v1/nodes/node-a', node);
       const lease = buildLease({
         node: { name: 'node-a', uid: 'uid-a' },
         extension: 'db',

@@ -4,6 +4,7 @@
 import { escapeForTerminal } from '../api/text.ts';
 import { OptionsError, parseOptions, renderHelp, type OptionValues } from '../lib/options.ts';
 import { versionLine } from '../lib/version.ts';
+import { examplesSection, helpWidth, wrapHelp } from './help.ts';
 import type { CliIo, Verb } from './verb.ts';
 import { Exit } from './verbs/common.ts';
 import { completionVerbs } from './verbs/completion.ts';
@@ -44,6 +45,11 @@ export function usage(): string {
     "every command takes kubectl's connection flags: --context, --cluster, --user, --server (-s), --token,",
     "--insecure-skip-tls-verify, --as, --as-group and --request-timeout. A kubeconfig cluster's proxy-url,",
     'else HTTPS_PROXY (minus NO_PROXY), is the proxy.',
+    '',
+    'Examples:',
+    '  # Every node, worst first; then why one of them is held',
+    '  kubectl nodecare status',
+    '  kubectl nodecare explain gpu-7',
   ].join('\n');
 }
 
@@ -81,8 +87,9 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     env: rawIo.env,
   };
   const [first, ...rest] = argv;
+  const width = helpWidth(rawIo.columns, rawIo.env);
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
-    io.out(usage());
+    io.out(wrapHelp(usage(), width));
     return first === undefined ? Exit.error : 0;
   }
   if (first === '--version') {
@@ -95,7 +102,7 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
   }
   const verb = (VERBS as Record<string, Verb>)[first];
   if (!verb) {
-    io.err(`${PROGRAM}: unknown command "${first}"\n\n${usage()}`);
+    io.err(`${PROGRAM}: unknown command "${first}"\n\n${wrapHelp(usage(), width)}`);
     return Exit.error;
   }
   let parsed: { help: boolean; values: OptionValues };
@@ -107,7 +114,8 @@ export async function runCli(argv: readonly string[], rawIo: CliIo): Promise<num
     return Exit.error;
   }
   if (parsed.help) {
-    io.out(renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options, verb.usage));
+    const help = renderHelp(`${PROGRAM} ${first}`, verb.summary, verb.options, verb.usage);
+    io.out(wrapHelp(help + examplesSection(first), width));
     return 0;
   }
   try {

@@ -27,6 +27,69 @@ function bashKind(flag: FlagSpec): string {
   return flag.values ? flag.values.join(' ') : '<value>';
 }
 
+/** bash: node names from the program itself, and how each kind of value is offered (the same for any spec). */
+const BASH_OFFER = `# Node names, from the program itself (it asks the cluster; nothing when it cannot), for the words typed.
+__kubectl_nodecare_nodes() {
+  local -a words
+  local line
+  read -ra words <<<"\${COMP_LINE:0:COMP_POINT}"
+  case \${COMP_LINE:COMP_POINT-1:1} in [[:space:]]) words+=('') ;; esac
+  local IFS=$'\\n'
+  COMPREPLY=($("\${words[0]}" __complete "\${words[@]:1}" 2>/dev/null | while IFS= read -r line; do
+    case $line in :*) ;; *) line=\${line%%$'\\t'*}; printf '%s\\n' "\${line#--*=}" ;; esac
+  done))
+}
+
+__kubectl_nodecare_offer() {
+  case $1 in
+    '<file>') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+    '<node>') __kubectl_nodecare_nodes ;;
+    '<value>') ;;
+    *) COMPREPLY=($(compgen -W "$1" -- "$cur")) ;;
+  esac
+}
+
+`;
+
+/** bash: the completion function, which offers what the word being completed may be. */
+function bashEntry(spec: CompletionSpec): string {
+  return `_kubectl_nodecare() {
+  local cur=\${COMP_WORDS[COMP_CWORD]} prev=\${COMP_WORDS[COMP_CWORD-1]} verb kind i word given=
+  COMPREPLY=()
+  if [ "$COMP_CWORD" -le 1 ]; then
+    case $cur in
+      -*) COMPREPLY=($(compgen -W ${quote(TOP_FLAGS.join(' '))} -- "$cur")) ;;
+      *) COMPREPLY=($(compgen -W ${quote(spec.commands.map((c) => c.name).join(' '))} -- "$cur")) ;;
+    esac
+    return 0
+  fi
+  verb=\${COMP_WORDS[1]}
+  # --flag=value: bash splits the word at '=' (COMP_WORDBREAKS), so the flag is the word before the '='.
+  if [ "$cur" = = ]; then cur=; elif [ "$prev" = = ] && [ "$COMP_CWORD" -ge 3 ]; then prev=\${COMP_WORDS[COMP_CWORD-2]}; fi
+  if kind=$(__kubectl_nodecare_kind "$verb" "$prev"); then
+    __kubectl_nodecare_offer "$kind"
+    return 0
+  fi
+  case $cur in
+    -*) COMPREPLY=($(compgen -W "$(__kubectl_nodecare_flags "$verb")" -- "$cur")) ;;
+    *)
+      for ((i = 2; i < COMP_CWORD; i++)); do
+        word=\${COMP_WORDS[i]}
+        case $word in
+          =) i=$((i + 1)) ;;
+          -*) if [ "\${COMP_WORDS[i+1]}" != = ] && __kubectl_nodecare_kind "$verb" "$word" >/dev/null; then i=$((i + 1)); fi ;;
+          *) given=1 ;;
+        esac
+      done
+      if [ -z "$given" ] && kind=$(__kubectl_nodecare_positional "$verb"); then __kubectl_nodecare_offer "$kind"; fi
+      ;;
+  esac
+  return 0
+}
+
+`;
+}
+
 function bashScript(spec: CompletionSpec): string {
   const kinds = spec.commands.flatMap((c) =>
     c.flags
@@ -69,62 +132,7 @@ ${positionals.join('\n')}
   esac
 }
 
-# Node names, from the program itself (it asks the cluster; nothing when it cannot), for the words typed.
-__kubectl_nodecare_nodes() {
-  local -a words
-  local line
-  read -ra words <<<"\${COMP_LINE:0:COMP_POINT}"
-  case \${COMP_LINE:COMP_POINT-1:1} in [[:space:]]) words+=('') ;; esac
-  local IFS=$'\\n'
-  COMPREPLY=($("\${words[0]}" __complete "\${words[@]:1}" 2>/dev/null | while IFS= read -r line; do
-    case $line in :*) ;; *) line=\${line%%$'\\t'*}; printf '%s\\n' "\${line#--*=}" ;; esac
-  done))
-}
-
-__kubectl_nodecare_offer() {
-  case $1 in
-    '<file>') compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
-    '<node>') __kubectl_nodecare_nodes ;;
-    '<value>') ;;
-    *) COMPREPLY=($(compgen -W "$1" -- "$cur")) ;;
-  esac
-}
-
-_kubectl_nodecare() {
-  local cur=\${COMP_WORDS[COMP_CWORD]} prev=\${COMP_WORDS[COMP_CWORD-1]} verb kind i word given=
-  COMPREPLY=()
-  if [ "$COMP_CWORD" -le 1 ]; then
-    case $cur in
-      -*) COMPREPLY=($(compgen -W ${quote(TOP_FLAGS.join(' '))} -- "$cur")) ;;
-      *) COMPREPLY=($(compgen -W ${quote(spec.commands.map((c) => c.name).join(' '))} -- "$cur")) ;;
-    esac
-    return 0
-  fi
-  verb=\${COMP_WORDS[1]}
-  # --flag=value: bash splits the word at '=' (COMP_WORDBREAKS), so the flag is the word before the '='.
-  if [ "$cur" = = ]; then cur=; elif [ "$prev" = = ] && [ "$COMP_CWORD" -ge 3 ]; then prev=\${COMP_WORDS[COMP_CWORD-2]}; fi
-  if kind=$(__kubectl_nodecare_kind "$verb" "$prev"); then
-    __kubectl_nodecare_offer "$kind"
-    return 0
-  fi
-  case $cur in
-    -*) COMPREPLY=($(compgen -W "$(__kubectl_nodecare_flags "$verb")" -- "$cur")) ;;
-    *)
-      for ((i = 2; i < COMP_CWORD; i++)); do
-        word=\${COMP_WORDS[i]}
-        case $word in
-          =) i=$((i + 1)) ;;
-          -*) if [ "\${COMP_WORDS[i+1]}" != = ] && __kubectl_nodecare_kind "$verb" "$word" >/dev/null; then i=$((i + 1)); fi ;;
-          *) given=1 ;;
-        esac
-      done
-      if [ -z "$given" ] && kind=$(__kubectl_nodecare_positional "$verb"); then __kubectl_nodecare_offer "$kind"; fi
-      ;;
-  esac
-  return 0
-}
-
-complete -F _kubectl_nodecare ${PROGRAM_NAME}
+${BASH_OFFER}${bashEntry(spec)}complete -F _kubectl_nodecare ${PROGRAM_NAME}
 `;
 }
 

@@ -11,4 +11,5 @@ process.exitCode = await runCli(process.argv.slice(2), {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
   env: process.env,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
 });

@@ -8,16 +8,16 @@ import {
 } from '../api/index.ts';
 import { nodeStatus } from '../controller/decide/index.ts';
 import { humanDuration, table } from './format.ts';
+import { bootstrapBreakdown } from './bootstrap.ts';
 import {
   analyze,
-  bootstrapBreakdown,
   CLI_POLICY_DEFAULTS,
   isHealthy,
-  nextAction,
   sortWorstFirst,
   type ClusterSnapshot,
   type NodeObject,
 } from './model.ts';
+import { nextAction } from './next-action.ts';
 import { describeTaint } from './taints.ts';
 import { explainView, renderExplainText } from './verbs/explain.ts';
 import { nodeView, renderStatusText } from './verbs/status.ts';

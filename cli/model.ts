@@ -6,18 +6,22 @@
 // The controller judges lease staleness from when it saw renewTime change, by its own clock; the plugin has
 // only the API, so it takes renewTime itself as that moment (a node clock ahead of this machine's is capped at
 // now). The controller's per-node memory is reconstructed from the node (first seen at creation).
+//
+// What a report leads to lives beside it: the controller's next action (next-action.ts) and the time to
+// schedulable (bootstrap.ts); what explain reads for one node, node-read.ts.
 
 import {
   parseSystemExtension,
   resolveRegistrations,
   restrictConditionType,
   type LeaseObject,
+  type ParsedSystemExtension as SystemExtension,
   type Registration,
   type RegistrationConflict,
   type SystemExtensionObject,
 } from '../api/index.ts';
-import { ExtensionState, LeaseRole, NODE_STATUS_LABEL, NodeAnnotation } from '../api/names.ts';
-import { ConditionReason, EventReason } from '../api/reasons.ts';
+import { ExtensionState, LeaseRole } from '../api/names.ts';
+import { ConditionReason } from '../api/reasons.ts';
 import {
   toCachedLease,
   toCachedNode,
@@ -26,7 +30,6 @@ import {
   type NodeObject as ControllerNodeObject,
 } from '../controller/ingest.ts';
 import {
-  BOOTSTRAP_RECORD_ANNOTATION,
   BREAKER_DEFAULTS,
   BreakerState,
   CONTROLLER_SUSPEND,
@@ -35,11 +38,8 @@ import {
   RolloutWindows,
   DECISION_DEFAULTS,
   decideNode,
-  decodeBootstrapRecord,
   hasTaint,
   NodeState,
-  stateText,
-  taintChanges,
   type DecisionInput,
   type DecisionPolicy,
   type NodeDecision,
@@ -47,7 +47,7 @@ import {
   type SeenLease,
 } from '../controller/decide/index.ts';
 
-/** A Node as the API returns it: what the controller reads (controller/cache.ts), plus `spec.unschedulable`. */
+/** A Node as the API returns it: what the controller reads (controller/ingest.ts), plus `spec.unschedulable`. */
 export type NodeObject = Omit<ControllerNodeObject, 'spec'> & {
   spec?: NonNullable<ControllerNodeObject['spec']> & { unschedulable?: boolean };
 };
@@ -64,8 +64,16 @@ export interface ClusterHealthCondition {
 
 export interface ClusterHealthObject {
   metadata?: { name?: string };
-  /** policy: what the leader publishes of its settings (api/policy.ts), read field by field. */
-  status?: { observedAt?: string; conditions?: ClusterHealthCondition[]; policy?: unknown };
+  /**
+   * policy: what the leader publishes of its settings (api/policy.ts), read field by field; extensions: the
+   * roll-up's per-extension counts (docs/rollup.md), read by cli/node-read.ts.
+   */
+  status?: {
+    observedAt?: string;
+    conditions?: ClusterHealthCondition[];
+    policy?: unknown;
+    extensions?: unknown;
+  };
 }
 
 /** A core/v1 view of an Event regarding a node (events.k8s.io events included). */
@@ -171,72 +179,154 @@ function reconstructedMemory(node: CachedNode, required: readonly string[]): Nod
   };
 }
 
+/** What analyze works out of one node before the breaker is judged. */
+interface PreparedNode {
+  raw: NodeObject;
+  node: CachedNode;
+  byName: Map<string, Registration>;
+  conflicts: RegistrationConflict[];
+  leases: Map<string, CachedLease>;
+  agentLease: CachedLease | undefined;
+  ignoredLeases: CachedLease[];
+  input: DecisionInput;
+}
+
+/** The node's Leases sorted as the controller believes them: by extension, its heartbeat, and the ignored. */
+function believedLeases(
+  node: CachedNode,
+  claimed: readonly CachedLease[],
+): Pick<PreparedNode, 'leases' | 'agentLease' | 'ignoredLeases'> {
+  const leases = new Map<string, CachedLease>();
+  let agentLease: CachedLease | undefined;
+  const ignoredLeases: CachedLease[] = [];
+  for (const lease of claimed) {
+    const foreign = lease.ownerUid !== undefined && node.uid !== '' && lease.ownerUid !== node.uid;
+    if (lease.problem !== undefined || foreign) ignoredLeases.push(lease);
+    else if (lease.role === LeaseRole.agent) agentLease = lease;
+    else if (lease.extension) leases.set(lease.extension, lease);
+  }
+  return { leases, agentLease, ignoredLeases };
+}
+
+/**
+ * Every registration in force on the node, by name, as the controller judges them: an annotation's condition
+ * type restricted to the allowed ones (api/registration.ts).
+ */
+export function registrationsOf(
+  node: CachedNode,
+  sxs: readonly SystemExtension[],
+  policy: Pick<CliPolicy, 'annotationConditionTypes'>,
+): ReturnType<typeof resolveRegistrations> {
+  const resolved = resolveRegistrations(node, sxs);
+  const byName = new Map(
+    [...resolved.byName].map(([name, r]) => [
+      name,
+      restrictConditionType(r, policy.annotationConditionTypes),
+    ]),
+  );
+  return { ...resolved, byName };
+}
+
+/** What the cluster tells every node's decision alike. */
+interface Context {
+  sxs: SystemExtension[];
+  sxByName: Map<string, SystemExtension>;
+  rollouts: RolloutWindows;
+  policy: CliPolicy;
+  now: number;
+}
+
+/** The required extensions of the decision input, each with its rollout window (from its SystemExtension). */
+function requiredOf(byName: ReadonlyMap<string, Registration>, ctx: Context): DecisionInput['required'] {
+  return [...byName.values()].map((r) => {
+    const sx = r.source === 'systemExtension' ? ctx.sxByName.get(r.name) : undefined;
+    const rollout = sx && extensionRollout(sx.rollout, ctx.rollouts.startMs(sx, ctx.now));
+    return {
+      name: r.name,
+      source: r.source,
+      policy: r.policy,
+      valid: r.valid,
+      ...(r.valid ? {} : { problems: r.problems }),
+      ...(rollout ? { rollout } : {}),
+    };
+  });
+}
+
+/** One node's registrations, Leases and decision input, before the breaker is judged. */
+function prepare(raw: NodeObject, claimed: ReadonlyMap<string, CachedLease[]>, ctx: Context): PreparedNode {
+  const { policy, now } = ctx;
+  const node = toCachedNode(raw);
+  const resolved = registrationsOf(node, ctx.sxs, policy);
+  const { byName, conflicts } = resolved;
+  const believed = believedLeases(node, claimed.get(node.name) ?? []);
+  const input: DecisionInput = {
+    node,
+    required: requiredOf(byName, ctx),
+    leases: new Map([...believed.leases].map(([name, lease]) => [name, seen(lease, now)])),
+    agent: believed.agentLease ? seen(believed.agentLease, now) : undefined,
+    conflicts,
+    previous: reconstructedMemory(node, [...byName.keys()]),
+    policy: decisionPolicy(policy, new Set()),
+    now,
+    // One look, no history (seen() estimates from renewTime): the CLI's one timeline is the wall clock.
+    monotonicNow: now,
+    suspendedBy: [
+      ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
+      ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
+    ],
+    labelWaits: labelWaitsOf(node.labels, ctx.sxs),
+  };
+  return { raw, node, byName, conflicts, ...believed, input };
+}
+
+/** The node decided with the breaker's verdict. */
+function reportOf(p: PreparedNode, policy: CliPolicy, tripped: ReadonlySet<string>): NodeReport {
+  const input = { ...p.input, policy: decisionPolicy(policy, tripped) };
+  const taints = p.raw.spec?.taints ?? [];
+  return {
+    name: p.node.name,
+    raw: p.raw,
+    node: p.node,
+    createdMs: p.node.creationTimestampMs,
+    registrations: p.byName,
+    conflicts: p.conflicts,
+    leases: p.leases,
+    agentLease: p.agentLease,
+    ignoredLeases: p.ignoredLeases,
+    input,
+    decision: decideNode(input),
+    unschedulable:
+      p.raw.spec?.unschedulable === true ||
+      taints.some((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
+  };
+}
+
+/** The snapshot's Leases that name a node (ours, decoded and compact), by that node. */
+function leasesByNode(leases: readonly LeaseObject[]): Map<string, CachedLease[]> {
+  const byNode = new Map<string, CachedLease[]>();
+  for (const raw of leases) {
+    const lease = toCachedLease(raw);
+    if (!lease) continue;
+    const list = byNode.get(lease.node) ?? [];
+    list.push(lease);
+    byNode.set(lease.node, list);
+  }
+  return byNode;
+}
+
 /** Decides every node of the snapshot with the controller's decision core. */
 export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: number): Analysis {
   const sxs = snapshot.systemExtensions.map(parseSystemExtension);
-  const leasesByNode = new Map<string, CachedLease[]>();
-  for (const raw of snapshot.leases) {
-    const lease = toCachedLease(raw);
-    if (!lease) continue;
-    const list = leasesByNode.get(lease.node) ?? [];
-    list.push(lease);
-    leasesByNode.set(lease.node, list);
-  }
-
+  const claimed = leasesByNode(snapshot.leases);
   // The rollout windows as the controller keeps them: from the SystemExtensions' status (or creation).
-  const sxByName = new Map(sxs.map((sx) => [sx.name, sx]));
-  const rollouts = new RolloutWindows();
-  const prepared = snapshot.nodes.map((raw) => {
-    const node = toCachedNode(raw);
-    const resolved = resolveRegistrations(node, sxs);
-    const { conflicts } = resolved;
-    // As the controller judges them: an annotation's condition type is restricted (api/registration.ts).
-    const byName = new Map(
-      [...resolved.byName].map(([name, r]) => [
-        name,
-        restrictConditionType(r, policy.annotationConditionTypes),
-      ]),
-    );
-    const leases = new Map<string, CachedLease>();
-    let agentLease: CachedLease | undefined;
-    const ignoredLeases: CachedLease[] = [];
-    for (const lease of leasesByNode.get(node.name) ?? []) {
-      const foreign = lease.ownerUid !== undefined && node.uid !== '' && lease.ownerUid !== node.uid;
-      if (lease.problem !== undefined || foreign) ignoredLeases.push(lease);
-      else if (lease.role === LeaseRole.agent) agentLease = lease;
-      else if (lease.extension) leases.set(lease.extension, lease);
-    }
-    const required = [...byName.values()].map((r) => {
-      const sx = r.source === 'systemExtension' ? sxByName.get(r.name) : undefined;
-      const rollout = sx && extensionRollout(sx.rollout, rollouts.startMs(sx, now));
-      return {
-        name: r.name,
-        source: r.source,
-        policy: r.policy,
-        valid: r.valid,
-        ...(r.valid ? {} : { problems: r.problems }),
-        ...(rollout ? { rollout } : {}),
-      };
-    });
-    const input: DecisionInput = {
-      node,
-      required,
-      leases: new Map([...leases].map(([name, lease]) => [name, seen(lease, now)])),
-      agent: agentLease ? seen(agentLease, now) : undefined,
-      conflicts,
-      previous: reconstructedMemory(node, [...byName.keys()]),
-      policy: decisionPolicy(policy, new Set()),
-      now,
-      // One look, no history (seen() estimates from renewTime): the CLI's one timeline is the wall clock.
-      monotonicNow: now,
-      suspendedBy: [
-        ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
-        ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
-      ],
-      labelWaits: labelWaitsOf(node.labels, sxs),
-    };
-    return { raw, node, byName, conflicts, leases, agentLease, ignoredLeases, input };
-  });
+  const ctx: Context = {
+    sxs,
+    sxByName: new Map(sxs.map((sx) => [sx.name, sx])),
+    rollouts: new RolloutWindows(),
+    policy,
+    now,
+  };
+  const prepared = snapshot.nodes.map((raw) => prepare(raw, claimed, ctx));
 
   // The breaker is judged over every node's decision, then every node is decided with its verdict.
   const breaker = new BreakerState({
@@ -245,28 +335,7 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
   });
   for (const p of prepared) breaker.apply(p.node.name, decideNode(p.input));
   const tripped = new Set(breaker.evaluate(now).tripped);
-
-  const nodes = prepared.map((p): NodeReport => {
-    const input = { ...p.input, policy: decisionPolicy(policy, tripped) };
-    const taints = p.raw.spec?.taints ?? [];
-    return {
-      name: p.node.name,
-      raw: p.raw,
-      node: p.node,
-      createdMs: p.node.creationTimestampMs,
-      registrations: p.byName,
-      conflicts: p.conflicts,
-      leases: p.leases,
-      agentLease: p.agentLease,
-      ignoredLeases: p.ignoredLeases,
-      input,
-      decision: decideNode(input),
-      unschedulable:
-        p.raw.spec?.unschedulable === true ||
-        taints.some((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute'),
-    };
-  });
-  return { nodes, tripped, policy, now };
+  return { nodes: prepared.map((p) => reportOf(p, policy, tripped)), tripped, policy, now };
 }
 
 /**
@@ -301,105 +370,6 @@ export function isHealthy(report: NodeReport): boolean {
   return severity(report) === 5 && failingCount(report) === 0;
 }
 
-/** What the controller will do by itself if nothing else changes: the first future decision that differs. */
-export interface NextAction {
-  atMs: number;
-  /** The node's state as shown now and then (stateText: `Degraded (AgentNotReporting)`). */
-  from: string;
-  to: string;
-  /** What the controller writes then, as verb phrases (`add the runtime taint …`, `set ExtensionsReady …`). */
-  changes: string[];
-  /** The extension verdicts that change with it. */
-  because: string[];
-  /** What would prevent it. */
-  unless: string;
-}
-
-/** What the controller writes differently between two decisions (taints, condition, label), as verb phrases. */
-function decisionChanges(from: NodeDecision, to: NodeDecision, policy: DecisionPolicy): string[] {
-  const changes: string[] = [];
-  changes.push(...taintChanges(to.desiredTaints, from.desiredTaints, policy));
-  if (from.condition.status !== to.condition.status || from.condition.reason !== to.condition.reason) {
-    changes.push(`set ExtensionsReady=${to.condition.status} (${to.condition.reason})`);
-  }
-  if (from.label !== to.label) changes.push(`label it ${NODE_STATUS_LABEL}=${to.label}`);
-  return changes;
-}
-
-/** The decision input at `at`, with every Lease renewed just then (the agent keeps reporting what it reports now). */
-function renewedAt(input: DecisionInput, at: number): DecisionInput {
-  const renew = (s: SeenLease): SeenLease => ({ ...s, observedAtMs: Math.max(s.observedAtMs, at) });
-  return {
-    ...input,
-    leases: new Map([...input.leases].map(([name, s]) => [name, renew(s)])),
-    agent: input.agent ? renew(input.agent) : undefined,
-    now: at,
-    monotonicNow: at,
-  };
-}
-
-/**
- * Steps the decision core through its own deadlines (nextDeadlineMs), as the controller's work queue requeues
- * the node, until the outcome changes: that is what the controller will do next, and when. `renewed`: the
- * agent keeps renewing its Leases with what they say now (the normal case: grace ends, the bootstrap
- * deadline); `stopped`: nothing is renewed any more (the agent dies now). Undefined when nothing is due.
- */
-export function nextAction(
-  report: NodeReport,
-  mode: 'renewed' | 'stopped' = 'renewed',
-  maxSteps = 512,
-): NextAction | undefined {
-  const first = report.decision;
-  let current = first;
-  for (let step = 0; step < maxSteps; step++) {
-    const at = current.nextDeadlineMs;
-    if (at === undefined) return undefined;
-    const input =
-      mode === 'renewed' ? renewedAt(report.input, at) : { ...report.input, now: at, monotonicNow: at };
-    const next = decideNode({ ...input, previous: current.memory });
-    const changes = decisionChanges(first, next, report.input.policy);
-    const from = stateText(first.state, first.condition.reason);
-    const to = stateText(next.state, next.condition.reason);
-    if (changes.length > 0 || from !== to) {
-      // The extensions that change the same way are one line: `a and b go from Healthy to Unknown (…)`.
-      const before = new Map(first.extensions.map((e) => [e.name, e]));
-      const byChange = new Map<string, string[]>();
-      for (const e of next.extensions) {
-        const was = before.get(e.name);
-        if (was && was.state === e.state && was.reason === e.reason) continue;
-        const change = `${was ? `from ${was.state} to ` : ''}${e.state}${e.reason ? ` (${e.reason})` : ''}`;
-        byChange.set(change, [...(byChange.get(change) ?? []), e.name]);
-      }
-      const because = [...byChange].map(([change, names]) => {
-        const who = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
-        const verb = change.startsWith('from ')
-          ? names.length === 1
-            ? 'goes'
-            : 'go'
-          : names.length === 1
-            ? 'is'
-            : 'are';
-        return `${who} ${verb} ${change}`;
-      });
-      const timeout = next.state === NodeState.BootstrapTimeout;
-      return {
-        atMs: at,
-        from,
-        to,
-        changes,
-        because,
-        unless: timeout
-          ? 'unless the agent has reported and every critical extension is Healthy before then'
-          : mode === 'stopped'
-            ? 'if the agent stops renewing its Leases now'
-            : 'unless an agent reports a change before then',
-      };
-    }
-    current = next;
-  }
-  return undefined;
-}
-
 /** The controller has not yet written what it decided (it may be about to, or not be running). */
 export function pendingWrites(report: NodeReport): string[] {
   const { decision, node, input } = report;
@@ -415,117 +385,4 @@ export function pendingWrites(report: NodeReport): string[] {
     pending.push(`set ExtensionsReady=${decision.condition.status} (${decision.condition.reason})`);
   }
   return pending;
-}
-
-/** One thing a bootstrapping node waited for, in the order they happened. */
-export interface BootstrapStep {
-  /** `agent`: its first report; `extension`: `name` turned Healthy; `controller`: it removed the taint. */
-  kind: 'agent' | 'extension' | 'controller';
-  name: string;
-  atMs: number;
-  /** How long the node waited for this after the step before (the waits add up to the time held). */
-  waitedMs: number;
-}
-
-export interface BootstrapBreakdown {
-  startedMs: number;
-  /** When the bootstrap taint was removed, if still known. */
-  completedMs: number | undefined;
-  steps: BootstrapStep[];
-  /** Critical extensions whose time to Healthy is not known (reconstructed from Leases that moved on since). */
-  unknown: string[];
-  /**
-   * `record`: the controller's record on the BootstrapTaintRemoved Event (correct whatever happened since);
-   * `leases`: reconstructed from the Leases as they are now (an older controller, no record).
-   */
-  source: 'record' | 'leases';
-}
-
-/** When an event last happened (a series' last observation, else its own time). */
-export function eventTimeMs(e: EventObject): number {
-  const t =
-    e.series?.lastObservedTime ??
-    e.eventTime ??
-    e.lastTimestamp ??
-    e.firstTimestamp ??
-    e.metadata?.creationTimestamp;
-  return t ? Date.parse(t) : Number.NaN;
-}
-
-/** Steps in time order, each clamped into [start, end] and after the one before, with their waits. */
-function steps(
-  startedMs: number,
-  completedMs: number | undefined,
-  milestones: ReadonlyArray<Omit<BootstrapStep, 'waitedMs'>>,
-): BootstrapStep[] {
-  const end = completedMs ?? Infinity;
-  const sorted = milestones
-    .map((m) => ({ ...m, atMs: Math.min(end, Math.max(startedMs, m.atMs)) }))
-    .sort((a, b) => a.atMs - b.atMs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  let mark = startedMs;
-  const out = sorted.map((m) => {
-    const step = { ...m, waitedMs: m.atMs - mark };
-    mark = m.atMs;
-    return step;
-  });
-  if (completedMs !== undefined) {
-    out.push({ kind: 'controller', name: 'controller', atMs: completedMs, waitedMs: completedMs - mark });
-  }
-  return out;
-}
-
-/**
- * Time to schedulable as nodecare saw it, for a node that finished bootstrapping on this boot: from the start
- * (creation, or the reboot) to the removal of the bootstrap taint, split by what the node waited for — the
- * agent's first report, each critical extension turning Healthy, the controller. From the controller's record
- * on the BootstrapTaintRemoved Event when there is one (correct after any later change); else reconstructed
- * from the Leases as they are now (extensions that changed state since are not counted). Undefined for a node
- * still bootstrapping.
- */
-export function bootstrapBreakdown(
-  report: NodeReport,
-  events: readonly EventObject[],
-): BootstrapBreakdown | undefined {
-  const { node, decision } = report;
-  if (decision.state === NodeState.Bootstrapping || decision.state === NodeState.BootstrapTimeout) {
-    return undefined;
-  }
-  if (node.annotations[NodeAnnotation.bootstrappedBootId] !== node.bootId) return undefined;
-  const removals = events
-    .filter((e) => e.reason === EventReason.BootstrapTaintRemoved)
-    .sort((a, b) => eventTimeMs(b) - eventTimeMs(a));
-  const record = removals
-    .map((e) => decodeBootstrapRecord(e.metadata?.annotations?.[BOOTSTRAP_RECORD_ANNOTATION]))
-    .find((r) => r?.bootId === node.bootId);
-  if (record) {
-    return {
-      startedMs: record.startedMs,
-      completedMs: record.completedMs,
-      steps: steps(record.startedMs, record.completedMs, [
-        ...(record.agentReportedMs !== undefined
-          ? [{ kind: 'agent' as const, name: 'agent', atMs: record.agentReportedMs }]
-          : []),
-        ...record.extensions.flatMap((e) =>
-          e.healthyMs === undefined ? [] : [{ kind: 'extension' as const, name: e.name, atMs: e.healthyMs }],
-        ),
-      ]),
-      unknown: record.extensions.filter((e) => e.healthyMs === undefined).map((e) => e.name),
-      source: 'record',
-    };
-  }
-  const startedMs = report.createdMs;
-  const completedMs = removals
-    .map(eventTimeMs)
-    .filter((t) => Number.isFinite(t) && t >= startedMs)
-    .sort((a, b) => a - b)[0];
-  const known: Array<Omit<BootstrapStep, 'waitedMs'>> = [];
-  const unknown: string[] = [];
-  for (const e of decision.extensions.filter((v) => v.critical)) {
-    const lease = report.leases.get(e.name);
-    const since = lease?.state === ExtensionState.Healthy ? Date.parse(lease.since) : Number.NaN;
-    if (Number.isFinite(since) && (completedMs === undefined || since <= completedMs + 1000)) {
-      known.push({ kind: 'extension', name: e.name, atMs: since });
-    } else unknown.push(e.name);
-  }
-  return { startedMs, completedMs, steps: steps(startedMs, completedMs, known), unknown, source: 'leases' };
 }

@@ -26,7 +26,7 @@ import type { ClusterHealthObject, ClusterSnapshot, EventObject, NodeObject } fr
 
 const PAGE = 500;
 
-type Client = Pick<KubeClient, 'request'>;
+export type Client = Pick<KubeClient, 'request'>;
 
 interface List<T> {
   items?: T[];
@@ -57,6 +57,7 @@ export const LEASE_PAGE_MAX_BYTES = 16 * 1024 * 1024;
 export async function listLeases(
   client: Client,
   path: string,
+  query: Record<string, string> = {},
 ): Promise<{ leases: LeaseObject[]; skipped: string[] }> {
   const leases: LeaseObject[] = [];
   const skipped: string[] = [];
@@ -67,7 +68,7 @@ export async function listLeases(
     let page: ListBody<LeaseObject>;
     try {
       page = await client.request<ListBody<LeaseObject>>('GET', path, {
-        query: { limit, continue: token },
+        query: { ...query, limit, continue: token },
         protobuf: decodeLeaseList,
         withoutManagedFields: true,
         maxBodyBytes: LEASE_PAGE_MAX_BYTES,
@@ -96,6 +97,45 @@ export interface SnapshotNotes {
   missing: string[];
 }
 
+/** Every SystemExtension; none (and a note in `missing`) when the CRD is not installed. */
+export function readSystemExtensions(client: Client, missing: string[]): Promise<SystemExtensionObject[]> {
+  return listAll<SystemExtensionObject>(
+    client,
+    `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`,
+  ).catch((err) => {
+    if (!notFound(err)) throw err;
+    missing.push(`the ${SYSTEM_EXTENSION.plural}.${API_GROUP} CRD is not installed`);
+    return [];
+  });
+}
+
+/** ClusterHealth `cluster`; undefined (and a note in `missing`) when it does not exist. */
+export function readClusterHealth(
+  client: Client,
+  missing: string[],
+): Promise<ClusterHealthObject | undefined> {
+  return client
+    .request<ClusterHealthObject>(
+      'GET',
+      `/apis/${API_GROUP}/${API_VERSION}/${CLUSTER_HEALTH.plural}/${CLUSTER_HEALTH.name}`,
+    )
+    .catch((err) => {
+      if (!notFound(err)) throw err;
+      missing.push(
+        `ClusterHealth ${CLUSTER_HEALTH.name} does not exist (the nodecare controller writes it once it leads)`,
+      );
+      return undefined;
+    });
+}
+
+/** The note that says which Leases could not be read and are left out. */
+export function skippedNote(skipped: readonly string[]): string {
+  return (
+    `${skipped.length} Lease${skipped.length === 1 ? '' : 's'} could not be read and ${skipped.length === 1 ? 'is' : 'are'} left out (` +
+    `${skipped.slice(0, MAX_NAMED_SKIPPED).join(', ')}${skipped.length > MAX_NAMED_SKIPPED ? ', …' : ''})`
+  );
+}
+
 export async function readSnapshot(
   client: Client,
   leaseNamespace: string = LEASE_NAMESPACE,
@@ -104,32 +144,10 @@ export async function readSnapshot(
   const [nodes, { leases, skipped }, systemExtensions, clusterHealth] = await Promise.all([
     listAll<NodeObject>(client, '/api/v1/nodes'),
     listLeases(client, leasesPath(leaseNamespace)),
-    listAll<SystemExtensionObject>(
-      client,
-      `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`,
-    ).catch((err) => {
-      if (!notFound(err)) throw err;
-      missing.push(`the ${SYSTEM_EXTENSION.plural}.${API_GROUP} CRD is not installed`);
-      return [];
-    }),
-    client
-      .request<ClusterHealthObject>(
-        'GET',
-        `/apis/${API_GROUP}/${API_VERSION}/${CLUSTER_HEALTH.plural}/${CLUSTER_HEALTH.name}`,
-      )
-      .catch((err) => {
-        if (!notFound(err)) throw err;
-        missing.push(
-          `ClusterHealth ${CLUSTER_HEALTH.name} does not exist (the nodecare controller writes it once it leads)`,
-        );
-        return undefined;
-      }),
+    readSystemExtensions(client, missing),
+    readClusterHealth(client, missing),
   ]);
-  if (skipped.length > 0)
-    missing.push(
-      `${skipped.length} Lease${skipped.length === 1 ? '' : 's'} could not be read and ${skipped.length === 1 ? 'is' : 'are'} left out (` +
-        `${skipped.slice(0, MAX_NAMED_SKIPPED).join(', ')}${skipped.length > MAX_NAMED_SKIPPED ? ', …' : ''})`,
-    );
+  if (skipped.length > 0) missing.push(skippedNote(skipped));
   return { snapshot: { nodes, leases, systemExtensions, clusterHealth }, notes: { missing } };
 }
 

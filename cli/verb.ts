@@ -7,6 +7,8 @@ export interface CliIo {
   out(line: string): void;
   err(line: string): void;
   env: Readonly<Record<string, string | undefined>>;
+  /** The terminal's width, when output goes to one: --help wraps to it (else $COLUMNS, else 80). */
+  columns?: number;
 }
 
 export interface Verb {

@@ -83,7 +83,6 @@ function fleet() {
     metrics: new ControllerMetrics(new Registry()),
     events: eventRecorder(api, 'test', clock, fence),
     config: config(),
-    onBreakerChange: () => undefined,
   });
   for (let i = 0; i < NODES; i++) cache.nodes.set(nodeName(i), api.putNode(rawNode(i)));
   const dead = new Set<number>();

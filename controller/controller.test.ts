@@ -17,6 +17,7 @@ import { loadControllerConfig } from './config.ts';
 import { runController, type RunningController } from './controller.ts';
 import { LeaderElector } from './leader.ts';
 import { FakeLeaseStore } from '../lib/kube/testing.ts';
+import { consistently } from '../test/integration/helpers.ts';
 
 const NODE = 'node-a';
 const UID = 'uid-a';
@@ -161,8 +162,10 @@ describe('runController leadership terms', () => {
     await until(() => !controller.isLeader(), 'leadership to be lost');
     await until(() => client.writes.every((w) => w.aborted), 'the in-flight write to be cut off');
     const written = client.writes.length;
-    await new Promise((r) => setTimeout(r, 500));
-    expect(client.writes).toHaveLength(written);
+    await consistently(() => expect(client.writes).toHaveLength(written), 500, {
+      intervalMs: 25,
+      what: 'no write after leadership was lost',
+    });
   });
 
   it('after an API outage a replica that leads again writes only once its caches have relisted', async () => {
@@ -179,9 +182,14 @@ describe('runController leadership terms', () => {
     // campaign (issue 50 item 5), so it neither leads nor writes.
     store.clearFaults();
     const written = client.writes.length;
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(controller.isLeader()).toBe(false);
-    expect(client.writes).toHaveLength(written);
+    await consistently(
+      () => {
+        expect(controller.isLeader()).toBe(false);
+        expect(client.writes).toHaveLength(written);
+      },
+      1_000,
+      { intervalMs: 25, what: 'neither leading nor writing on unsynced caches' },
+    );
     // The lists answer: the caches relist, and only then it leads and the work (and its writes) starts again.
     client.down = false;
     await until(() => controller.isLeader(), 'leadership regained');

@@ -1,6 +1,6 @@
 // Ingest: what the controller keeps of a Node or a nodecare Lease, decoded from what the API returned, bounded
 // and checked once (a few hundred bytes per object instead of tens of KB; docs/adr/0001). Pure: no I/O, so the
-// controller's cache (cache.ts) and `kubectl nodecare` (cli/) decode alike.
+// controller's cache (controller/cache/) and `kubectl nodecare` (cli/) decode alike.
 // A Lease counts only when it is the one the agent would write for its (node, extension): the deterministic
 // name and an owner reference to that Node. Any other Lease claiming a node is ignored and reported.
 

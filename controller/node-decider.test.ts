@@ -1,13 +1,17 @@
-// The node decider over FakeCache and FakeNodeApi: decisions read the node's registrations and leases, memory
-// carries between decisions, and a lease judged stale is read live before a decision that would write acts on it.
+// The node decider over FakeCache and FakeNodeApi: decisions read the node's registrations and leases and the
+// memory the node book keeps, and stale leases are read live (the reconciler does so before a write acts on one).
 
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { buildLease } from '../api/lease.ts';
 import { EXTENSION_ANNOTATION_PREFIX, ExtensionState } from '../api/names.ts';
 import { ControllerReason, ProbeReason } from '../api/reasons.ts';
+import { createLogger } from '../lib/log.ts';
 import { FakeClock } from '../lib/testing.ts';
+import { bookOf } from './book/index.ts';
 import { toCachedLease } from './cache/index.ts';
 import { loadControllerConfig } from './config.ts';
+import { ControllerMetrics } from './metrics.ts';
 import { NodeDecider } from './node-decider.ts';
 import { FakeCache, FakeNodeApi } from './testing.ts';
 
@@ -49,8 +53,11 @@ function setup() {
     }),
   );
   for (const ext of [undefined, 'web']) cache.leases.added(toCachedLease(lease(ext, T0))!);
-  const decider = new NodeDecider({ cache, api, clock, config: loaded.config, tripped: () => new Set() });
-  return { api, cache, clock, decider };
+  const metrics = new ControllerMetrics(new Registry());
+  const log = createLogger({ level: 'silent', name: 'test' });
+  const book = bookOf({ api, fence: () => undefined, clock, log, metrics, cache, config: loaded.config });
+  const decider = new NodeDecider({ cache, api, clock, config: loaded.config, book });
+  return { api, book, cache, clock, decider };
 }
 
 describe('NodeDecider', () => {
@@ -62,34 +69,38 @@ describe('NodeDecider', () => {
     expect(decider.decide('gone')).toBeUndefined();
   });
 
-  it('remembers what was carried out, and forgets it on reset', () => {
-    const { decider } = setup();
+  it('decides on the memory the node book keeps, and on none once the book is reset', () => {
+    const { book, decider } = setup();
     const first = decider.decide('n')!;
-    decider.remember('n', { ...first.memory, bootstrapStartedMs: T0 - 5_000 });
-    expect(decider.bootstrapStartedMs('n')).toBe(T0 - 5_000);
-    decider.reset();
-    expect(decider.bootstrapStartedMs('n')).toBeUndefined();
+    const earlier = first.memory.bootSeenMs - 5_000;
+    book.settle('n', { ...first, memory: { ...first.memory, bootSeenMs: earlier } });
+    expect(decider.decide('n')!.memory.bootSeenMs).toBe(earlier);
+    book.reset([]);
+    expect(book.memory('n')).toBeUndefined();
+    expect(decider.decide('n')!.memory.bootSeenMs).toBe(first.memory.bootSeenMs);
   });
 
-  it('reads a stale lease live before acting on it: renewed meanwhile, the decision is made again', async () => {
+  it('reads stale leases live: true when one was renewed meanwhile, and the decision made again sees it', async () => {
     const { api, cache, clock, decider } = setup();
     clock.advance(120_000);
     for (const ext of [undefined, 'web']) api.putLease(lease(ext, T0 + 110_000));
     const stale = decider.decide('n')!;
     expect(stale.staleLeases.length).toBeGreaterThan(0);
-    const confirmed = await decider.confirmed(cache.node('n')!, stale, () => true);
-    expect(api.calls.filter((c) => c.op === 'getLease').length).toBeGreaterThan(0);
-    expect(confirmed.staleLeases).toEqual([]);
-    expect(confirmed.extensions[0]?.reason).not.toBe(ControllerReason.LeaseExpired);
+    expect(await decider.readLive(stale.staleLeases)).toBe(true);
+    expect(api.calls.filter((c) => c.op === 'getLease').length).toBe(stale.staleLeases.length);
+    // The heartbeat found renewed uncovers the extension's lease, stale too: read live in turn.
+    const uncovered = decider.decide('n', cache.node('n'))!;
+    expect(uncovered.staleLeases).toEqual(['web.n']);
+    expect(await decider.readLive(uncovered.staleLeases)).toBe(true);
+    const again = decider.decide('n', cache.node('n'))!;
+    expect(again.staleLeases).toEqual([]);
+    expect(again.extensions[0]?.reason).not.toBe(ControllerReason.LeaseExpired);
   });
 
-  it('reads nothing live when the decision would not write, or when the leases are gone', async () => {
-    const { api, cache, clock, decider } = setup();
+  it('reads stale leases live: false when they are not found (the decision stands)', async () => {
+    const { clock, decider } = setup();
     clock.advance(120_000);
     const stale = decider.decide('n')!;
-    expect(await decider.confirmed(cache.node('n')!, stale, () => false)).toBe(stale);
-    expect(api.calls).toEqual([]);
-    // Not found live: the decision stands.
-    expect(await decider.confirmed(cache.node('n')!, stale, () => true)).toBe(stale);
+    expect(await decider.readLive(stale.staleLeases)).toBe(false);
   });
 });

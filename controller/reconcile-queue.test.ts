@@ -25,7 +25,10 @@ describe('reconcileQueue', () => {
       broken: async () => Promise.reject(new Error('boom')),
       fenced: async () => Promise.reject(new NotLeaderError()),
     };
-    const queue = reconcileQueue((key) => outcomes[key]!(), { clock, log, metrics, config: { workers: 2 } });
+    const queue = reconcileQueue(
+      { reconcile: (key) => outcomes[key]!() },
+      { clock, log, metrics, config: { workers: 2 } },
+    );
     queue.start();
     for (const key of Object.keys(outcomes)) queue.add(key);
     await queue.idle();

@@ -17,7 +17,7 @@ import { NotLeaderError } from './writes/index.ts';
 export const DEADLINE_TICK_MS = 100;
 
 export function reconcileQueue(
-  reconcile: ReconcileFn,
+  reconciler: { reconcile: ReconcileFn },
   deps: {
     /** A node whose deadline came with nothing else since: the delay to its next one, or undefined (decide it). */
     rearm?: (name: string) => number | undefined;
@@ -32,7 +32,7 @@ export function reconcileQueue(
     async (name, cause) => {
       metrics.queueDepth.set(queue.depth);
       try {
-        const result = await reconcile(name, cause);
+        const result = await reconciler.reconcile(name, cause);
         metrics.reconciles.inc({ result: 'ok' });
         return result;
       } catch (err) {

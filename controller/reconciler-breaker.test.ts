@@ -15,6 +15,7 @@ import { EventReason, ProbeReason } from '../api/reasons.ts';
 import { parseSystemExtension } from '../api/registration.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { createLogger } from '../lib/log.ts';
+import { bookOf } from './book/index.ts';
 import { toCachedLease } from './cache/index.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { MAX_UNDECLARED_EXTENSION_SERIES, OTHER_EXTENSION_LABEL } from '../lib/metric-labels.ts';
@@ -47,16 +48,16 @@ class Cluster {
     if (nodeSelector) this.setGpu({ nodeSelector });
 
     const fence = (): void => undefined;
+    const { cache, api, clock, metrics } = this;
+    const log = createLogger({ level: 'silent', name: 'test' });
+    const cfg = config();
+    const book = bookOf({
+      ...{ cache, api, fence, clock, log, metrics, config: cfg },
+      onBreakerChange: () => this.breakerChanges.push([...book.tripped]),
+    });
     this.reconciler = new Reconciler({
-      cache: this.cache,
-      api: this.api,
-      fence,
-      clock: this.clock,
-      log: createLogger({ level: 'silent', name: 'test' }),
-      metrics: this.metrics,
+      ...{ cache, api, fence, clock, log, metrics, book, config: cfg },
       events: eventRecorder(this.api, 'test', this.clock, fence),
-      config: config(),
-      onBreakerChange: () => this.breakerChanges.push([...this.reconciler.trippedExtensions]),
     });
   }
 
@@ -133,10 +134,10 @@ class Cluster {
   async lead(order: readonly string[]): Promise<Array<readonly string[]>> {
     this.cache.leases.refreshObservations();
     this.reconciler.reset();
-    const trippedAfterEach: Array<readonly string[]> = [[...this.reconciler.trippedExtensions]];
+    const trippedAfterEach: Array<readonly string[]> = [[...this.reconciler.book.tripped]];
     for (const name of order) {
       await this.reconciler.reconcile(name);
-      trippedAfterEach.push([...this.reconciler.trippedExtensions]);
+      trippedAfterEach.push([...this.reconciler.book.tripped]);
     }
     return trippedAfterEach;
   }
@@ -235,7 +236,7 @@ describe('the nodes a term writes first', () => {
     NODES.slice(0, 6).forEach((name) => cluster.node(name, ExtensionState.Unhealthy));
     cluster.cache.leases.refreshObservations();
     const start = cluster.reconciler.reset();
-    expect([...cluster.reconciler.trippedExtensions]).toEqual(['gpu']);
+    expect([...cluster.reconciler.book.tripped]).toEqual(['gpu']);
     expect(start.pressing).toEqual(NODES.slice(0, 6));
     expect(start.settled.size).toBe(0);
     expect(start.sweep).toEqual(NODES.slice(6));
@@ -274,7 +275,7 @@ describe('breaker while a requirement is added (regression: tripped on the first
       const trippedAfterEach: Array<readonly string[]> = [];
       for (const name of failingFirst) {
         await cluster.reconciler.reconcile(name);
-        trippedAfterEach.push([...cluster.reconciler.trippedExtensions]);
+        trippedAfterEach.push([...cluster.reconciler.book.tripped]);
       }
       expect(trippedAfterEach).toEqual(failingFirst.map(() => []));
       expect(cluster.breakerChanges).toEqual([]);
@@ -302,14 +303,14 @@ describe('rollout windows of SystemExtensions that are gone (regression: kept by
     cluster.node('node-0', ExtensionState.Healthy);
     await cluster.lead(['node-0']);
     const gpu = cluster.cache.systemExtensions[0]!;
-    const openedMs = cluster.reconciler.rolloutStartMs(gpu);
+    const openedMs = cluster.reconciler.book.rolloutStartMs(gpu);
     await cluster.clock.advance(60_000);
-    expect(cluster.reconciler.rolloutStartMs(gpu)).toBe(openedMs);
+    expect(cluster.reconciler.book.rolloutStartMs(gpu)).toBe(openedMs);
 
     cluster.cache.systemExtensions.splice(0);
     await cluster.reconciler.reconcile('node-0');
     // Only a window still remembered would give the old start.
-    expect(cluster.reconciler.rolloutStartMs(gpu)).toBe(cluster.clock.now());
+    expect(cluster.reconciler.book.rolloutStartMs(gpu)).toBe(cluster.clock.now());
   });
 });
 
@@ -325,7 +326,7 @@ describe('breaker across leadership terms (regression: counts of an earlier term
     for (const name of ['g', 'h', 'i']) cluster.node(name, ExtensionState.Unhealthy);
     const trippedAfterEach = await cluster.lead(['g', 'h', 'i', 'a', 'b', 'c']);
     expect(trippedAfterEach.flat()).toEqual([]);
-    expect([...cluster.reconciler.nodeStates().keys()].sort()).toEqual(['a', 'b', 'c', 'g', 'h', 'i']);
+    expect([...cluster.reconciler.book.nodeStates().keys()].sort()).toEqual(['a', 'b', 'c', 'g', 'h', 'i']);
   });
 
   it('a breaker tripped in an earlier term is not inherited when the failure ended meanwhile', async () => {

@@ -95,7 +95,6 @@ class Fleet {
       metrics: new ControllerMetrics(new Registry()),
       events: eventRecorder(this.api, 'test', this.clock, fence),
       config: config(),
-      onBreakerChange: () => undefined,
     });
     cache.leases.refreshObservations();
     for (const name of reconciler.reset().pressing) await reconciler.reconcile(name);

@@ -18,6 +18,7 @@ import { ControllerReason, ProbeReason } from '../api/reasons.ts';
 import { FakeClock } from '../lib/testing.ts';
 import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
+import { bookOf } from './book/index.ts';
 import { toCachedLease, toCachedNode, type NodeObject } from './cache/index.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
@@ -87,17 +88,15 @@ function setup(node: NodeObject) {
     if (!state.leading) throw new NotLeaderError();
   };
   const metrics = new ControllerMetrics(new Registry());
-  const reconciler = new Reconciler({
-    cache,
-    api,
-    fence,
-    clock,
-    log: createLogger({ level: 'silent', name: 'test' }),
-    metrics,
-    events: eventRecorder(api, 'test', clock, fence),
-    config: config(),
-    onBreakerChange: () => undefined,
+  const log = createLogger({ level: 'silent', name: 'test' });
+  const cfg = config();
+  const book = bookOf({
+    ...{ cache, api, fence, clock, log, metrics, config: cfg },
     onRollupChange: () => void (rollupChanges.count += 1),
+  });
+  const reconciler = new Reconciler({
+    ...{ cache, api, fence, clock, log, metrics, book, config: cfg },
+    events: eventRecorder(api, 'test', clock, fence),
   });
   const renew = (atMs: number, into: 'cache' | 'api' | 'both'): void => {
     for (const ext of [undefined, 'web']) {
@@ -182,7 +181,7 @@ describe('Reconciler roll-up contributions', () => {
     const t = setup(rawNode({ bootstrapped: true }));
     await t.reconciler.reconcile(NODE);
     expect(t.rollupChanges.count).toBe(1); // first sight of the node
-    expect([...t.reconciler.rollupPairs()]).toEqual([
+    expect([...t.reconciler.book.rollupPairs()]).toEqual([
       {
         node: NODE,
         extension: 'web',
@@ -200,7 +199,7 @@ describe('Reconciler roll-up contributions', () => {
     await t.reconciler.reconcile(NODE);
     expect(t.rollupChanges.count).toBe(2);
     // The roll-up names the agent and since when it has not reported (its heartbeat's last renewTime).
-    expect([...t.reconciler.rollupPairs()][0]).toMatchObject({
+    expect([...t.reconciler.book.rollupPairs()][0]).toMatchObject({
       state: ExtensionState.Unknown,
       reason: 'AgentNotReporting',
       agentNotReporting: { since: new Date(T0).toISOString().replace('Z', '000Z') },
@@ -208,7 +207,7 @@ describe('Reconciler roll-up contributions', () => {
     t.cache.nodes.delete(NODE);
     await t.reconciler.reconcile(NODE);
     expect(t.rollupChanges.count).toBe(3);
-    expect([...t.reconciler.rollupPairs()]).toEqual([]);
+    expect([...t.reconciler.book.rollupPairs()]).toEqual([]);
   });
 });
 
@@ -252,9 +251,9 @@ describe('Reconciler: a node whose kubelet is not Ready', () => {
     expect(live.metadata?.labels?.['nodecare.io/status']).toBe('unknown');
     expect(t.taints()).toEqual([]);
     expect(t.reasons()).toEqual(['NodeNotReady']);
-    expect(t.reconciler.nodeStates().get(NODE)).toBe('NotReady');
+    expect(t.reconciler.book.nodeStates().get(NODE)).toBe('NotReady');
     expect(t.rollupChanges.count).toBe(2);
-    expect([...t.reconciler.rollupPairs()]).toEqual([
+    expect([...t.reconciler.book.rollupPairs()]).toEqual([
       {
         node: NODE,
         extension: 'web',
@@ -285,8 +284,8 @@ describe('Reconciler: a node whose kubelet is not Ready', () => {
     });
     expect(t.api.node(NODE)?.metadata?.labels?.['nodecare.io/status']).toBe('healthy');
     expect(t.reasons()).toEqual(['NodeNotReady']);
-    expect(t.reconciler.nodeStates().get(NODE)).toBe('Ready');
-    expect([...t.reconciler.rollupPairs()][0]).not.toHaveProperty('nodeNotReady');
+    expect(t.reconciler.book.nodeStates().get(NODE)).toBe('Ready');
+    expect([...t.reconciler.book.rollupPairs()][0]).not.toHaveProperty('nodeNotReady');
   });
 });
 
@@ -604,7 +603,7 @@ describe('deadlines re-armed from renewed leases (docs/adr/0009)', () => {
     await runDeadlines(t, T0 + 120_000, [undefined]); // the heartbeat renews; no web lease ever comes
     expect(await rearms(t)).toBeGreaterThan(0);
     expect(await decisions(t)).toBe(2);
-    expect([...t.reconciler.rollupPairs()][0]).toMatchObject({
+    expect([...t.reconciler.book.rollupPairs()][0]).toMatchObject({
       state: ExtensionState.Unknown,
       reason: ControllerReason.LeaseMissing,
     });

@@ -6,23 +6,18 @@
 // - `--max-semi-space-size=16`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the
 //   heap): the young generation may grow to 2 × 16 MiB when scavenges find many survivors (the watch
 //   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
-//   depends on the machine's memory (64 MiB semi-spaces on the 24 GiB benchmark machine). Kept at 1 MiB, as
-//   until 2026-11-28, scavenges took a third of the event loop at 5,000 nodes.
+//   depends on the machine's memory. At 1 MiB scavenges took much of the event loop at 5,000 nodes
+//   (docs/adr/0007, addendum 2026-11-28).
 // - `--v8-pool-size=1`: one V8 background thread instead of four. Their work is the garbage collector's
 //   concurrent and parallel parts, and the Deployment gives the controller at most one core, where four of
-//   them beside the event loop only take turns. Measured alone against the benchmark's sink, two runs each
-//   (docs/adr/0007, fourth addendum): steady RSS 107–108 instead of 114 MiB at 1,000 nodes and 165 instead
-//   of 167–170 MiB at 5,000; peak RSS at 5,000 213–218 instead of 195–208 MiB; CPU to converge and to
-//   restart within the machine's spread either way.
+//   them beside the event loop only take turns (measured: docs/adr/0007, addendum 2026-11-29).
 // - `--optimize-for-size`, set from the program once the caches first synced (optimizeForSize): V8 grows
 //   the old generation by a small factor over what survived the last full collection, not by up to four
-//   times while the program allocates fast. Without it the convergence after a start left 110–200 MiB of
-//   old generation, mostly garbage, for a live heap of about 55 MiB. Not on the command line: there it also
-//   caps the semi-spaces at 1 MiB (measured: the young generation stayed at 2 MiB), which is what the first
-//   flag avoids. Not before the first sync: while the caches fill, every small growth step ends in a full
-//   collection of everything listed so far, and parsing 30,000 leases took twice the CPU with it (0.6 vs
-//   1.2 s, 3 vs 20 full collections; docs/adr/0007, second and third addenda), the CPU a controller start
-//   waits for.
+//   times while the program allocates fast; without it the old generation after a start is mostly garbage.
+//   Not on the command line: there it also caps the semi-spaces at 1 MiB, which is what the first flag
+//   avoids. Not before the first sync: while the caches fill, every small growth step ends in a full
+//   collection of everything listed so far, and a controller start waits for that CPU (measured: docs/adr/0007,
+//   the Results and the addenda of 2026-11-28).
 import { setFlagsFromString } from 'node:v8';
 import type * as Vm from 'node:vm';
 import { reexecWithFlags } from '../lib/reexec.ts';
@@ -42,8 +37,8 @@ const fullCollection = typeof collect === 'function' ? (collect as () => void) :
 /**
  * Turns on `--optimize-for-size` (above) and runs one full collection right away: the old generation's limit,
  * set by the last collection while the caches filled, would otherwise stay as loose as it was until the next
- * one, and the convergence after a start grew into it (peak RSS 239–246 instead of 187–193 MiB at 5,000 × 5,
- * docs/adr/0007, second addendum). Called once the caches first synced; again is harmless.
+ * one, and the convergence after a start grew into it (measured: docs/adr/0007, addenda of 2026-11-28).
+ * Called once the caches first synced; again is harmless.
  */
 export function optimizeForSize(): void {
   setFlagsFromString('--optimize-for-size');

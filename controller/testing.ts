@@ -17,7 +17,7 @@ import {
   type NodeObject,
   WrittenNodes,
 } from './cache/index.ts';
-import type { ReconcilerCache } from './reconciler.ts';
+import type { ReconcilerCache } from './node-decider.ts';
 import type { NodeApi } from './writes/index.ts';
 
 export type NodeApiOp = keyof NodeApi;

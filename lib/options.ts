@@ -122,48 +122,9 @@ export function collectOptions(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { help: boolean; values: OptionValues; problems: string[] } {
-  // --version is answered by runProgram before options are parsed; it is known here so it is never "unknown".
-  const parseTable: ParseTable = {
-    help: { type: 'boolean' },
-    version: { type: 'boolean' },
-  };
-  for (const [name, spec] of Object.entries(table)) {
-    parseTable[name] = {
-      type: spec.type === 'boolean' ? 'boolean' : 'string',
-      ...(spec.type === 'list' ? { multiple: true } : {}),
-    };
-  }
   const problems: string[] = [];
   const reported = new Set<string>();
-  // Kubernetes components take `--flag=true|false` for booleans; parseArgs knows `--flag` / `--no-flag`.
-  const args = argv.map((arg) => {
-    const match = /^--([^=]+)=(true|false)$/.exec(arg);
-    if (!match || table[match[1] as string]?.type !== 'boolean') return arg;
-    return match[2] === 'true' ? `--${match[1]}` : `--no-${match[1]}`;
-  });
-  let parsed: Record<string, string | boolean | string[] | undefined>;
-  try {
-    parsed = parseArgs({
-      args,
-      options: parseTable,
-      strict: true,
-      allowPositionals: false,
-      allowNegative: true,
-    }).values as typeof parsed;
-  } catch (err) {
-    // parseArgs stops at the first problem; a lenient parse with tokens lets us list every one.
-    const lenient = parseArgs({
-      args,
-      options: parseTable,
-      strict: false,
-      allowPositionals: true,
-      allowNegative: true,
-      tokens: true,
-    });
-    const found = tokenProblems(lenient.tokens, parseTable, reported);
-    problems.push(...(found.length > 0 ? found : [(err as Error).message.replace(/\. To specify.*$/s, '')]));
-    parsed = lenient.values as typeof parsed;
-  }
+  const parsed = parseArgv(table, argv, reported, problems);
   if (parsed.help === true) return { help: true, values: {}, problems: [] };
   const values: OptionValues = {};
   for (const [name, spec] of Object.entries(table)) {
@@ -182,45 +143,108 @@ export function collectOptions(
       continue;
     }
     const source = parsed[name] === undefined ? `${spec.env}` : `--${name}`;
-    switch (spec.type) {
-      case 'boolean':
-        if (typeof raw === 'boolean') values[name] = raw;
-        else if (raw === 'true' || raw === 'false') values[name] = raw === 'true';
-        else problems.push(`${source}: expected true or false, got "${String(raw)}"`);
-        break;
-      case 'integer':
-      case 'number': {
-        const n = Number(raw);
-        if (
-          typeof raw !== 'string' ||
-          raw.trim() === '' ||
-          !Number.isFinite(n) ||
-          (spec.type === 'integer' && !Number.isInteger(n))
-        ) {
-          problems.push(
-            `${source}: expected ${spec.type === 'integer' ? 'an integer' : 'a number'}, got "${String(raw)}"`,
-          );
-        } else if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
-          problems.push(`${source}: ${n} is out of range [${spec.min ?? '-∞'}, ${spec.max ?? '∞'}]`);
-        } else values[name] = n;
-        break;
-      }
-      case 'list':
-        values[name] = (Array.isArray(raw) ? raw : [String(raw)])
-          .flatMap((v) => v.split(','))
-          .filter(Boolean);
-        break;
-      case 'string':
-        if (typeof raw !== 'string') problems.push(`${source}: expected a value`);
-        else if (spec.choices && !spec.choices.includes(raw))
-          problems.push(`${source}: expected one of ${spec.choices.join(', ')}, got "${raw}"`);
-        else values[name] = raw;
-        break;
-      default: {
-        const unreachable: never = spec.type;
-        problems.push(`--${name}: unknown option type ${String(unreachable)}`);
-      }
-    }
+    const value = optionValue(name, spec, raw, source, problems);
+    if (value !== undefined) values[name] = value;
   }
   return { help: false, values, problems };
+}
+
+type ParsedArgs = Record<string, string | boolean | string[] | undefined>;
+
+/**
+ * argv as parseArgs reads it against the table; each problem (every one, not only the first) pushed to
+ * `problems`, the flags they are about added to `reported`.
+ */
+function parseArgv(
+  table: OptionTable,
+  argv: readonly string[],
+  reported: Set<string>,
+  problems: string[],
+): ParsedArgs {
+  // --version is answered by runProgram before options are parsed; it is known here so it is never "unknown".
+  const parseTable: ParseTable = {
+    help: { type: 'boolean' },
+    version: { type: 'boolean' },
+  };
+  for (const [name, spec] of Object.entries(table)) {
+    parseTable[name] = {
+      type: spec.type === 'boolean' ? 'boolean' : 'string',
+      ...(spec.type === 'list' ? { multiple: true } : {}),
+    };
+  }
+  // Kubernetes components take `--flag=true|false` for booleans; parseArgs knows `--flag` / `--no-flag`.
+  const args = argv.map((arg) => {
+    const match = /^--([^=]+)=(true|false)$/.exec(arg);
+    if (!match || table[match[1] as string]?.type !== 'boolean') return arg;
+    return match[2] === 'true' ? `--${match[1]}` : `--no-${match[1]}`;
+  });
+  try {
+    return parseArgs({
+      args,
+      options: parseTable,
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    }).values as ParsedArgs;
+  } catch (err) {
+    // parseArgs stops at the first problem; a lenient parse with tokens lets us list every one.
+    const lenient = parseArgs({
+      args,
+      options: parseTable,
+      strict: false,
+      allowPositionals: true,
+      allowNegative: true,
+      tokens: true,
+    });
+    const found = tokenProblems(lenient.tokens, parseTable, reported);
+    problems.push(...(found.length > 0 ? found : [(err as Error).message.replace(/\. To specify.*$/s, '')]));
+    return lenient.values as ParsedArgs;
+  }
+}
+
+/** The value of option `name` given as `raw` (by `source`: its flag or its variable); undefined, and a problem, when it is not one. */
+function optionValue(
+  name: string,
+  spec: OptionSpec,
+  raw: string | boolean | string[],
+  source: string,
+  problems: string[],
+): OptionValues[string] {
+  switch (spec.type) {
+    case 'boolean':
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === 'false') return raw === 'true';
+      problems.push(`${source}: expected true or false, got "${String(raw)}"`);
+      return undefined;
+    case 'integer':
+    case 'number': {
+      const n = Number(raw);
+      if (
+        typeof raw !== 'string' ||
+        raw.trim() === '' ||
+        !Number.isFinite(n) ||
+        (spec.type === 'integer' && !Number.isInteger(n))
+      ) {
+        problems.push(
+          `${source}: expected ${spec.type === 'integer' ? 'an integer' : 'a number'}, got "${String(raw)}"`,
+        );
+      } else if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+        problems.push(`${source}: ${n} is out of range [${spec.min ?? '-∞'}, ${spec.max ?? '∞'}]`);
+      } else return n;
+      return undefined;
+    }
+    case 'list':
+      return (Array.isArray(raw) ? raw : [String(raw)]).flatMap((v) => v.split(',')).filter(Boolean);
+    case 'string':
+      if (typeof raw !== 'string') problems.push(`${source}: expected a value`);
+      else if (spec.choices && !spec.choices.includes(raw))
+        problems.push(`${source}: expected one of ${spec.choices.join(', ')}, got "${raw}"`);
+      else return raw;
+      return undefined;
+    default: {
+      const unreachable: never = spec.type;
+      problems.push(`--${name}: unknown option type ${String(unreachable)}`);
+      return undefined;
+    }
+  }
 }

@@ -7,7 +7,8 @@
 #   install.yaml                 everything kustomize builds from manifests/, the image set to the release's
 #   crds.yaml                    the CustomResourceDefinitions alone
 #   nodecare-<version>.tgz       the Helm chart, version and appVersion the release's (helm package)
-#   nodecare-<version>.spdx.json SPDX SBOM of the npm packages the image carries (npm sbom --omit dev)
+#   nodecare-<version>.spdx.json SPDX SBOM of what the image carries: the npm packages (npm sbom --omit dev),
+#                                and per platform the Debian packages dpkg lists and Node.js (release/sbom.ts)
 #   CHANGELOG.md                 the CHANGELOG.md section of the version
 #   kubectl-nodecare-linux-<arch>.tar.gz  the single-file kubectl-nodecare (release/sea/build.ts: no Node.js
 #                                needed) and LICENSE, for amd64 and arm64
@@ -117,9 +118,12 @@ printf '%s\n' "$manifest" | grep -v '^#' >"$out/nodecare-krew.yaml"
 if grep -q '@[A-Z0-9_]*@' "$out/nodecare-krew.yaml"; then fail "nodecare-krew.yaml has a placeholder left: $(grep '@[A-Z0-9_]*@' "$out/nodecare-krew.yaml")"; fi
 step "single-file executables and krew manifest in $((SECONDS - sea_started))s"
 
-step "SBOM (npm sbom, SPDX, production dependencies)"
-(cd "$repo" && npm sbom --sbom-format spdx --omit dev --package-lock-only) >"$out/nodecare-$version.spdx.json" \
+step "SBOM (SPDX: npm sbom's production dependencies, and each platform image's Debian packages and Node.js)"
+(cd "$repo" && npm sbom --sbom-format spdx --omit dev --package-lock-only) >"$work/npm.spdx.json" \
   || fail "npm sbom (npm 10 or later)"
+node_version=$("$repo/node_modules/.bin/node" -p process.versions.node)
+"$repo/node_modules/.bin/node" "$here/sbom.ts" "$work/npm.spdx.json" "$out/nodecare-$version.oci.tar" "$node_version" \
+  >"$out/nodecare-$version.spdx.json" || fail "completing the SBOM with the image's packages (release/sbom.ts)"
 
 (cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 step "release v$version (revision $revision) in $out, built in $(((SECONDS - started) / 60))m$(printf %02d $(((SECONDS - started) % 60)))s:"

@@ -19,7 +19,7 @@ const COMM_CHARS = 15;
  * /proc/<pid>/comm is at most 15 characters and a newline. /proc/<pid>/stat starts "pid (comm) state", at most
  * 10 + 2 + 15 + 2 + 1 bytes, and no field after comm holds a ')'. Capped reads of both, not readFile: that reads
  * a file of unknown size (as /proc reports them) through a 64 KiB buffer, and the probe reads every process at
- * once; over 82 processes, readFile held about 1 MiB more resident memory (docs/adr/0006, third addendum).
+ * once (measured: docs/adr/0006, third addendum).
  */
 const MAX_COMM_BYTES = 64;
 const MAX_STAT_HEAD_BYTES = 128;

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { ResourceSlicesProbe } from '../../api/probe-spec.ts';
-import { toSliceFacts } from '../watches.ts';
+import { toSliceFacts } from '../watched.ts';
 import { judgeSlices, resourceSlicesProbe } from './resourceSlices.ts';
 import { testContext } from './testing.ts';
 import type { SliceFacts } from './types.ts';

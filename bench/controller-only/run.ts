@@ -503,7 +503,7 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
       changeRatePerSecond: opts.changeRate,
       renewalWindowSeconds: opts.steadySeconds,
       idleWindowMs: windows(opts.smoke).idleMs,
-      // Renewals written every this many ms (100 before 2026-11-28: ~29 watch events per write at 5,000 nodes).
+      // Renewals written every this many ms (the earlier 100 ms and what it hid: docs/adr/0011).
       sinkRenewTickMs: RENEW_TICK_MS,
       smoke: opts.smoke,
       cohortShare: COHORT_SHARE,

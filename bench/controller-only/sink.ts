@@ -42,9 +42,8 @@ const HOUSEKEEPING_MS = 100;
 /**
  * Renewals are streamed in ticks this short, each renewing its share of the fleet's leases (by the time since
  * the last tick): at 5,000 nodes one or two events per write, as a real API server sends them (it flushes
- * after each watch event unless more are queued: k8s.io/apiserver's watch handler). Ticks of 100 ms sent ~29
- * events per write, which the controller read in one wake-up: that understated its CPU per renewal
- * (docs/benchmark.md, "CPU per renewal").
+ * after each watch event unless more are queued: k8s.io/apiserver's watch handler). Longer ticks batched the
+ * events into one read and understated the controller's CPU per renewal (docs/adr/0011).
  */
 export const RENEW_TICK_MS = 5;
 const SNAPSHOT_MS = 120_000;

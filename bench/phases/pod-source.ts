@@ -15,12 +15,11 @@ import { serveGrpc } from '../../agent/probes/testing.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { PatchType } from '../../lib/kube/client.ts';
 import { createNode, load1, ready, say, sleep } from '../common.ts';
+import { POD_CHANGE_EVERY_MS } from '../options.ts';
 import { startBinary, type Program } from '../procs.ts';
 import type { BenchCluster, BenchRun } from '../run.ts';
 
 const NAMESPACE = 'bench-pods';
-/** One pod change in the churn every this many ms on each node: a pod created, made Ready, or deleted. */
-export const POD_CHANGE_EVERY_MS = 5_000;
 /** Workload pods each node keeps while the churn replaces them. */
 const WORKLOAD_PODS = 4;
 

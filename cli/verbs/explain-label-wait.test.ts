@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP, buildLease } from '../../api/index.ts';
-import { analyze, CLI_POLICY_DEFAULTS, nextAction, type NodeObject } from '../model.ts';
+import { analyze, CLI_POLICY_DEFAULTS, type NodeObject } from '../model.ts';
+import { nextAction } from '../next-action.ts';
 import { explainView, renderExplainText } from './explain.ts';
 
 const T0 = Date.parse('2026-11-24T14:00:00Z');

@@ -5,6 +5,7 @@
 import { CLUSTER_HEALTH } from '../../api/index.ts';
 import { ExtensionState } from '../../api/names.ts';
 import { stateText } from '../../controller/decide/index.ts';
+import { readPublishedEviction, type PublishedEviction } from '../../api/eviction.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
 import { cut, humanDuration, structured, table } from '../format.ts';
@@ -61,6 +62,52 @@ export interface StatusView {
   nodes: NodeStatusView[];
   clusterHealth: { conditions: unknown[] } | null;
   breakerTripped: string[];
+  /** The leading controller's eviction guards (ClusterHealth status.eviction); null: eviction off or unpublished. */
+  eviction: PublishedEviction | null;
+}
+
+/** ClusterHealth status.eviction as the plugin can use it. */
+export function evictionOf(ch: ClusterHealthObject | undefined): PublishedEviction | undefined {
+  return readPublishedEviction((ch?.status as { eviction?: unknown } | undefined)?.eviction);
+}
+
+/** A timestamp and how far off it is: `2026-12-02T21:00:00.000Z (in 4m)`. */
+function whenText(at: string, now: number): string {
+  const ms = Date.parse(at) - now;
+  if (!Number.isFinite(ms)) return at;
+  return `${at} (${ms > 0 ? `in ${humanDuration(ms)}` : `${humanDuration(-ms)} ago`})`;
+}
+
+/** The eviction guards as `kubectl nodecare status` shows them (docs/controller.md, "Remediation"). */
+export function renderEviction(ev: PublishedEviction | undefined, now: number): string[] {
+  if (!ev) return ['Eviction: off (no guard state published in ClusterHealth).'];
+  const cap = ev.parallel.allowed === undefined ? 'no parallel cap' : `parallel cap ${ev.parallel.allowed}`;
+  const lines = [
+    `Eviction: after ${ev.evictAfterSeconds}s Degraded${ev.dryRun ? ' (dry run)' : ''}; ${ev.parallel.evicting} node${ev.parallel.evicting === 1 ? '' : 's'} being evicted, ${cap}; group budget ${ev.groupBudgetPercent}% by ${ev.groupLabel || 'zone'}; storm cooldown ${ev.stormCooldownSeconds}s.`,
+  ];
+  if (ev.cooldownUntil)
+    lines.push(
+      `  Storm cooldown in every zone until ${whenText(ev.cooldownUntil, now)}: the breaker stopped tripping.`,
+    );
+  if (ev.groups.length > 0)
+    lines.push(
+      ...table(
+        ['GROUP', 'NODES', 'ALLOWED', 'EVICTING'],
+        ev.groups.map((g) => [g.group, String(g.nodes), String(g.allowed), String(g.evicting)]),
+      ).map((l) => `  ${l}`),
+    );
+  for (const z of ev.stoppedZones)
+    lines.push(
+      `  Zone '${z.zone}' stopped: ${z.reason}${z.until ? ` until ${whenText(z.until, now)}` : ''}.`,
+    );
+  for (const w of ev.waiting) lines.push(`  Waiting: ${w.node} (${w.reason}, ${w.group}).`);
+  for (const h of ev.held) lines.push(`  Held: ${h.node} (${h.reason}).`);
+  if (ev.omitted) lines.push(`  ... and ${ev.omitted} more nodes waiting or held.`);
+  if (ev.skipped.length > 0)
+    lines.push(
+      `  Skipped this term: ${ev.skipped.map((k) => `${k.count} ${k.subject} ${k.reason}`).join(', ')}.`,
+    );
+  return lines;
 }
 
 /** The agent's heartbeat as the decision judged it: reporting, awaiting its first report, or not reporting. */
@@ -133,6 +180,7 @@ export function statusView(
     nodes: shown.map((r) => nodeView(r, analysis.now)),
     clusterHealth: ch ? { conditions: ch.status?.conditions ?? [] } : null,
     breakerTripped: [...analysis.tripped].sort(),
+    eviction: evictionOf(ch) ?? null,
   };
 }
 
@@ -215,6 +263,7 @@ export function renderStatusText(
   } else if (ch) {
     lines.push(`ClusterHealth ${CLUSTER_HEALTH.name}: no conditions yet.`);
   }
+  if (ch) lines.push(...renderEviction(evictionOf(ch), analysis.now));
   for (const note of notes) lines.push(`Note: ${note}.`);
   if (shown.some((r) => !isHealthy(r))) {
     const worst = shown.find((r) => !isHealthy(r));

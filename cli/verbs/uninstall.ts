@@ -20,6 +20,7 @@ import {
 import { KubeClient } from '../../lib/kube/client.ts';
 import type { Connection } from '../../lib/kube/config.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { listAll } from '../../lib/kube/list.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 import type { OptionValues } from '../../lib/options.ts';
 import type { CliIo, Verb } from '../verb.ts';
@@ -130,12 +131,6 @@ const CONFLICT_RETRIES = 5;
 const OUTSIDE_NODECARE =
   'then stop what adds the bootstrap taint to new nodes outside nodecare, or they stay tainted: a kubelet ' +
   "--register-with-taints, a node pool's taints, a Karpenter NodePool's startupTaints";
-const PAGE = 500;
-
-interface List<T> {
-  items?: T[];
-  metadata?: { continue?: string };
-}
 
 export const uninstallVerb: Verb = {
   summary:
@@ -207,10 +202,40 @@ const notFound = (err: unknown): boolean => isKubeError(err, KubeErrorCode.NotFo
 
 /** Runs the whole uninstall; resolves with the exit code (1 when something is left behind). */
 export async function uninstall(config: UninstallConfig, deps: UninstallDeps): Promise<number> {
-  const { client, out } = deps;
-  const would = config.dryRun ? 'would ' : '';
-
+  const { out } = deps;
   // 1. Nothing of nodecare's may keep writing.
+  await stopWriters(config, deps);
+  // 2. Nodes.
+  const nodesCleaned = await cleanNodes(config, deps);
+  // 3. Leases.
+  await deleteLeases(config, deps);
+  if (config.dryRun) {
+    out(
+      `dry run: ${nodesCleaned} node(s) to clean; nothing was changed` +
+        (!config.confirmed ? ' (run again with --yes to do it)' : ''),
+    );
+    out(OUTSIDE_NODECARE);
+    return 0;
+  }
+  // 4. Nothing left? (Something is when a controller or agent still runs somewhere and wrote again.)
+  const left = await leftBehind(config, deps);
+  if (left.length > 0) {
+    out(
+      `left behind (is a nodecare controller or agent still running? stop it and run uninstall again):\n  ${left.join('\n  ')}`,
+    );
+    return 1;
+  }
+  out(`cleaned ${nodesCleaned} node(s); nodecare left nothing on nodes or in ${config.leaseNamespace}`);
+  out(
+    'now delete the manifests: kubectl delete -k <your overlay> --ignore-not-found (or helm uninstall and the CRDs)',
+  );
+  out(OUTSIDE_NODECARE);
+  return 0;
+}
+
+/** Deletes the controller and the agents (or says it would), the admission policy, and waits for the pods. */
+async function stopWriters(config: UninstallConfig, deps: UninstallDeps): Promise<void> {
+  const { client, out } = deps;
   if (!config.keepWorkloads) {
     for (const workload of WORKLOADS) {
       const path = workload.path(encodeURIComponent(config.namespace));
@@ -237,8 +262,11 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
     );
   }
   if (!config.dryRun) await waitForWorkloadPods(config, deps);
+}
 
-  // 2. Nodes.
+/** Cleans every node of nodecare's marks (or says what it would clean); how many had any. */
+async function cleanNodes(config: UninstallConfig, deps: UninstallDeps): Promise<number> {
+  const { client, out } = deps;
   let nodesCleaned = 0;
   for (const node of await listAll<CleanupNode>(client, '/api/v1/nodes')) {
     const done = config.dryRun
@@ -246,16 +274,17 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
       : await cleanNode(node, config.taintKeys, client);
     const line = done && describeCleanup(done);
     if (line) {
-      out(`${would}clean ${line}`);
+      out(`${config.dryRun ? 'would ' : ''}clean ${line}`);
       nodesCleaned++;
     }
   }
+  return nodesCleaned;
+}
 
-  // 3. Leases.
-  const leasePath = leasesPath(config.leaseNamespace);
-  const leases = await listAll<{ metadata: { name: string } }>(client, leasePath, {
-    labelSelector: LEASE_SELECTOR,
-  }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
+/** Deletes the agents' Leases and the leader-election Lease (or says it would). */
+async function deleteLeases(config: UninstallConfig, deps: UninstallDeps): Promise<void> {
+  const { client, out } = deps;
+  const leases = await agentLeases(config, deps);
   for (const lease of leases) {
     if (!config.dryRun) await deleteIfPresent(client, leasesPath(config.leaseNamespace, lease.metadata.name));
   }
@@ -267,40 +296,32 @@ export async function uninstall(config: UninstallConfig, deps: UninstallDeps): P
       )
     : await deleteIfPresent(client, leaderPath);
   out(
-    `${would}delete ${leases.length} nodecare Lease${leases.length === 1 ? '' : 's'} in ${config.leaseNamespace}` +
+    `${config.dryRun ? 'would ' : ''}delete ${leases.length} nodecare Lease${leases.length === 1 ? '' : 's'} in ${config.leaseNamespace}` +
       (leader ? ` and the leader-election Lease ${config.namespace}/${config.leaderElectionName}` : ''),
   );
-  if (config.dryRun) {
-    out(
-      `dry run: ${nodesCleaned} node(s) to clean; nothing was changed` +
-        (!config.confirmed ? ' (run again with --yes to do it)' : ''),
-    );
-    out(OUTSIDE_NODECARE);
-    return 0;
-  }
+}
 
-  // 4. Nothing left? (Something is when a controller or agent still runs somewhere and wrote again.)
+/** The nodes and Leases that still carry something of nodecare's, one line each. */
+async function leftBehind(config: UninstallConfig, deps: UninstallDeps): Promise<string[]> {
   const left: string[] = [];
-  for (const node of await listAll<CleanupNode>(client, '/api/v1/nodes')) {
+  for (const node of await listAll<CleanupNode>(deps.client, '/api/v1/nodes')) {
     const line = describeCleanup(planNodeCleanup(node, config.taintKeys));
     if (line) left.push(line);
   }
-  const leasesLeft = await listAll<{ metadata: { name: string } }>(client, leasePath, {
-    labelSelector: LEASE_SELECTOR,
-  }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
-  for (const lease of leasesLeft) left.push(`Lease ${config.leaseNamespace}/${lease.metadata.name}`);
-  if (left.length > 0) {
-    out(
-      `left behind (is a nodecare controller or agent still running? stop it and run uninstall again):\n  ${left.join('\n  ')}`,
-    );
-    return 1;
+  for (const lease of await agentLeases(config, deps)) {
+    left.push(`Lease ${config.leaseNamespace}/${lease.metadata.name}`);
   }
-  out(`cleaned ${nodesCleaned} node(s); nodecare left nothing on nodes or in ${config.leaseNamespace}`);
-  out(
-    'now delete the manifests: kubectl delete -k <your overlay> --ignore-not-found (or helm uninstall and the CRDs)',
-  );
-  out(OUTSIDE_NODECARE);
-  return 0;
+  return left;
+}
+
+/** The Leases the agents wrote; none when their namespace does not exist. */
+function agentLeases(
+  config: UninstallConfig,
+  deps: UninstallDeps,
+): Promise<Array<{ metadata: { name: string } }>> {
+  return listAll<{ metadata: { name: string } }>(deps.client, leasesPath(config.leaseNamespace), {
+    query: { labelSelector: LEASE_SELECTOR },
+  }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
 }
 
 async function waitForWorkloadPods(config: UninstallConfig, deps: UninstallDeps): Promise<void> {
@@ -308,7 +329,7 @@ async function waitForWorkloadPods(config: UninstallConfig, deps: UninstallDeps)
   const deadline = deps.now() + config.waitTimeoutMs;
   for (let announced = false; ;) {
     const pods = await listAll<{ metadata: { name: string } }>(deps.client, path, {
-      labelSelector: WORKLOAD_POD_SELECTOR,
+      query: { labelSelector: WORKLOAD_POD_SELECTOR },
     }).catch((err) => (notFound(err) ? [] : Promise.reject(err)));
     if (pods.length === 0) return;
     if (deps.now() >= deadline) {
@@ -362,21 +383,4 @@ async function deleteIfPresent(client: UninstallDeps['client'], path: string): P
     () => true,
     (err) => (notFound(err) ? false : Promise.reject(err)),
   );
-}
-
-async function listAll<T>(
-  client: UninstallDeps['client'],
-  path: string,
-  query: Record<string, string> = {},
-): Promise<T[]> {
-  const items: T[] = [];
-  let token: string | undefined;
-  do {
-    const page = await client.request<List<T>>('GET', path, {
-      query: { ...query, limit: PAGE, continue: token },
-    });
-    items.push(...(page.items ?? []));
-    token = page.metadata?.continue || undefined;
-  } while (token);
-  return items;
 }

@@ -79,10 +79,9 @@ export function skippedObjectReporter(
 }
 
 /**
- * Leases are listed 2,000 to a page (about 2.7 MB of JSON), not the reflector's 500: at 5,000 nodes × 5 on the
- * saturated 2-core benchmark machine, a paged LIST of the 30,006 leases took 17.5–19.1 s in pages of 500 and
- * 11.4–12.6 s in pages of 2,000 (each page waits its turn at the API server; docs/benchmark.md). Nodes keep
- * 500: a real Node object is ten times a Lease's size.
+ * Leases are listed 2,000 to a page (about 2.7 MB of JSON), not the reflector's 500: each page waits its turn
+ * at a saturated API server, so fewer pages list sooner (measured: docs/benchmark.md, "A restarted
+ * controller's LIST at 5,000 × 5"). Nodes keep 500: a real Node object is ten times a Lease's size.
  */
 export const LEASE_LIST_PAGE_SIZE = 2_000;
 

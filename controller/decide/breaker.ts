@@ -79,7 +79,9 @@ export interface BreakerEvaluation {
 const NONE: ExtensionFailureCount = { requiring: 0, failing: 0 };
 
 /** Per node: each counted extension, whether it is failing there, and when its rollout window ends (if held). */
-type Contribution = ReadonlyMap<string, { failing: boolean; graceEndsMs?: number }>;
+export type BreakerContribution = ReadonlyMap<string, { failing: boolean; graceEndsMs?: number }>;
+
+const NO_CONTRIBUTION: BreakerContribution = new Map();
 
 /**
  * An admin's declaration: a critical registration from a SystemExtension (not an annotation, not the config),
@@ -89,9 +91,10 @@ function feedsBreaker(e: Pick<ExtensionVerdict, 'source' | 'critical'>): boolean
   return e.source === 'systemExtension' && e.critical;
 }
 
-function contributionOf(decision: BreakerInput | undefined): Contribution {
+/** What a node's decision (undefined: the node is gone) adds to the breaker's counts. */
+export function breakerContribution(decision: BreakerInput | undefined): BreakerContribution {
   if (!decision || (decision.state !== NodeState.Ready && decision.state !== NodeState.Degraded)) {
-    return new Map();
+    return NO_CONTRIBUTION;
   }
   return new Map(
     decision.extensions.filter(feedsBreaker).map((e) => [
@@ -114,10 +117,12 @@ function bump<K>(counts: Map<K, ExtensionFailureCount>, key: K, sign: 1 | -1, fa
   else counts.set(key, next);
 }
 
-/** Per-extension failure counts over the latest decision of every node, and the breaker judged on them. */
-export class BreakerState {
+/**
+ * Per-extension failure counts over the latest decision of every node, and the breaker judged on them. The
+ * caller keeps what each node contributes (the controller's node book) and swaps it as the node is decided.
+ */
+export class BreakerCounts {
   private readonly thresholds: BreakerThresholds;
-  private readonly byNode = new Map<string, Contribution>();
   private readonly counts = new Map<string, ExtensionFailureCount>();
   /** Pairs a rollout holds back, per extension and window end: counted from then on. */
   private readonly graced = new Map<string, Map<number, ExtensionFailureCount>>();
@@ -145,14 +150,10 @@ export class BreakerState {
     return count;
   }
 
-  /** Replaces what `node` contributes with its latest decision; undefined when the node is gone. */
-  apply(node: string, decision: BreakerInput | undefined): void {
-    const before: Contribution = this.byNode.get(node) ?? new Map();
-    const after = contributionOf(decision);
+  /** Replaces what one node contributed (`before`) with what it contributes now (`after`). */
+  swap(before: BreakerContribution, after: BreakerContribution): void {
     for (const [extension, pair] of before) this.add(extension, -1, pair);
     for (const [extension, pair] of after) this.add(extension, 1, pair);
-    if (after.size > 0) this.byNode.set(node, after);
-    else this.byNode.delete(node);
   }
 
   private add(extension: string, sign: 1 | -1, pair: { failing: boolean; graceEndsMs?: number }): void {
@@ -194,11 +195,28 @@ export class BreakerState {
 
   /** Forgets every node, count and tripped extension (a new leadership term starts from nothing). */
   reset(): void {
-    this.byNode.clear();
     this.counts.clear();
     this.graced.clear();
     this.touched.clear();
     this.lastEvaluatedMs = Number.NEGATIVE_INFINITY;
     this.trippedSet = new Set();
+  }
+}
+
+/** The breaker counts that keep each node's contribution themselves (`kubectl nodecare` decides one pass). */
+export class BreakerState extends BreakerCounts {
+  private readonly byNode = new Map<string, BreakerContribution>();
+
+  /** Replaces what `node` contributes with its latest decision; undefined when the node is gone. */
+  apply(node: string, decision: BreakerInput | undefined): void {
+    const after = breakerContribution(decision);
+    this.swap(this.byNode.get(node) ?? NO_CONTRIBUTION, after);
+    if (after.size > 0) this.byNode.set(node, after);
+    else this.byNode.delete(node);
+  }
+
+  override reset(): void {
+    this.byNode.clear();
+    super.reset();
   }
 }

@@ -13,10 +13,6 @@ import type { DesiredCondition, EffectiveState, KubeletNotReady, ObservedConditi
 /** Kubernetes allows 32 KiB; a node condition is read by people, so keep it to about 1 KB. */
 export const MAX_CONDITION_MESSAGE = 1024;
 
-export function isFailing(state: ExtensionState): boolean {
-  return state === ExtensionState.Unhealthy || state === ExtensionState.Unknown;
-}
-
 /**
  * A confirmed fault (docs/adr/0004): the agent says Unhealthy, or the agent is gone (its heartbeat or the
  * extension's lease expired). Only a fault sets the runtime taint or counts for the breaker. Any other

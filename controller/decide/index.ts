@@ -3,6 +3,7 @@
 // No I/O (eslint.config.js, LAYERING): the reconciler reads the caches, calls decideNode and writes the answer.
 
 export { decideNode, hasTaint, OWN_TAINT_EFFECT } from './decide.ts';
+export { decisionInput, registrationsOf, type DecisionSettings, type NodeInputView } from './input.ts';
 export { sameCondition } from './condition.ts';
 export {
   BOOTSTRAP_RECORD_ANNOTATION,
@@ -10,7 +11,13 @@ export {
   encodeBootstrapRecord,
   type BootstrapRecord,
 } from './bootstrap-record.ts';
-export { BREAKER_DEFAULTS, BreakerState } from './breaker.ts';
+export {
+  BREAKER_DEFAULTS,
+  BreakerCounts,
+  BreakerState,
+  breakerContribution,
+  type BreakerContribution,
+} from './breaker.ts';
 export {
   describeMaintenance,
   describePlanned,

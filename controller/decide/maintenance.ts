@@ -47,17 +47,10 @@ import { capInput } from '../../api/text.ts';
 import { MAX_CONDITION_MESSAGE } from './condition.ts';
 import { NodeState } from './node-state.ts';
 import { conditionStatusFor, labelFor } from './node-status.ts';
+import { MaintenanceCause, type NodeMaintenance, type PlannedMaintenance } from './maintenance-cause.ts';
 import type { DecisionInput, DesiredCondition, NodeDecision, NodeEvent } from './types.ts';
 
-export const MaintenanceCause = {
-  Deleting: 'Deleting',
-  GracefulNodeShutdownInProgress: 'GracefulNodeShutdownInProgress',
-  MaintenanceInProgress: 'MaintenanceInProgress',
-  DrainInProgress: 'DrainInProgress',
-  Drained: 'Drained',
-  Cordoned: 'Cordoned',
-} as const;
-export type MaintenanceCause = (typeof MaintenanceCause)[keyof typeof MaintenanceCause];
+export { MaintenanceCause, type NodeMaintenance, type PlannedMaintenance };
 
 /** The Node lifecycle conditions of KEP-5683 (feature gate NodeLifecycleConditions, alpha in 1.37). */
 export const LifecycleCondition = {
@@ -76,21 +69,6 @@ export const UNSCHEDULABLE_TAINT = 'node.kubernetes.io/unschedulable';
 
 /** How much of a node's own words about its maintenance is kept. */
 const MAX_DETAIL = 256;
-
-/** Why and since when a node is in maintenance (capped and inert: these are the node's words). */
-export interface NodeMaintenance {
-  cause: MaintenanceCause;
-  /** RFC 3339 as written on the node ('' when nothing dates it). */
-  since: string;
-  /** The condition's reason and message, or the kubelet's; '' when there is none. */
-  detail: string;
-}
-
-/** A MaintenancePlanned condition that is True: shown, never acted on. */
-export interface PlannedMaintenance {
-  since: string;
-  detail: string;
-}
 
 /** The parts of a Node the maintenance signals are read from, as the API returns them. */
 export interface LifecycleFacts {

@@ -12,7 +12,7 @@ import {
   type NodeStatusLabelValue,
 } from '../../api/names.ts';
 import type { ConditionReason, EventReason } from '../../api/reasons.ts';
-import type { NodeMaintenance, PlannedMaintenance } from './maintenance.ts';
+import type { NodeMaintenance, PlannedMaintenance } from './maintenance-cause.ts';
 import type { NodeState } from './node-state.ts';
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
@@ -34,7 +34,7 @@ export interface ObservedCondition {
  * The kubelet's own `Ready` node condition, kept only while it is not True. A node whose Ready is True and a
  * node with no Ready condition at all (a plain Node object no kubelet posts for) are both decided as before:
  * only a kubelet that says "not Ready" (or whose silence the node lifecycle controller turned into Unknown)
- * makes the node NotReady. Reason and message are capped and made inert on ingest (controller/cache.ts).
+ * makes the node NotReady. Reason and message are capped and made inert on ingest (controller/ingest.ts).
  */
 export interface KubeletNotReady {
   /** `Unknown` or `False` (any status other than True). */

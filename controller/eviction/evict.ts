@@ -18,6 +18,7 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { holdOf, podDoNotDisrupt, type HoldReason, type OwnerFacts } from './owners.ts';
+import type { OwnerReference, RemediatorReads } from './remediators.ts';
 
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 const LIST_PAGE_SIZE = 500;
@@ -117,20 +118,27 @@ export function evictionComplete(results: readonly PodEvictionResult[]): boolean
 
 /** The fields of a Node the owners table reads (owners.ts). */
 interface NodeOwnerObject {
-  metadata?: { annotations?: Record<string, string>; deletionTimestamp?: string };
+  metadata?: {
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+    ownerReferences?: OwnerReference[];
+  };
   spec?: { taints?: OwnerFacts['taints']; unschedulable?: boolean };
   status?: { conditions?: OwnerFacts['conditions'] };
 }
 
 /**
- * Reads the Node and says whose it is when not nodecare's to evict from (owners.ts), or undefined. A node that is
- * gone is nobody's to evict from either: that is the pod list's to find (empty). Rejects with a KubeError.
+ * Reads the Node and says whose it is when not nodecare's to evict from (owners.ts), or undefined; then, when the
+ * Node shows no owner and `remediators` is given, the NodeHealthChecks and its NodeClaim (remediators.ts). A node
+ * that is gone is nobody's to evict from either: that is the pod list's to find (empty). Rejects with a KubeError
+ * when the Node cannot be read.
  */
 export async function readNodeHold(options: {
   client: Pick<KubeClient, 'request'>;
   nodeName: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  remediators?: RemediatorReads;
 }): Promise<HoldReason | undefined> {
   let node: NodeOwnerObject;
   try {
@@ -143,13 +151,15 @@ export async function readNodeHold(options: {
     if (isKubeError(err, KubeErrorCode.NotFound)) return undefined;
     throw err;
   }
-  return holdOf({
+  const hold = holdOf({
     annotations: node.metadata?.annotations,
     deletionTimestamp: node.metadata?.deletionTimestamp,
     taints: node.spec?.taints,
     unschedulable: node.spec?.unschedulable,
     conditions: node.status?.conditions,
   });
+  if (hold !== undefined || !options.remediators) return hold;
+  return options.remediators.holdOf(options.nodeName, node.metadata?.ownerReferences, options.signal);
 }
 
 async function listNodePods(options: EvictNodePodsOptions): Promise<PodObject[]> {

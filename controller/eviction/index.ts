@@ -1,6 +1,6 @@
 // controller/eviction/: safe eviction (docs/design.md section 5). It owns the pure plan of which nodes may be
 // evicted now (zones, rate, breaker, group budgets, the parallel cap, storm cooldowns, plan.ts), whose a node is
-// when another owner acts on it (owners.ts), one eviction pass over a node through the Eviction API (evict.ts),
+// when another owner acts on it (owners.ts; its NodeHealthChecks and NodeClaims, remediators.ts), one eviction pass over a node through the Eviction API (evict.ts),
 // and the runner that does passes per leadership term, its state reset each term (runner.ts).
 
 export {
@@ -40,6 +40,24 @@ export {
   podDoNotDisrupt,
   type OwnerFacts,
 } from './owners.ts';
+export {
+  NODE_CLAIMS_PATH,
+  NODE_CLAIM_DISRUPTING_CONDITIONS,
+  NODE_HEALTH_CHECKS_PATH,
+  REMEDIATOR_RBAC,
+  RemediatorReads,
+  nodeClaimDisrupting,
+  nodeClaimOf,
+  remediatingCheck,
+  type NodeClaimObject,
+  type NodeHealthCheckObject,
+} from './remediators.ts';
+export {
+  PUBLISHED_LIST_MAX,
+  publishEviction,
+  readPublishedEviction,
+  type PublishedEviction,
+} from './published.ts';
 export {
   Evictor,
   HOLD_RECHECK_MS,

@@ -13,8 +13,8 @@
 // | OutOfService          | taint node.kubernetes.io/out-of-service                            | non-graceful shutdown (a person, SNR, FAR) |
 // | Maintenance           | deletion, graceful shutdown, KEP-5683 conditions, cordon (controller/decide/maintenance.ts) | a drain, an upgrade, a person |
 //
-// Not read (no watch for them yet): NodeHealthCheck's remediation objects themselves (remediation CRs named after
-// the node) and Karpenter's NodeClaims. The taints above are what those owners put on the Node while they act.
+// Then, from the fresh read only, the owners' own objects (remediators.ts): a NodeHealthCheck remediating the node,
+// a NodeClaim Karpenter is disrupting, or either read failing (fail safe).
 
 import { maintenanceOf } from '../decide/index.ts';
 
@@ -36,6 +36,10 @@ export const HoldReason = {
   Medik8sRemediation: 'Medik8sRemediation',
   OutOfService: 'OutOfService',
   Maintenance: 'Maintenance',
+  /** The owners' own objects (remediators.ts), read after the Node shows none of the above. */
+  NodeHealthCheck: 'NodeHealthCheck',
+  NodeClaimDisruption: 'NodeClaimDisruption',
+  RemediatorUnreadable: 'RemediatorUnreadable',
 } as const;
 export type HoldReason = (typeof HoldReason)[keyof typeof HoldReason];
 
@@ -46,6 +50,11 @@ export const HOLD_DESCRIPTIONS = {
   Medik8sRemediation: `tainted ${MEDIK8S_REMEDIATION_TAINTS.join(' or ')} (a medik8s remediator acts on it)`,
   OutOfService: `tainted ${OUT_OF_SERVICE_TAINT} (non-graceful shutdown)`,
   Maintenance: 'in maintenance (deleting, shutting down, draining, drained or cordoned)',
+  NodeHealthCheck: 'listed with a remediation in a NodeHealthCheck status (medik8s remediates it)',
+  NodeClaimDisruption:
+    'owned by a NodeClaim Karpenter is disrupting (deleting, DisruptionReason, InstanceTerminating or Rebooting)',
+  RemediatorUnreadable:
+    'not known to be free of another remediator (its NodeHealthCheck or NodeClaim read failed)',
 } as const satisfies Record<HoldReason, string>;
 
 /** The parts of a Node the owners table reads; each may be absent (the cache has no annotations but its own). */

@@ -50,79 +50,30 @@
 
 import { NodeState } from '../decide/index.ts';
 import type { HoldReason } from './owners.ts';
+import type { BudgetReason } from './budgets.ts';
+import {
+  budgetBreak,
+  budgetsUsed,
+  countStart,
+  percentOf,
+  type Budgets,
+  type BudgetsInUse,
+} from './budgets.ts';
+import type { EvictionPolicy } from './policy.ts';
+
+export { BudgetReason, type BudgetsInUse } from './budgets.ts';
+import { NO_STORM, nextStorm, type StormMemory } from './storm.ts';
+
+export {
+  EVICTION_DEFAULTS,
+  validateEvictionPolicy,
+  type EvictionPolicy,
+  type EvictionPolicyValues,
+} from './policy.ts';
+
+export { NO_STORM, type StormMemory } from './storm.ts';
 
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
-
-export const EVICTION_DEFAULTS = {
-  /** 0 = eviction off (the default). */
-  evictAfterSeconds: 0,
-  /** Node evictions per second per zone (the NLC's --node-eviction-rate). */
-  ratePerSecond: 0.1,
-  /** Fraction of a zone's nodes unhealthy at which its evictions stop (the NLC's --unhealthy-zone-threshold). */
-  unhealthyZoneThreshold: 0.55,
-  /** Zones with fewer considered nodes are never declared disrupted. */
-  minZoneNodes: 3,
-  /** The node label whose value names a node's group (Karpenter's NodePool); nodes without it: their zone. */
-  groupLabel: 'karpenter.sh/nodepool',
-  /** Percent of a group's nodes that may be being evicted at once, rounded up (Karpenter's repair default). */
-  groupBudgetPercent: 10,
-  /** Nodes being evicted at once in the whole cluster; 0 = no count cap. */
-  maxParallelNodes: 0,
-  /** Percent of all nodes being evicted at once, rounded up; 100 = no percentage cap. */
-  maxParallelPercent: 100,
-  /** How long eviction waits after the breaker stops tripping or a zone stops being disrupted. */
-  stormCooldownSeconds: 300,
-} as const;
-
-export interface EvictionPolicy {
-  evictAfterSeconds: number;
-  ratePerSecond: number;
-  unhealthyZoneThreshold: number;
-  minZoneNodes: number;
-  groupBudgetPercent: number;
-  maxParallelNodes: number;
-  maxParallelPercent: number;
-  stormCooldownSeconds: number;
-  /** The correlated-failure breaker has tripped for some extension: evict nothing anywhere. */
-  breakerTripped: boolean;
-}
-
-/** The policy's tunables, as flags set them (the group label is the caller's: it only names groups). */
-export type EvictionPolicyValues = Omit<EvictionPolicy, 'breakerTripped'>;
-
-/** Every problem with the policy at once (empty when valid). */
-export function validateEvictionPolicy(policy: EvictionPolicyValues): string[] {
-  const problems: string[] = [];
-  if (!Number.isFinite(policy.evictAfterSeconds) || policy.evictAfterSeconds < 0) {
-    problems.push(`evictAfterSeconds must be 0 (off) or positive (got ${policy.evictAfterSeconds})`);
-  }
-  if (!Number.isFinite(policy.ratePerSecond) || policy.ratePerSecond <= 0) {
-    problems.push(`eviction ratePerSecond must be positive (got ${policy.ratePerSecond})`);
-  }
-  if (!(policy.unhealthyZoneThreshold > 0 && policy.unhealthyZoneThreshold <= 1)) {
-    problems.push(`unhealthyZoneThreshold must be in (0, 1] (got ${policy.unhealthyZoneThreshold})`);
-  }
-  if (!Number.isInteger(policy.minZoneNodes) || policy.minZoneNodes < 1) {
-    problems.push(`minZoneNodes must be a positive integer (got ${policy.minZoneNodes})`);
-  }
-  if (!(policy.groupBudgetPercent > 0 && policy.groupBudgetPercent <= 100)) {
-    problems.push(
-      `groupBudgetPercent must be in (0, 100] (got ${policy.groupBudgetPercent}; eviction off is evictAfterSeconds 0)`,
-    );
-  }
-  if (!Number.isInteger(policy.maxParallelNodes) || policy.maxParallelNodes < 0) {
-    problems.push(
-      `maxParallelNodes must be 0 (no count cap) or a positive integer (got ${policy.maxParallelNodes})`,
-    );
-  }
-  if (!(policy.maxParallelPercent > 0 && policy.maxParallelPercent <= 100)) {
-    problems.push(`maxParallelPercent must be in (0, 100] (got ${policy.maxParallelPercent}; 100 = no cap)`);
-  }
-  if (!Number.isFinite(policy.stormCooldownSeconds) || policy.stormCooldownSeconds < 0) {
-    problems.push(`stormCooldownSeconds must be 0 (none) or positive (got ${policy.stormCooldownSeconds})`);
-  }
-  return problems;
-}
 
 export interface EvictionNode {
   name: string;
@@ -152,37 +103,12 @@ export function groupOf(labels: Readonly<Record<string, string>>, groupLabel: st
 /** Per zone, when the last node eviction started (controller clock, ms). */
 export type EvictionLimiter = ReadonlyMap<string, number>;
 
-/** What the plan remembers of storms between calls (the caller keeps it, one per leadership term). */
-export interface StormMemory {
-  /** The breaker had tripped at the last call. */
-  breakerTripped: boolean;
-  /** Zones disrupted at the last call. */
-  disruptedZones: ReadonlySet<string>;
-  /** Every zone waits until then (the breaker's storm ended). */
-  clusterCooldownUntilMs?: number;
-  /** Per zone, it waits until then (its disruption ended). */
-  zoneCooldownUntilMs: ReadonlyMap<string, number>;
-}
-
-export const NO_STORM: StormMemory = {
-  breakerTripped: false,
-  disruptedZones: new Set(),
-  zoneCooldownUntilMs: new Map(),
-};
-
 export const BlockReason = {
   ZoneDisrupted: 'ZoneDisrupted',
   CorrelatedFailure: 'CorrelatedFailure',
   StormCooldown: 'StormCooldown',
 } as const;
 export type BlockReason = (typeof BlockReason)[keyof typeof BlockReason];
-
-/** Why a node that qualifies waits although its zone is open. */
-export const BudgetReason = {
-  GroupBudget: 'GroupBudget',
-  ParallelCap: 'ParallelCap',
-} as const;
-export type BudgetReason = (typeof BudgetReason)[keyof typeof BudgetReason];
 
 export interface BlockedZone {
   zone: string;
@@ -214,6 +140,11 @@ export interface EvictionPlan {
   held: Array<{ name: string; reason: HoldReason }>;
   /** Nodes being evicted (started, not complete), by name. */
   evicting: string[];
+  /**
+   * The budgets in use: each group with a node being evicted or waiting on it (its nodes, how many may be
+   * evicted at once, how many are), and the cluster's cap (allowed absent: no cap).
+   */
+  budgets: BudgetsInUse;
   /** The earliest future time a call with the same nodes would evict something; undefined when never. */
   nextDeadlineMs: number | undefined;
   /** The limiter to pass to the next call. */
@@ -286,39 +217,108 @@ function isEvicting(node: EvictionNode): boolean {
   );
 }
 
-/** `percent` of `total`, rounded up: any budget above 0% of a non-empty set allows one. */
-function percentOf(percent: number, total: number): number {
-  return Math.ceil((percent * total) / 100 - 1e-9);
+/** Counts the budgets, fills plan.evicting and plan.held, and returns the candidates per zone. */
+function collect(
+  nodes: readonly EvictionNode[],
+  policy: EvictionPolicy,
+  plan: EvictionPlan,
+): { budgets: Budgets; candidates: Map<string, EvictionNode[]> } {
+  const budgets: Budgets = {
+    groupSize: new Map(),
+    groupEvicting: new Map(),
+    evicting: 0,
+    clusterAllowed: Math.min(
+      policy.maxParallelNodes > 0 ? policy.maxParallelNodes : Infinity,
+      policy.maxParallelPercent >= 100 ? Infinity : percentOf(policy.maxParallelPercent, nodes.length),
+    ),
+    groupBudgetPercent: policy.groupBudgetPercent,
+  };
+  const candidates = new Map<string, EvictionNode[]>();
+  for (const node of nodes) {
+    const group = groupKey(node);
+    budgets.groupSize.set(group, (budgets.groupSize.get(group) ?? 0) + 1);
+    if (isEvicting(node)) {
+      countStart(budgets, group);
+      plan.evicting.push(node.name);
+    }
+    if (node.state !== NodeState.Degraded || node.evictionComplete || node.suspended) continue;
+    if (node.heldBy !== undefined) {
+      plan.held.push({ name: node.name, reason: node.heldBy });
+      continue;
+    }
+    if (node.degradedSinceMs === undefined) continue;
+    const list = candidates.get(node.zone) ?? [];
+    list.push(node);
+    candidates.set(node.zone, list);
+  }
+  return { budgets, candidates };
 }
 
-/** The storm memory after this call, and the cooldowns that hold now. */
-function nextStorm(
-  previous: StormMemory,
+/** Why a zone evicts nothing now, and until when for a cooldown. */
+function zoneStop(
+  zone: string,
   policy: EvictionPolicy,
   disruptedZones: ReadonlySet<string>,
+  storm: StormMemory,
   nowMs: number,
-): StormMemory {
-  const cooldownMs = policy.stormCooldownSeconds * 1000;
-  let clusterCooldownUntilMs = previous.clusterCooldownUntilMs;
-  if (previous.breakerTripped && !policy.breakerTripped && cooldownMs > 0)
-    clusterCooldownUntilMs = nowMs + cooldownMs;
-  if (clusterCooldownUntilMs !== undefined && clusterCooldownUntilMs <= nowMs)
-    clusterCooldownUntilMs = undefined;
-  const zoneCooldownUntilMs = new Map(
-    [...previous.zoneCooldownUntilMs].filter(
-      ([zone, untilMs]) => untilMs > nowMs && !disruptedZones.has(zone),
-    ),
+): { reason: BlockReason; untilMs: number } | undefined {
+  const untilMs = Math.max(
+    storm.clusterCooldownUntilMs ?? -Infinity,
+    storm.zoneCooldownUntilMs.get(zone) ?? -Infinity,
   );
-  if (cooldownMs > 0)
-    for (const zone of previous.disruptedZones)
-      if (!disruptedZones.has(zone)) zoneCooldownUntilMs.set(zone, nowMs + cooldownMs);
-  return {
-    breakerTripped: policy.breakerTripped,
-    disruptedZones,
-    ...(clusterCooldownUntilMs !== undefined ? { clusterCooldownUntilMs } : {}),
-    zoneCooldownUntilMs,
-  };
+  if (policy.breakerTripped) return { reason: BlockReason.CorrelatedFailure, untilMs };
+  if (disruptedZones.has(zone)) return { reason: BlockReason.ZoneDisrupted, untilMs };
+  if (untilMs > nowMs) return { reason: BlockReason.StormCooldown, untilMs };
+  return undefined;
 }
+
+/** What one open zone's walk needs: the plan it fills and the budgets it spends. */
+interface ZoneWalk {
+  plan: EvictionPlan;
+  budgets: Budgets;
+  intervalMs: number;
+  evictAfterMs: number;
+  nowMs: number;
+  later(atMs: number): void;
+}
+
+/** An open zone: the passes due of its nodes being evicted, and new nodes as its token and the budgets allow. */
+function walkZone(zone: string, waiting: readonly EvictionNode[], walk: ZoneWalk): void {
+  const { plan, budgets, intervalMs, nowMs, later } = walk;
+  const last = plan.limiter.get(zone);
+  let freeAtMs = last === undefined ? nowMs : last + intervalMs;
+  for (const node of waiting) {
+    if (isEvicting(node)) {
+      // Started already: its next pass on its own cadence, without the zone's token.
+      const nextPassMs = (node.lastEvictionMs as number) + intervalMs;
+      if (nextPassMs <= nowMs) {
+        plan.evict.push(node.name);
+        later(nowMs + intervalMs);
+      } else later(nextPassMs);
+      continue;
+    }
+    const qualifiesAtMs = (node.degradedSinceMs as number) + walk.evictAfterMs;
+    if (qualifiesAtMs > nowMs || freeAtMs > nowMs) {
+      later(Math.max(qualifiesAtMs, freeAtMs));
+      continue;
+    }
+    // A new node: inside its group's budget and the cluster's cap, or it waits for a node to complete (a
+    // pass of a node being evicted, with its own deadline).
+    const group = groupKey(node);
+    const budget = budgetBreak(budgets, group);
+    if (budget) {
+      plan.waiting.push({ name: node.name, group, reason: budget });
+      continue;
+    }
+    countStart(budgets, group);
+    plan.evict.push(node.name);
+    plan.limiter.set(zone, nowMs);
+    freeAtMs = nowMs + intervalMs;
+  }
+}
+
+const byName = <T extends { name: string }>(a: T, b: T): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 
 export function planEvictions(input: EvictionPlanInput): EvictionPlan {
   const { nodes, policy, nowMs } = input;
@@ -332,117 +332,48 @@ export function planEvictions(input: EvictionPlanInput): EvictionPlan {
   );
   const storm = nextStorm(input.storm ?? NO_STORM, policy, disruptedZones, nowMs);
   const plan: EvictionPlan = {
-    evict: [],
-    blockedZones: [],
-    waiting: [],
-    held: [],
-    evicting: [],
-    nextDeadlineMs: undefined,
-    limiter,
-    storm,
+    ...{ evict: [], blockedZones: [], waiting: [], held: [], evicting: [] },
+    ...{ budgets: { groups: [], parallel: { evicting: 0 } }, nextDeadlineMs: undefined, limiter, storm },
   };
   if (!(policy.evictAfterSeconds > 0) || !(policy.ratePerSecond > 0)) return plan;
 
-  const evictAfterMs = policy.evictAfterSeconds * 1000;
-  const groupSize = new Map<string, number>();
-  const groupEvicting = new Map<string, number>();
-  let evicting = 0;
-  const candidates = new Map<string, EvictionNode[]>();
-  for (const node of nodes) {
-    const group = groupKey(node);
-    groupSize.set(group, (groupSize.get(group) ?? 0) + 1);
-    if (isEvicting(node)) {
-      groupEvicting.set(group, (groupEvicting.get(group) ?? 0) + 1);
-      evicting += 1;
-      plan.evicting.push(node.name);
-    }
-    if (node.state !== NodeState.Degraded || node.evictionComplete || node.suspended) continue;
-    if (node.heldBy !== undefined) {
-      plan.held.push({ name: node.name, reason: node.heldBy });
-      continue;
-    }
-    if (node.degradedSinceMs === undefined) continue;
-    const list = candidates.get(node.zone) ?? [];
-    list.push(node);
-    candidates.set(node.zone, list);
-  }
-  const clusterAllowed = Math.min(
-    policy.maxParallelNodes > 0 ? policy.maxParallelNodes : Infinity,
-    percentOf(policy.maxParallelPercent, nodes.length),
-  );
-
+  const { budgets, candidates } = collect(nodes, policy, plan);
   const later = (atMs: number): void => {
     if (atMs > nowMs && (plan.nextDeadlineMs === undefined || atMs < plan.nextDeadlineMs)) {
       plan.nextDeadlineMs = atMs;
     }
   };
+  const walk: ZoneWalk = {
+    plan,
+    budgets,
+    intervalMs,
+    evictAfterMs: policy.evictAfterSeconds * 1000,
+    nowMs,
+    later,
+  };
   for (const zone of [...zones.keys()].sort()) {
     const count = zones.get(zone) as ZoneCount;
-    const cooldownUntilMs = Math.max(
-      storm.clusterCooldownUntilMs ?? -Infinity,
-      storm.zoneCooldownUntilMs.get(zone) ?? -Infinity,
-    );
-    const reason: BlockReason | undefined = policy.breakerTripped
-      ? BlockReason.CorrelatedFailure
-      : disruptedZones.has(zone)
-        ? BlockReason.ZoneDisrupted
-        : cooldownUntilMs > nowMs
-          ? BlockReason.StormCooldown
-          : undefined;
+    const stop = zoneStop(zone, policy, disruptedZones, storm, nowMs);
     const waiting = (candidates.get(zone) ?? []).sort(evictionOrder);
-    if (reason) {
-      if (count.degraded > 0) {
-        plan.blockedZones.push({
-          zone,
-          reason,
-          considered: count.considered,
-          unhealthy: count.unhealthy,
-          ...(reason === BlockReason.StormCooldown ? { untilMs: cooldownUntilMs } : {}),
-        });
-      }
-      if (reason === BlockReason.StormCooldown && waiting.length > 0) later(cooldownUntilMs);
+    if (!stop) {
+      walkZone(zone, waiting, walk);
       continue;
     }
-    const last = limiter.get(zone);
-    let freeAtMs = last === undefined ? nowMs : last + intervalMs;
-    for (const node of waiting) {
-      if (isEvicting(node)) {
-        // Started already: its next pass on its own cadence, without the zone's token.
-        const nextPassMs = (node.lastEvictionMs as number) + intervalMs;
-        if (nextPassMs <= nowMs) {
-          plan.evict.push(node.name);
-          later(nowMs + intervalMs);
-        } else later(nextPassMs);
-        continue;
-      }
-      const qualifiesAtMs = (node.degradedSinceMs as number) + evictAfterMs;
-      if (qualifiesAtMs > nowMs || freeAtMs > nowMs) {
-        later(Math.max(qualifiesAtMs, freeAtMs));
-        continue;
-      }
-      // A new node: inside its group's budget and the cluster's cap, or it waits for a node to complete (a
-      // pass of a node being evicted, with its own deadline).
-      const group = groupKey(node);
-      const groupAllowed = percentOf(policy.groupBudgetPercent, groupSize.get(group) ?? 0);
-      const budget: BudgetReason | undefined =
-        (groupEvicting.get(group) ?? 0) >= groupAllowed
-          ? BudgetReason.GroupBudget
-          : evicting >= clusterAllowed
-            ? BudgetReason.ParallelCap
-            : undefined;
-      if (budget) {
-        plan.waiting.push({ name: node.name, group, reason: budget });
-        continue;
-      }
-      groupEvicting.set(group, (groupEvicting.get(group) ?? 0) + 1);
-      evicting += 1;
-      plan.evict.push(node.name);
-      limiter.set(zone, nowMs);
-      freeAtMs = nowMs + intervalMs;
+    const { reason, untilMs } = stop;
+    if (count.degraded > 0) {
+      plan.blockedZones.push({
+        ...{ zone, reason, considered: count.considered, unhealthy: count.unhealthy },
+        ...(reason === BlockReason.StormCooldown ? { untilMs } : {}),
+      });
     }
+    if (reason === BlockReason.StormCooldown && waiting.length > 0) later(untilMs);
   }
-  plan.waiting.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  plan.held.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  plan.waiting.sort(byName);
+  plan.held.sort(byName);
   plan.evicting.sort();
+  plan.budgets = budgetsUsed(
+    budgets,
+    plan.waiting.map((w) => w.group),
+  );
   return plan;
 }

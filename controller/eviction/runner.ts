@@ -10,14 +10,13 @@ import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { NodeState } from '../decide/index.ts';
 import { evictionComplete, SkipReason, type PodEvictionResult } from './evict.ts';
-import { HOLD_DESCRIPTIONS, HoldReason, holdOf, type OwnerFacts } from './owners.ts';
+import { HOLD_DESCRIPTIONS, type HoldReason } from './owners.ts';
+import { publishEviction, type PublishedEviction } from './published.ts';
 import {
   BlockReason,
   BudgetReason,
   EVICTION_DEFAULTS,
   NO_STORM,
-  ZONE_LABEL,
-  groupOf,
   planEvictions,
   type EvictionNode,
   type EvictionPlan,
@@ -37,23 +36,11 @@ const MAX_IDLE_MS = 5_000;
  */
 export const HOLD_RECHECK_MS = 30_000;
 
-/**
- * The settings of safe eviction (--evict-after-seconds, --eviction-rate, --unhealthy-zone-threshold,
- * --eviction-group-label, --eviction-group-budget-percent, --eviction-max-parallel-nodes,
- * --eviction-max-parallel-percent, --eviction-storm-cooldown-seconds, --eviction-dry-run).
- */
-export interface EvictionSettings {
-  evictAfterSeconds: number;
-  ratePerSecond: number;
-  unhealthyZoneThreshold: number;
-  /** The node label naming a node's group ('' = groups are zones); read by the caller's node(). */
-  groupLabel: string;
-  groupBudgetPercent: number;
-  maxParallelNodes: number;
-  maxParallelPercent: number;
-  stormCooldownSeconds: number;
-  dryRun: boolean;
-}
+import type { EvictionNodeView } from './view.ts';
+import type { EvictionSettings } from './policy.ts';
+
+export { evictionNodeView, type EvictionNodeSource, type EvictionNodeView } from './view.ts';
+export type { EvictionSettings } from './policy.ts';
 
 export interface EvictorDeps {
   /**
@@ -76,42 +63,14 @@ export interface EvictorDeps {
    * The node's zone ('' when unknown), its budget group (plan.ts groupOf; its zone's when undefined), whose it is
    * as the cache shows it (taints, maintenance), and the node to record events on (undefined when it is gone).
    */
-  node(
-    name: string,
-  ): { name: string; uid: string; zone: string; group?: string; hold?: HoldReason } | undefined;
+  node(name: string): EvictionNodeView | undefined;
   /** Each node's latest decided state. */
   states(): ReadonlyMap<string, NodeState>;
   /** Whether a suspension holds the node (nothing is evicted from it). */
   suspended?(name: string): boolean;
   breakerTripped(): boolean;
-}
-
-/** What the cache keeps of a Node that node() reads (controller/ingest.ts CachedNode has these). */
-export interface EvictionNodeSource {
-  name: string;
-  uid: string;
-  labels: Readonly<Record<string, string>>;
-  taints: OwnerFacts['taints'];
-  /** Set while the node is in maintenance (controller/decide/maintenance.ts). */
-  maintenance?: unknown;
-}
-
-/**
- * The evictor's view of a cached Node (EvictorDeps.node): its zone, its budget group by `groupLabel`, and the hold
- * the cache can show (another owner's taints, maintenance; not annotations, which the cache does not keep).
- */
-export function evictionNodeView(
-  node: EvictionNodeSource,
-  groupLabel: string,
-): ReturnType<EvictorDeps['node']> {
-  const hold = holdOf({ taints: node.taints }) ?? (node.maintenance ? HoldReason.Maintenance : undefined);
-  return {
-    name: node.name,
-    uid: node.uid,
-    zone: node.labels[ZONE_LABEL] ?? '',
-    group: groupOf(node.labels, groupLabel),
-    ...(hold ? { hold } : {}),
-  };
+  /** The guards' state (eviction()) changed: the roll-up writer publishes it in ClusterHealth status.eviction. */
+  published?(): void;
 }
 
 interface Spell {
@@ -131,6 +90,12 @@ export class Evictor {
   private readonly spells = new Map<string, Spell>();
   private limiter = new Map<string, number>();
   private storm: StormMemory = NO_STORM;
+  /** What the guards say now (published.ts), and the skips of this term per `subject/reason`. */
+  private publication: PublishedEviction | undefined;
+  private publicationText = '';
+  private readonly skipped = new Map<string, number>();
+  /** Wall time minus monotonic time at the term's start: deadlines become timestamps that never jitter. */
+  private wallOffsetMs = 0;
   private timer: Timer | undefined;
   private running = false;
   /** The pass in flight, if any. */
@@ -155,6 +120,10 @@ export class Evictor {
     this.spells.clear();
     this.limiter = new Map();
     this.storm = NO_STORM;
+    this.skipped.clear();
+    this.publication = undefined;
+    this.publicationText = '';
+    this.wallOffsetMs = this.deps.clock.now() - this.deps.clock.monotonic();
     this.running = true;
     this.schedule(0);
   }
@@ -164,11 +133,47 @@ export class Evictor {
     this.running = false;
     this.timer?.cancel();
     await this.current;
+    this.publication = undefined;
     // This replica no longer evicts: its view of who waits is not the cluster's any more.
     const { metrics } = this.deps;
     metrics.evictionHeldNodes.reset();
     metrics.evictionBlockedZones.reset();
     metrics.evictionEvictingNodes.set(0);
+  }
+
+  /** The guards' state for ClusterHealth status.eviction while this replica evicts; undefined otherwise. */
+  eviction(): PublishedEviction | undefined {
+    return this.running ? this.publication : undefined;
+  }
+
+  private publish(plan: EvictionPlan): void {
+    const { eviction, dryRun } = this.deps.config;
+    // Held: as last reported, so a node whose hold is read again (every HOLD_RECHECK_MS) stays shown held.
+    const held = [...this.spells]
+      .filter(([, spell]) => spell.reportedHold !== undefined)
+      .map(([name, spell]) => ({ name, reason: spell.reportedHold as HoldReason }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const publication = publishEviction({
+      plan: { ...plan, held },
+      settings: {
+        ...{ evictAfterSeconds: eviction.evictAfterSeconds, dryRun: dryRun || eviction.dryRun },
+        ...{ groupLabel: eviction.groupLabel, groupBudgetPercent: eviction.groupBudgetPercent },
+        ...{ maxParallelNodes: eviction.maxParallelNodes, maxParallelPercent: eviction.maxParallelPercent },
+        stormCooldownSeconds: eviction.stormCooldownSeconds,
+      },
+      skipped: this.skipped,
+      wall: (ms) => new Date(Math.round((ms + this.wallOffsetMs) / 1000) * 1000).toISOString(),
+    });
+    const text = JSON.stringify(publication);
+    if (text === this.publicationText) return;
+    this.publication = publication;
+    this.publicationText = text;
+    this.deps.published?.();
+  }
+
+  private countSkip(subject: 'node' | 'pod', reason: string): void {
+    const key = `${subject}/${reason}`;
+    this.skipped.set(key, (this.skipped.get(key) ?? 0) + 1);
   }
 
   private schedule(delayMs: number): void {
@@ -216,6 +221,7 @@ export class Evictor {
     spell.reportedHold = reason;
     const { log, metrics } = this.deps;
     metrics.evictionSkipped.inc({ subject: 'node', reason });
+    this.countSkip('node', reason);
     log.info({ node: name, reason }, 'Skipped eviction of a node another owner acts on');
     this.event(
       name,
@@ -265,84 +271,51 @@ export class Evictor {
         );
   }
 
+  /** Plans over every node's state now, and keeps the plan's limiter and storm memory for the next one. */
+  private plan(): { plan: EvictionPlan; previousLimiter: ReadonlyMap<string, number> } {
+    const { clock, config } = this.deps;
+    const now = clock.monotonic();
+    const plan = planEvictions({
+      nodes: this.nodes(now),
+      policy: {
+        evictAfterSeconds: config.eviction.evictAfterSeconds,
+        ratePerSecond: config.eviction.ratePerSecond,
+        unhealthyZoneThreshold: config.eviction.unhealthyZoneThreshold,
+        minZoneNodes: EVICTION_DEFAULTS.minZoneNodes,
+        groupBudgetPercent: config.eviction.groupBudgetPercent,
+        maxParallelNodes: config.eviction.maxParallelNodes,
+        maxParallelPercent: config.eviction.maxParallelPercent,
+        stormCooldownSeconds: config.eviction.stormCooldownSeconds,
+        breakerTripped: this.deps.breakerTripped(),
+      },
+      limiter: this.limiter,
+      storm: this.storm,
+      nowMs: now,
+    });
+    const previousLimiter = this.limiter;
+    const previousStorm = this.storm;
+    this.limiter = plan.limiter;
+    this.storm = plan.storm;
+    this.observe(plan, previousStorm);
+    return { plan, previousLimiter };
+  }
+
   private async pass(): Promise<void> {
     if (!this.running) return;
-    const { clock, config, log, metrics, events } = this.deps;
+    const { clock, log } = this.deps;
     try {
-      const now = clock.monotonic();
-      const plan = planEvictions({
-        nodes: this.nodes(now),
-        policy: {
-          evictAfterSeconds: config.eviction.evictAfterSeconds,
-          ratePerSecond: config.eviction.ratePerSecond,
-          unhealthyZoneThreshold: config.eviction.unhealthyZoneThreshold,
-          minZoneNodes: EVICTION_DEFAULTS.minZoneNodes,
-          groupBudgetPercent: config.eviction.groupBudgetPercent,
-          maxParallelNodes: config.eviction.maxParallelNodes,
-          maxParallelPercent: config.eviction.maxParallelPercent,
-          stormCooldownSeconds: config.eviction.stormCooldownSeconds,
-          breakerTripped: this.deps.breakerTripped(),
-        },
-        limiter: this.limiter,
-        storm: this.storm,
-        nowMs: now,
-      });
-      const previousLimiter = this.limiter;
-      const previousStorm = this.storm;
-      this.limiter = plan.limiter;
-      this.storm = plan.storm;
-      this.observe(plan, previousStorm);
+      const { plan, previousLimiter } = this.plan();
       // A node found held by the fresh read did not start: plan again at once without it.
       let replan = false;
       for (const name of plan.evict) {
         if (!this.running) return;
-        const spell = this.spells.get(name);
-        const hold = await this.deps.hold?.(name);
-        if (!this.running) return;
-        if (hold) {
-          if (spell) {
-            spell.freshHold = { reason: hold, untilMs: clock.monotonic() + HOLD_RECHECK_MS };
-            this.reportHold(name, spell, hold);
-          }
-          // Its zone's token goes back: nothing was evicted.
-          const zone = this.deps.node(name)?.zone ?? '';
-          const last = previousLimiter.get(zone);
-          if (last === undefined) this.limiter.delete(zone);
-          else this.limiter.set(zone, last);
-          replan = true;
-          continue;
-        }
-        if (spell && this.deps.hold) spell.reportedHold = undefined;
-        if (spell) spell.lastEvictionMs = clock.monotonic();
-        const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
-        if (spell) spell.evictionComplete = evictionComplete(results);
+        const outcome = await this.passNode(name, previousLimiter);
+        if (outcome === 'stopped') return;
         // A node done frees its place in the budgets: a node waiting on them may start now.
-        if (spell?.evictionComplete && plan.waiting.length > 0) replan = true;
-        const node = this.deps.node(name);
-        for (const result of results) {
-          metrics.evictions.inc({ outcome: result.outcome });
-          if (
-            result.outcome === 'skipped' &&
-            result.reason === SkipReason.DoNotDisrupt &&
-            spell &&
-            !spell.reportedPods?.has(result.pod)
-          ) {
-            (spell.reportedPods ??= new Set()).add(result.pod);
-            metrics.evictionSkipped.inc({ subject: 'pod', reason: SkipReason.DoNotDisrupt });
-            this.event(name, `Did not evict pod ${result.pod}: annotated karpenter.sh/do-not-disrupt=true.`);
-          }
-          if (result.outcome === 'evicted' && node) {
-            metrics.events.inc({ reason: EventReason.PodEvicted });
-            events
-              .nodeEvent(node, {
-                type: 'Warning',
-                reason: EventReason.PodEvicted,
-                message: `Evicted pod ${result.pod}: node Degraded for over ${config.eviction.evictAfterSeconds}s`,
-              })
-              .catch((err: unknown) => eventNotRecorded(log, err));
-          }
-        }
+        if (outcome === 'held' || (outcome === 'complete' && plan.waiting.length > 0)) replan = true;
       }
+      // Published from a plan the pass kept: one a fresh read changed is planned again at once, then published.
+      if (!replan) this.publish(plan);
       this.schedule(
         replan
           ? 0
@@ -360,6 +333,65 @@ export class Evictor {
         );
       else log.warn({ err }, 'Eviction pass failed; retrying');
       this.schedule(MAX_IDLE_MS);
+    }
+  }
+
+  /** One node of a plan: read it fresh, and evict from it unless another owner acts on it. */
+  private async passNode(
+    name: string,
+    previousLimiter: ReadonlyMap<string, number>,
+  ): Promise<'stopped' | 'held' | 'complete' | 'partial'> {
+    const { clock, config } = this.deps;
+    const spell = this.spells.get(name);
+    const hold = await this.deps.hold?.(name);
+    if (!this.running) return 'stopped';
+    if (hold) {
+      if (spell) {
+        spell.freshHold = { reason: hold, untilMs: clock.monotonic() + HOLD_RECHECK_MS };
+        this.reportHold(name, spell, hold);
+      }
+      // Its zone's token goes back: nothing was evicted.
+      const zone = this.deps.node(name)?.zone ?? '';
+      const last = previousLimiter.get(zone);
+      if (last === undefined) this.limiter.delete(zone);
+      else this.limiter.set(zone, last);
+      return 'held';
+    }
+    if (spell && this.deps.hold) spell.reportedHold = undefined;
+    if (spell) spell.lastEvictionMs = clock.monotonic();
+    const results = await this.deps.evict(name, config.dryRun || config.eviction.dryRun);
+    if (spell) spell.evictionComplete = evictionComplete(results);
+    this.reportResults(name, spell, results);
+    return spell?.evictionComplete ? 'complete' : 'partial';
+  }
+
+  /** Counts a pass's outcomes; records PodEvicted events and do-not-disrupt skips (once per pod a spell). */
+  private reportResults(name: string, spell: Spell | undefined, results: PodEvictionResult[]): void {
+    const { config, log, metrics, events } = this.deps;
+    const node = this.deps.node(name);
+    for (const result of results) {
+      metrics.evictions.inc({ outcome: result.outcome });
+      if (
+        result.outcome === 'skipped' &&
+        result.reason === SkipReason.DoNotDisrupt &&
+        spell &&
+        !spell.reportedPods?.has(result.pod)
+      ) {
+        (spell.reportedPods ??= new Set()).add(result.pod);
+        metrics.evictionSkipped.inc({ subject: 'pod', reason: SkipReason.DoNotDisrupt });
+        this.countSkip('pod', SkipReason.DoNotDisrupt);
+        this.event(name, `Did not evict pod ${result.pod}: annotated karpenter.sh/do-not-disrupt=true.`);
+      }
+      if (result.outcome === 'evicted' && node) {
+        metrics.events.inc({ reason: EventReason.PodEvicted });
+        events
+          .nodeEvent(node, {
+            type: 'Warning',
+            reason: EventReason.PodEvicted,
+            message: `Evicted pod ${result.pod}: node Degraded for over ${config.eviction.evictAfterSeconds}s`,
+          })
+          .catch((err: unknown) => eventNotRecorded(log, err));
+      }
     }
   }
 }

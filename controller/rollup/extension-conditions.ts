@@ -5,7 +5,18 @@
 
 import { Enforcement, capInput } from '../../api/index.ts';
 import { apiTime } from './condition.ts';
-import type { SystemExtensionRolloutStatus } from './store.ts';
+
+/** A SystemExtension's status.rollout (written by the roll-up's store, store.ts). */
+export interface SystemExtensionRolloutStatus {
+  observedGeneration: number;
+  /** The requirement the window belongs to (ParsedSystemExtension.requirement). */
+  requirement: string;
+  /** RFC 3339, second precision. */
+  startedAt: string;
+  phase: 'Enforced' | 'Grace' | 'Observe';
+  enforcingAt?: string;
+  message: string;
+}
 
 export const SystemExtensionConditionType = {
   /** The spec parses and validates, as the agent and the controller read it. */

@@ -20,7 +20,11 @@ import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
 import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts, MaintenanceCounts } from './evaluate.ts';
-import type { SystemExtensionCondition, SystemExtensionSpecState } from './extension-conditions.ts';
+import type {
+  SystemExtensionCondition,
+  SystemExtensionRolloutStatus,
+  SystemExtensionSpecState,
+} from './extension-conditions.ts';
 
 /** Annotation on ClusterHealth: the condition types nodecare wrote last (so it can remove one no longer used). */
 export const OWNED_TYPES_ANNOTATION = 'nodecare.io/owned-condition-types';
@@ -65,16 +69,7 @@ export interface SystemExtensionCounts {
   conditions?: SystemExtensionCondition[];
 }
 
-export interface SystemExtensionRolloutStatus {
-  observedGeneration: number;
-  /** The requirement the window belongs to (ParsedSystemExtension.requirement). */
-  requirement: string;
-  /** RFC 3339, second precision. */
-  startedAt: string;
-  phase: 'Enforced' | 'Grace' | 'Observe';
-  enforcingAt?: string;
-  message: string;
-}
+export type { SystemExtensionRolloutStatus };
 
 export interface SystemExtensionStatusView {
   name: string;

@@ -17,6 +17,7 @@
 //   and not retried: the writer goes on to write what it can (the SystemExtension counts) and tries again only
 //   when the roll-up's inputs change.
 
+import { isDeepStrictEqual } from 'node:util';
 import { NODE_STATUS_LABEL, samePolicy, type PublishedPolicy } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { capInput } from '../../api/text.ts';
@@ -68,6 +69,11 @@ export interface RollupWriterDeps {
    * judges nodes as this controller does; a status that says otherwise (another leader's flags) is rewritten.
    */
   policy?: PublishedPolicy;
+  /**
+   * The evictor's guards, published in status.eviction (controller/eviction/published.ts); undefined while no
+   * evictor runs here. Call markDirty when it changes.
+   */
+  eviction?: () => object | undefined;
   /** Name of the Gardener Cluster object to read; undefined: not a Gardener shoot. */
   gardenerCluster: string | undefined;
   /** How often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast). */
@@ -90,6 +96,11 @@ function sameExtensionCounts(a: readonly ExtensionCounts[], b: readonly Extensio
         x.unknown === b[i]!.unknown,
     )
   );
+}
+
+/** status.eviction as the evictor gives it (ClusterHealthStatus does not type it: the evictor owns its shape). */
+function evictionStatus(eviction: object | undefined): object {
+  return eviction ? { eviction } : {};
 }
 
 function ownedTypesOf(object: ClusterHealthObject | undefined): string[] {
@@ -307,7 +318,11 @@ export class RollupWriter {
         !sameExtensionCounts(object.status?.extensions ?? [], result.extensions) ||
         (object.status?.maintenance?.inProgress ?? 0) !== result.maintenance.inProgress ||
         (object.status?.maintenance?.planned ?? 0) !== result.maintenance.planned ||
-        (this.deps.policy !== undefined && !samePolicy(object.status?.policy, this.deps.policy));
+        (this.deps.policy !== undefined && !samePolicy(object.status?.policy, this.deps.policy)) ||
+        !isDeepStrictEqual(
+          (object.status as { eviction?: object } | undefined)?.eviction,
+          this.deps.eviction?.(),
+        );
       if (!metadataChanged && !statusChanged) return;
 
       const metadata = {
@@ -334,6 +349,7 @@ export class RollupWriter {
               extensions: result.extensions,
               maintenance: result.maintenance,
               ...(this.deps.policy ? { policy: this.deps.policy } : {}),
+              ...evictionStatus(this.deps.eviction?.()),
             },
           });
         }

@@ -8,7 +8,9 @@ import { capUtf8, CLUSTER_HEALTH, GROUP_VERSION, microTime } from '../../api/ind
 import type { Clock } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
+import type { CachedNode } from '../cache/index.ts';
 import type { NodeEvent } from '../decide/index.ts';
+import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence, type NodeApi } from './port.ts';
 
 /** Event names as client-go makes them (<object>.<hex time>), always a valid DNS subdomain. */
@@ -32,7 +34,7 @@ export interface EventRecorder {
   nodeEvent(node: { name: string; uid: string }, event: NodeEvent): Promise<void>;
 }
 
-/** What an event regards: a Node, or the cluster-scoped ClusterHealth (cluster-events.ts). */
+/** What an event regards: a Node, or the cluster-scoped ClusterHealth (clusterEventRecorder, below). */
 export interface EventSubject {
   apiVersion: string;
   kind: string;
@@ -60,6 +62,12 @@ interface SeriesEntry {
   lastObservedMs: number;
   /** Writes of this series run one after the other (a repeat patches the Event its first write created). */
   pending: Promise<void>;
+}
+
+/** What makes two events one series: the same subject, type, reason and note. */
+function seriesKey(subject: EventSubject, event: NodeEvent): string {
+  const { kind, name, uid } = subject;
+  return JSON.stringify([kind, name, uid ?? '', event.type, event.reason, eventNote(event.message)]);
 }
 
 /**
@@ -111,15 +119,7 @@ export function eventWriter(
       if (observedMs - entry.lastObservedMs <= EVENT_SERIES_FINISH_MS) break;
       series.delete(key);
     }
-    const note = eventNote(event.message);
-    const key = JSON.stringify([
-      subject.kind,
-      subject.name,
-      subject.uid ?? '',
-      event.type,
-      event.reason,
-      note,
-    ]);
+    const key = seriesKey(subject, event);
     const entry = series.get(key);
     if (!entry) {
       const name = eventName(subject.name, nowMs * 1000 + (sequence++ % 1000));
@@ -168,6 +168,25 @@ export function eventRecorder(
     nodeEvent: (node, event) =>
       write({ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid }, event),
   };
+}
+
+/**
+ * Records `events` about `node`, each counted by reason; one that cannot be written is logged, never thrown
+ * (an event is a note, not part of the decision).
+ */
+export function recordNodeEvents(
+  recorder: EventRecorder,
+  metrics: Pick<ControllerMetrics, 'events'>,
+  node: Pick<CachedNode, 'name' | 'uid'>,
+  events: readonly NodeEvent[],
+  log: Logger,
+): void {
+  for (const event of events) {
+    metrics.events.inc({ reason: event.reason });
+    recorder
+      .nodeEvent(node, event)
+      .catch((err: unknown) => eventNotRecorded(log, err, { reason: event.reason }));
+  }
 }
 
 export const CLUSTER_EVENT_REGARDING = {

@@ -1,5 +1,5 @@
 // The node writer against FakeNodeApi: taints before the condition, each write fenced, counted and noted;
-// a 409 reads the node live and writes the new decision; taint events only for what a patch really changed.
+// a 409 is thrown for the reconciler to retry; taint events only for what a patch really changed.
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -9,10 +9,10 @@ import { createLogger } from '../../lib/log.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { CachedNode, NodeObject } from '../cache/index.ts';
-import type { NodeDecision } from '../decide/index.ts';
+import type { NodeDecision, NodeEvent } from '../decide/index.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { FakeNodeApi } from '../testing.ts';
-import { MAX_CONFLICT_RETRIES, NodeWriter, NotLeaderError } from './index.ts';
+import { NodeWriter, NotLeaderError } from './index.ts';
 
 const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
 const log = createLogger({ level: 'silent', name: 'test' });
@@ -59,10 +59,17 @@ function setup(options: { dryRun?: boolean; leading?: () => boolean } = {}) {
   return { api, node, noted, writer, writes };
 }
 
+/** One attempt (NodeWriter.apply) and the taint events it made. */
+async function write(writer: NodeWriter, node: CachedNode, decision: NodeDecision) {
+  const taintEvents: NodeEvent[] = [];
+  await writer.apply(node, decision, log, taintEvents);
+  return { taintEvents };
+}
+
 describe('NodeWriter', () => {
   it('patches the taints and label first, then the condition on the node that patch returned', async () => {
     const { api, node, noted, writer, writes } = setup();
-    const written = await writer.write(node, runtimeTainted(), () => undefined, log);
+    const written = await write(writer, node, runtimeTainted());
     expect(api.writes().map((w) => w.op)).toEqual(['patchNode', 'patchNodeStatus']);
     const stored = api.node('n')!;
     expect(stored.spec?.taints).toEqual([
@@ -83,57 +90,37 @@ describe('NodeWriter', () => {
 
   it('writes nothing when the node already shows the decision, and says so through wouldWrite', async () => {
     const { api, node, writer } = setup();
-    await writer.write(node, runtimeTainted(), () => undefined, log);
+    await write(writer, node, runtimeTainted());
     const current = api.putNode(api.node('n')!);
     expect(writer.wouldWrite(current, runtimeTainted())).toBe(false);
     expect(writer.wouldWrite(current, runtimeTainted('True'))).toBe(true);
     const before = api.writes().length;
-    const again = await writer.write(current, runtimeTainted(), () => undefined, log);
+    const again = await write(writer, current, runtimeTainted());
     expect(api.writes()).toHaveLength(before);
     expect(again.taintEvents).toEqual([]);
   });
 
-  it('on a 409 reads the node live, decides again on it and writes that; the taint events of every attempt are kept', async () => {
+  it('one attempt: a 409 is thrown for the reconciler to retry, with the taint events of the patch that went through', async () => {
     const { api, node, writer, writes } = setup();
     // The taint patch goes through, then the condition patch meets a node changed by another writer.
     api.beforeNext('patchNodeStatus', () => void api.putNode(api.node('n')!));
-    const redecided: string[] = [];
-    const written = await writer.write(
-      node,
-      runtimeTainted(),
-      (live) => {
-        redecided.push(live.resourceVersion);
-        return runtimeTainted('False');
-      },
-      log,
-    );
-    expect(redecided).toHaveLength(1);
-    expect(written.node.resourceVersion).toBe(redecided[0]);
-    expect(written.taintEvents.map((e) => e.reason)).toEqual([EventReason.RuntimeTaintAdded]);
-    expect(api.node('n')!.status?.conditions?.[0]?.status).toBe('False');
-    expect(await writes('condition', 'conflict')).toBe(1);
-  });
-
-  it(`gives up after ${MAX_CONFLICT_RETRIES} retries with the 409, for the queue to back off`, async () => {
-    const { api, node, writer, writes } = setup();
-    for (let i = 0; i <= MAX_CONFLICT_RETRIES; i++) api.failNext('patchNode', FakeNodeApi.conflict());
-    const failure = await writer.write(node, runtimeTainted(), () => runtimeTainted(), log).catch((e) => e);
+    const taintEvents: NodeEvent[] = [];
+    const failure = await writer.apply(node, runtimeTainted(), log, taintEvents).catch((e: unknown) => e);
     expect(isKubeError(failure, KubeErrorCode.Conflict)).toBe(true);
-    expect(await writes('node', 'conflict')).toBe(MAX_CONFLICT_RETRIES + 1);
-    expect(api.node('n')!.spec?.taints).toEqual([]);
+    expect(taintEvents.map((e) => e.reason)).toEqual([EventReason.RuntimeTaintAdded]);
+    expect(await writes('condition', 'conflict')).toBe(1);
+    expect(api.writes().map((w) => w.op)).toEqual(['patchNode', 'patchNodeStatus']);
   });
 
   it('sends nothing once this replica no longer leads', async () => {
     const { api, node, writer } = setup({ leading: () => false });
-    await expect(writer.write(node, runtimeTainted(), () => undefined, log)).rejects.toBeInstanceOf(
-      NotLeaderError,
-    );
+    await expect(write(writer, node, runtimeTainted())).rejects.toBeInstanceOf(NotLeaderError);
     expect(api.writes()).toEqual([]);
   });
 
   it('in a dry run writes the label and condition but no taint', async () => {
     const { api, node, writer } = setup({ dryRun: true });
-    const written = await writer.write(node, runtimeTainted(), () => undefined, log);
+    const written = await write(writer, node, runtimeTainted());
     expect(api.node('n')!.spec?.taints).toEqual([]);
     expect(api.node('n')!.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
     expect(written.taintEvents).toEqual([]);

@@ -1,6 +1,7 @@
 // Writes one node's decision: the taints, label and annotation first (what the scheduler and the autoscaler act
 // on, docs/adr/0008), then the condition on the node that patch returned. Every write is fenced by the
-// leadership term, counted by outcome and noted in the cache; a 409 reads the node live and decides again.
+// leadership term, counted by outcome and noted in the cache. One attempt: a 409 is the reconciler's to retry
+// (it reads the node live and decides again, up to MAX_CONFLICT_RETRIES times).
 
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -14,7 +15,7 @@ import type { Fence, NodeApi } from './port.ts';
 export const MAX_CONFLICT_RETRIES = 5;
 
 export interface NodeWriterDeps {
-  api: Pick<NodeApi, 'getNode' | 'patchNode' | 'patchNodeStatus'>;
+  api: Pick<NodeApi, 'patchNode' | 'patchNodeStatus'>;
   /** Checked just before every write: throws when this replica no longer leads. */
   fence: Fence;
   clock: { now(): number };
@@ -49,32 +50,11 @@ export class NodeWriter {
   }
 
   /**
-   * Writes `decision` against `node`. A 409 (the node changed under it) reads the node live, decides again
-   * with `redecide` and writes that, up to MAX_CONFLICT_RETRIES times. The taint events are those of every
-   * attempt: a taint patch that went through before a condition patch met a 409 is not made again, but it
-   * happened.
+   * One attempt at writing `decision` against `node`: taints, label and annotation, then the condition, each
+   * against the node it was computed on. The taint events it made are pushed to `taintEvents` as each patch
+   * returns: a taint patch that went through before the condition patch met a 409 happened.
    */
-  async write(
-    node: CachedNode,
-    decision: NodeDecision,
-    redecide: (node: CachedNode) => NodeDecision | undefined,
-    log: Logger,
-  ): Promise<Written> {
-    const taintEvents: NodeEvent[] = [];
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.once(node, decision, log, taintEvents);
-        return { node, decision, taintEvents };
-      } catch (err) {
-        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt >= MAX_CONFLICT_RETRIES) throw err;
-        node = toCachedNode(await this.deps.api.getNode(node.name));
-        decision = redecide(node) ?? decision;
-      }
-    }
-  }
-
-  /** One attempt: taints, label and annotation, then the condition, each against the node it was computed on. */
-  private async once(
+  async apply(
     node: CachedNode,
     decision: NodeDecision,
     log: Logger,
@@ -118,4 +98,16 @@ export class NodeWriter {
       throw err;
     }
   }
+}
+
+/** The writer of a controller configured so: its taint keys, dry run or not; each write noted in `cache`. */
+export function nodeWriter(
+  deps: Omit<NodeWriterDeps, 'keys' | 'dryRun' | 'noteWritten'> & {
+    config: { bootstrapTaintKey: string; runtimeTaintKey: string; dryRun: boolean };
+    cache: { noteWritten(node: CachedNode): void };
+  },
+): NodeWriter {
+  const { config, cache } = deps;
+  const keys = { bootstrap: config.bootstrapTaintKey, runtime: config.runtimeTaintKey };
+  return new NodeWriter({ ...deps, keys, dryRun: config.dryRun, noteWritten: (n) => cache.noteWritten(n) });
 }

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { consistently } from '../../test/integration/helpers.ts';
 import { isProtobuf, KubeClient, PROTOBUF_CONTENT_TYPE } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
 import { decodeLeaseList, protobufListContinue } from './protobuf.ts';
@@ -65,9 +66,14 @@ describe('KubeClient.watch', () => {
         client.watch('/api/v1/nodes', {}, (e) => events.push(e.type), new AbortController().signal),
       ).rejects.toMatchObject({ code: KubeErrorCode.Gone, status: 410 });
       // Aborting the request after the loop ended errors the stream; that must not surface anywhere.
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(uncaught).toEqual([]);
-      expect(events).toEqual(['ADDED']);
+      await consistently(
+        () => {
+          expect(uncaught).toEqual([]);
+          expect(events).toEqual(['ADDED']);
+        },
+        200,
+        { intervalMs: 10, what: 'nothing surfacing after the loop ended' },
+      );
     } finally {
       process.off('uncaughtException', onUncaught);
       await client.close();
@@ -83,8 +89,10 @@ describe('KubeClient.watch', () => {
       await expect(
         client.watch('/api/v1/nodes', {}, () => {}, new AbortController().signal),
       ).rejects.toThrow();
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(uncaught).toEqual([]);
+      await consistently(() => expect(uncaught).toEqual([]), 200, {
+        intervalMs: 10,
+        what: 'no uncaught error',
+      });
     } finally {
       process.off('uncaughtException', onUncaught);
       await client.close();

@@ -7,7 +7,15 @@ import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } fr
 import { timeoutSignal } from '../clock.ts';
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
-import { withoutManagedFields } from './managed-fields.ts';
+import {
+  answerError,
+  LineSplitter,
+  parseJson,
+  readBytes,
+  UNREADABLE_LINE_PREFIX_BYTES,
+  watchFailure,
+  watchRefused,
+} from './body.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -75,8 +83,7 @@ export interface WatchOptions {
   unreadable?: (prefix: string, err: KubeError) => void;
 }
 
-/** How much of an unreadable watch line WatchOptions.unreadable is shown: enough for the object's metadata. */
-export const UNREADABLE_LINE_PREFIX_BYTES = 4096;
+export { UNREADABLE_LINE_PREFIX_BYTES } from './body.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -235,7 +242,7 @@ export class KubeClient {
       } catch {
         status = { message: `${bytes.length} bytes of protobuf that are not a Status` };
       }
-      throw this.failed(response, status, what);
+      throw answerError(response, status, what);
     }
     let text: string;
     try {
@@ -258,18 +265,7 @@ export class KubeClient {
     } catch {
       body = { message: text.slice(0, 200) };
     }
-    throw this.failed(response, body, what);
-  }
-
-  /** The KubeError of an error answer, from its status, its Status body and its Retry-After. */
-  private failed(response: TransportResponse, body: unknown, what: string): KubeError {
-    const retryAfter = response.headers['retry-after'];
-    return classifyResponse(
-      response.statusCode,
-      body,
-      Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-      what,
-    );
+    throw answerError(response, body, what);
   }
 
   get<T>(path: string, options?: RequestOptions): Promise<T> {
@@ -307,58 +303,16 @@ export class KubeClient {
       listener?.request({ verb: 'watch', resource });
       let response: TransportResponse;
       try {
-        response = await (
-          await this.transport()
-        ).request({
-          method: 'GET',
-          url: this.url(path, { ...query, watch: true }),
-          headers: await this.headers(),
-          signal: local.signal,
-          streaming: true,
-          ...(options.coalesceMs ? { coalesceMs: options.coalesceMs } : {}),
-        });
+        response = await this.openWatch(path, query, local.signal, options.coalesceMs);
       } catch (err) {
         if (signal.aborted) return;
-        throw local.signal.reason instanceof KubeError
-          ? local.signal.reason
-          : classifyTransportError(err, what);
+        throw watchFailure(local.signal, err, what);
       }
-      if (response.statusCode !== 200) {
-        const text = await response.text().catch(() => '');
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = { message: text.slice(0, 200) };
-        }
-        throw classifyResponse(response.statusCode, body, undefined, what);
-      }
-      const unreadable = (prefix: Buffer, err: KubeError): void => {
-        if (!options.unreadable) throw err;
-        options.unreadable(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES).toString('utf8'), err);
-      };
-      const onLine = (line: Buffer): void => {
-        if (line.length === 0) return;
-        let event: WatchEvent<T>;
-        try {
-          event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
-        } catch {
-          unreadable(line, new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`));
-          return;
-        }
-        if (event.type === 'ERROR') {
-          const status = event.object as { code?: number };
-          throw classifyResponse(status.code ?? 500, event.object, undefined, what);
-        }
+      if (response.statusCode !== 200) throw await watchRefused(response, what);
+      const lines = watchLines<T>(what, options.maxLineBytes ?? this.maxWatchLineBytes, options, (event) => {
         listener?.watchEvent(resource);
         onEvent(event);
-      };
-      const lines = new LineSplitter(
-        options.maxLineBytes ?? this.maxWatchLineBytes,
-        what,
-        onLine,
-        options.unreadable ? unreadable : undefined,
-      );
+      });
       const onChunk = (chunk: Buffer): void => {
         touch();
         lines.push(chunk);
@@ -370,16 +324,30 @@ export class KubeClient {
         lines.end();
       } catch (err) {
         if (signal.aborted) return;
-        if (err instanceof KubeError) throw err;
-        throw local.signal.reason instanceof KubeError
-          ? local.signal.reason
-          : classifyTransportError(err, what);
+        throw err instanceof KubeError ? err : watchFailure(local.signal, err, what);
       }
     } finally {
       clearTimeout(inactivity);
       signal.removeEventListener('abort', abortAll);
       local.abort();
     }
+  }
+
+  /** Sends a watch's request; resolves with its answer, whatever its status. */
+  private async openWatch(
+    path: string,
+    query: Query,
+    signal: AbortSignal,
+    coalesceMs: number | undefined,
+  ): Promise<TransportResponse> {
+    return (await this.transport()).request({
+      method: 'GET',
+      url: this.url(path, { ...query, watch: true }),
+      headers: await this.headers(),
+      signal,
+      streaming: true,
+      ...(coalesceMs ? { coalesceMs } : {}),
+    });
   }
 
   async close(): Promise<void> {
@@ -390,132 +358,34 @@ export class KubeClient {
 }
 
 /**
- * A whole response body as bytes; over `maxBytes`, a TooLarge KubeError, and the rest is never read (leaving
- * the body early aborts the request).
+ * A watch's stream read as events, one a line: each parsed (without managedFields when asked) and handed to
+ * `onEvent`; an ERROR event fails the watch with its Status. A line that is not JSON, or longer than
+ * `maxLineBytes`, fails it too, unless `options.unreadable` is told of it instead.
  */
-async function readBytes(
-  response: TransportResponse,
-  maxBytes: number | undefined,
+function watchLines<T>(
   what: string,
-): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of response.body) {
-    total += chunk.length;
-    if (maxBytes !== undefined && total > maxBytes)
-      throw new KubeError(
-        KubeErrorCode.TooLarge,
-        response.statusCode,
-        `${what}: the answer is over ${maxBytes} bytes`,
-      );
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/** `JSON.parse` of a response or watch line, its managedFields left out first when asked (managed-fields.ts). */
-function parseJson(text: string, withoutManaged = false): unknown {
-  return JSON.parse(withoutManaged ? withoutManagedFields(text) : text);
-}
-
-/**
- * Splits a byte stream into lines as its chunks come, handing each to `onLine` (newline never occurs inside a
- * UTF-8 multi-byte sequence). A line longer than `maxBytes` is never buffered whole: without `oversize` the
- * stream is refused; with it, `oversize` is told with the line's first UNREADABLE_LINE_PREFIX_BYTES as soon as
- * it crosses the limit, and the rest of the line is dropped as it comes.
- */
-class LineSplitter {
-  private readonly maxBytes: number;
-  private readonly what: string;
-  private readonly onLine: (line: Buffer) => void;
-  private readonly oversize: ((prefix: Buffer, err: KubeError) => void) | undefined;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** The line in hand is over maxBytes: `oversize` was told, the rest of it is being dropped. */
-  private dropping = false;
-
-  constructor(
-    maxBytes: number,
-    what: string,
-    onLine: (line: Buffer) => void,
-    oversize?: (prefix: Buffer, err: KubeError) => void,
-  ) {
-    this.maxBytes = maxBytes;
-    this.what = what;
-    this.onLine = onLine;
-    this.oversize = oversize;
-  }
-
-  push(chunk: Buffer): void {
-    let start = 0;
-    for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
-      const part = chunk.subarray(start, end);
-      start = end + 1;
-      if (this.dropping) {
-        this.endDropped();
-        continue;
-      }
-      if (this.pendingBytes + part.length > this.maxBytes) {
-        this.startDropping(part);
-        this.endDropped();
-        continue;
-      }
-      let line = part;
-      if (this.pending.length > 0) {
-        line = Buffer.concat([...this.pending, line]);
-        this.pending = [];
-        this.pendingBytes = 0;
-      }
-      this.onLine(line);
-    }
-    if (start < chunk.length) {
-      const rest = chunk.subarray(start);
-      if (this.dropping) return;
-      if (this.pendingBytes + rest.length > this.maxBytes) this.startDropping(rest);
-      else {
-        this.pendingBytes += rest.length;
-        this.pending.push(rest);
-      }
-    }
-  }
-
-  /** The stream ended: a last line without its newline is a line too. */
-  end(): void {
-    if (this.dropping) {
-      this.endDropped();
+  maxLineBytes: number,
+  options: WatchOptions,
+  onEvent: (event: WatchEvent<T>) => void,
+): LineSplitter {
+  const unreadable = (prefix: Buffer, err: KubeError): void => {
+    if (!options.unreadable) throw err;
+    options.unreadable(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES).toString('utf8'), err);
+  };
+  const onLine = (line: Buffer): void => {
+    if (line.length === 0) return;
+    let event: WatchEvent<T>;
+    try {
+      event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
+    } catch {
+      unreadable(line, new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`));
       return;
     }
-    if (this.pendingBytes === 0) return;
-    const line = Buffer.concat(this.pending);
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.onLine(line);
-  }
-
-  /**
-   * The line in hand (what is pending, then `part`) crossed maxBytes: `oversize` is told at once with its
-   * first bytes, and the rest of the line is dropped as it comes.
-   */
-  private startDropping(part: Buffer): void {
-    const bytes = this.pendingBytes + part.length;
-    if (!this.oversize) throw this.tooLong(bytes);
-    const prefix = Buffer.concat([...this.pending, part.subarray(0, UNREADABLE_LINE_PREFIX_BYTES)]);
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.dropping = true;
-    this.oversize(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES), this.tooLong(bytes));
-  }
-
-  /** The dropped line ended: the next byte starts a new line. */
-  private endDropped(): void {
-    this.dropping = false;
-  }
-
-  private tooLong(bytes: number): KubeError {
-    return new KubeError(
-      KubeErrorCode.Malformed,
-      200,
-      `${this.what}: a watch line (${bytes} bytes so far) is longer than ${this.maxBytes} bytes`,
-    );
-  }
+    if (event.type === 'ERROR') {
+      const status = event.object as { code?: number };
+      throw classifyResponse(status.code ?? 500, event.object, undefined, what);
+    }
+    onEvent(event);
+  };
+  return new LineSplitter(maxLineBytes, what, onLine, options.unreadable ? unreadable : undefined);
 }

@@ -3,78 +3,23 @@
 // pay for loading @kubernetes/client-node (~70 MB RSS, docs/adr/0001); exec and auth-provider plugins are
 // delegated to client-node, loaded only then.
 
-import { existsSync, readFile, readFileSync } from '../fs.ts';
+import { existsSync, readFileSync } from '../fs.ts';
 import { BlockList, isIP } from 'node:net';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { parseYaml } from '../yaml.ts';
+import { delimiter, join } from 'node:path';
+import {
+  checkedProxy,
+  checkedServer,
+  KubeConfigError,
+  rotatingToken,
+  type Connection,
+  type ConnectionOverrides,
+} from './connection.ts';
+import { fromKubeconfig } from './kubeconfig.ts';
+
+export { KubeConfigError, type Connection, type ConnectionOverrides, type TlsOptions } from './connection.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-const TOKEN_REFRESH_MS = 60_000;
-
-export interface TlsOptions {
-  ca?: string | Buffer;
-  cert?: string | Buffer;
-  key?: string | Buffer;
-  rejectUnauthorized?: boolean;
-  servername?: string;
-}
-
-export interface Connection {
-  server: string;
-  tls: TlsOptions;
-  /**
-   * Request headers that authenticate (fresh for rotating tokens); a list is one header sent once per value
-   * (Impersonate-Group).
-   */
-  authHeaders(): Promise<Record<string, string | string[]>>;
-  /** An HTTP proxy to tunnel through (CONNECT): the kubeconfig cluster's proxy-url, else HTTPS_PROXY. */
-  proxy?: string;
-  /** Human description for logs: "in-cluster" or "kubeconfig <path> context <name>". */
-  source: string;
-}
-
-export class KubeConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KubeConfigError';
-  }
-}
-
-interface NamedEntry<T> {
-  name: string;
-  [key: string]: unknown;
-  cluster?: T;
-  user?: T;
-  context?: T;
-}
-
-interface KubeconfigFile {
-  clusters?: NamedEntry<Record<string, unknown>>[];
-  users?: NamedEntry<Record<string, unknown>>[];
-  contexts?: NamedEntry<Record<string, unknown>>[];
-  'current-context'?: string;
-}
-
-/** kubectl's connection flags, over what the kubeconfig says (`kubectl options`). */
-export interface ConnectionOverrides {
-  /** --context: a context other than the current one. */
-  context?: string;
-  /** --cluster: the kubeconfig cluster to use instead of the context's. */
-  cluster?: string;
-  /** --user: the kubeconfig user to use instead of the context's. */
-  user?: string;
-  /** --server: the API server's address instead of the cluster's. */
-  server?: string;
-  /** --token: a bearer token instead of the user's credentials. */
-  token?: string;
-  /** --insecure-skip-tls-verify: do not check the server's certificate (the kubeconfig's CA is then unused). */
-  insecureSkipTlsVerify?: boolean;
-  /** --as: the user to impersonate. */
-  as?: string;
-  /** --as-group: the groups to impersonate (each its own Impersonate-Group header); needs `as`. */
-  asGroups?: readonly string[];
-}
 
 /**
  * Loads `--kubeconfig`, else the files named in `$KUBECONFIG` merged as kubectl merges them, else
@@ -170,37 +115,6 @@ function applyOverrides(base: Connection, o: ConnectionOverrides): Connection {
   return c;
 }
 
-function checkedServer(value: string, where: string): string {
-  const server = value.replace(/\/+$/, '');
-  let protocol = '';
-  try {
-    protocol = new URL(server).protocol;
-  } catch {
-    // Reported below.
-  }
-  if (protocol !== 'https:' && protocol !== 'http:')
-    throw new KubeConfigError(`${where} "${server}" is not an https:// URL`);
-  return server;
-}
-
-/** A proxy URL as kubectl takes one: http:// or https:// (a bare host:port is http://). */
-function checkedProxy(value: string, where: string): string {
-  const proxy = value.includes('://') ? value : `http://${value}`;
-  let protocol = '';
-  try {
-    protocol = new URL(proxy).protocol;
-  } catch {
-    // Reported below.
-  }
-  if (protocol === 'socks5:')
-    throw new KubeConfigError(
-      `${where} ${JSON.stringify(value)} is a SOCKS proxy, which kubectl-nodecare does not support (only http:// and https:// proxies)`,
-    );
-  if (protocol !== 'http:' && protocol !== 'https:')
-    throw new KubeConfigError(`${where} ${JSON.stringify(value)} is not an http:// or https:// URL`);
-  return proxy;
-}
-
 /**
  * The proxy for `server` from the environment, as Go's net/http (and so kubectl) reads it: HTTPS_PROXY (else
  * https_proxy; HTTP_PROXY / http_proxy for an http:// server), unless the server is localhost or a loopback
@@ -283,182 +197,5 @@ function inCluster(env: NodeJS.ProcessEnv): Connection {
     tls: { ca: readFileSync(`${SA_DIR}/ca.crt`) },
     authHeaders: rotatingToken(`${SA_DIR}/token`),
     source: 'in-cluster',
-  };
-}
-
-function rotatingToken(path: string): () => Promise<Record<string, string>> {
-  let token = '';
-  let readAt = -Infinity;
-  return async () => {
-    // The kubelet rotates projected tokens on disk; re-read at most once a minute (as client-go does).
-    if (performance.now() - readAt > TOKEN_REFRESH_MS) {
-      token = (await readFile(path, 'utf8')).trim();
-      readAt = performance.now();
-    }
-    return { authorization: `Bearer ${token}` };
-  };
-}
-
-/** A named entry of a kubeconfig and the file it came from (its relative paths are relative to that file). */
-interface Found {
-  value: Record<string, unknown>;
-  path: string;
-}
-
-/**
- * Merges kubeconfig files as kubectl does: for clusters, users and contexts the first file to define a name
- * wins, and so does the first current-context.
- */
-async function mergeKubeconfigs(paths: readonly string[]) {
-  const merged = {
-    clusters: new Map<string, Found>(),
-    users: new Map<string, Found>(),
-    contexts: new Map<string, Found>(),
-    currentContext: undefined as string | undefined,
-  };
-  for (const path of paths) {
-    let doc: KubeconfigFile;
-    try {
-      doc = (parseYaml(await readFile(path, 'utf8')) ?? {}) as KubeconfigFile;
-    } catch (err) {
-      throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(err as Error).message}`);
-    }
-    const add = (into: Map<string, Found>, entries: NamedEntry<Record<string, unknown>>[] | undefined) => {
-      for (const entry of entries ?? []) {
-        const value = entry.cluster ?? entry.user ?? entry.context;
-        if (typeof entry.name === 'string' && value && !into.has(entry.name))
-          into.set(entry.name, { value, path });
-      }
-    };
-    add(merged.clusters, doc.clusters);
-    add(merged.users, doc.users);
-    add(merged.contexts, doc.contexts);
-    merged.currentContext ||= doc['current-context'] || undefined;
-  }
-  return merged;
-}
-
-async function fromKubeconfig(paths: readonly string[], o: ConnectionOverrides): Promise<Connection> {
-  const merged = await mergeKubeconfigs(paths);
-  const where = `kubeconfig ${paths.join(delimiter)}`;
-  const chosenContext = o.context;
-  const contextName = chosenContext || merged.currentContext;
-  const found = contextName === undefined ? undefined : merged.contexts.get(contextName)?.value;
-  // As kubectl: a kubeconfig without a current-context still serves --server (and --cluster, --user).
-  if (!found && (chosenContext || !o.server))
-    throw new KubeConfigError(
-      `${where}: ${chosenContext ? 'context' : 'current-context'} "${contextName ?? ''}" not found`,
-    );
-  const context = found ?? {};
-  const clusterName = o.cluster || (context.cluster === undefined ? undefined : String(context.cluster));
-  const clusterEntry = clusterName === undefined ? undefined : merged.clusters.get(clusterName);
-  if (o.cluster && !clusterEntry) throw new KubeConfigError(`${where}: --cluster "${o.cluster}" not found`);
-  const cluster = clusterEntry?.value ?? {};
-  let server: string;
-  if (o.server) server = checkedServer(o.server, '--server');
-  else {
-    if (!clusterEntry || typeof cluster.server !== 'string')
-      throw new KubeConfigError(`${where}: cluster "${clusterName ?? ''}" not found or has no server`);
-    server = cluster.server.replace(/\/+$/, '');
-    let protocol: string;
-    try {
-      protocol = new URL(server).protocol;
-    } catch {
-      protocol = '';
-    }
-    if (protocol !== 'https:' && protocol !== 'http:') {
-      throw new KubeConfigError(
-        `${where}: cluster "${clusterName}" has server "${server}", which is not an https:// URL`,
-      );
-    }
-  }
-  if (o.user && !merged.users.has(o.user))
-    throw new KubeConfigError(`${where}: --user "${o.user}" not found`);
-  const userName = o.user || String(context.user);
-  const userEntry = merged.users.get(userName);
-  const user = userEntry?.value ?? {};
-  const source = found ? `${where} context ${contextName}` : where;
-  const proxyUrl = cluster['proxy-url'];
-  if (proxyUrl !== undefined && typeof proxyUrl !== 'string')
-    throw new KubeConfigError(`${where}: cluster "${clusterName}" has a proxy-url that is not a string`);
-  const proxy = proxyUrl
-    ? { proxy: checkedProxy(proxyUrl, `${where}: cluster "${clusterName}" proxy-url`) }
-    : {};
-  const fileOrData = (file: unknown, data: unknown, from: string): Buffer | undefined => {
-    if (typeof data === 'string') return Buffer.from(data, 'base64');
-    if (typeof file === 'string') return readFileSync(isAbsolute(file) ? file : resolve(dirname(from), file));
-    return undefined;
-  };
-  const insecure = cluster['insecure-skip-tls-verify'] === true;
-  const hasCa =
-    cluster['certificate-authority'] !== undefined || cluster['certificate-authority-data'] !== undefined;
-  // kubectl's validation refuses this cluster; its --insecure-skip-tls-verify drops the CA first instead.
-  if (insecure && hasCa && !o.insecureSkipTlsVerify)
-    throw new KubeConfigError(
-      `${where}: cluster "${clusterName}" sets both insecure-skip-tls-verify and a certificate-authority; a cluster may not trust a CA and skip verification at once (remove one)`,
-    );
-  const tls: TlsOptions = {
-    ca:
-      clusterEntry &&
-      fileOrData(cluster['certificate-authority'], cluster['certificate-authority-data'], clusterEntry.path),
-    cert:
-      userEntry && fileOrData(user['client-certificate'], user['client-certificate-data'], userEntry.path),
-    key: userEntry && fileOrData(user['client-key'], user['client-key-data'], userEntry.path),
-    ...(insecure ? { rejectUnauthorized: false } : {}),
-    ...(typeof cluster['tls-server-name'] === 'string' ? { servername: cluster['tls-server-name'] } : {}),
-  };
-  // --token replaces the plugin's credential: the plugin is then not run (nor client-node loaded).
-  if (userEntry && (user.exec || user['auth-provider']) && o.token === undefined)
-    return { ...(await delegateToClientNode(userEntry.path, userName, server, tls, source)), ...proxy };
-  let authHeaders: () => Promise<Record<string, string>> = async () => ({});
-  if (typeof user.token === 'string') {
-    const header = { authorization: `Bearer ${user.token}` };
-    authHeaders = async () => header;
-  } else if (typeof user.tokenFile === 'string' && userEntry) {
-    authHeaders = rotatingToken(
-      isAbsolute(user.tokenFile) ? user.tokenFile : resolve(dirname(userEntry.path), user.tokenFile),
-    );
-  } else if (typeof user.username === 'string') {
-    const header = {
-      authorization: `Basic ${Buffer.from(`${user.username}:${String(user.password ?? '')}`).toString('base64')}`,
-    };
-    authHeaders = async () => header;
-  }
-  return { server, tls, authHeaders, source, ...proxy };
-}
-
-/**
- * exec / auth-provider credentials: let client-node run the plugin and cache its credential. Only the user
- * entry is taken from client-node's reading of its file (relative command paths resolved as kubectl does);
- * the server and TLS stay ours.
- */
-async function delegateToClientNode(
-  userPath: string,
-  userName: string,
-  server: string,
-  tls: TlsOptions,
-  source: string,
-): Promise<Connection> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const file = new KubeConfig();
-  file.loadFromFile(userPath);
-  const user = file.getUser(userName);
-  if (!user) throw new KubeConfigError(`kubeconfig ${userPath}: user "${userName}" not found`);
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'nodecare', server, skipTLSVerify: tls.rejectUnauthorized === false }],
-    users: [user],
-    contexts: [{ name: 'nodecare', cluster: 'nodecare', user: user.name }],
-    currentContext: 'nodecare',
-  });
-  return {
-    server,
-    tls,
-    async authHeaders() {
-      const opts: { headers?: Record<string, string> } = {};
-      await kc.applyToHTTPSOptions(opts);
-      return { ...(opts.headers ?? {}) };
-    },
-    source: `${source} (auth plugin via client-node)`,
   };
 }

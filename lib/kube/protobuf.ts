@@ -19,7 +19,7 @@
 import protobuf from 'protobufjs/minimal.js';
 import type { LeaseObject } from '../../api/lease.ts';
 import { KubeError, KubeErrorCode, type StatusBody } from './errors.ts';
-import type { ListBody } from './reflector.ts';
+import type { ListBody } from './list.ts';
 
 /**
  * The most bytes of one Lease that are decoded: a Lease nodecare's agent writes is about 1.5 KB with its

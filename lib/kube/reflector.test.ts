@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing.ts';
 import type { KubeClient } from './client.ts';
 import { isKubeError, KubeErrorCode } from './errors.ts';
-import { listContinueToken, Reflector } from './reflector.ts';
+import { listContinueToken } from './list.ts';
+import { Reflector } from './reflector.ts';
 import { FakeApiServer } from './testing.ts';
 
 const PATH = '/api/v1/things';

@@ -19,20 +19,16 @@ import type { Clock } from '../clock.ts';
 import { Backoff, WATCH_BACKOFF } from './backoff.ts';
 import type { KubeClient, Query, WatchEventType } from './client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from './errors.ts';
+import { listContinueToken, nextPageLimit, type ListBody, type ProtobufList } from './list.ts';
+
+// Moved to list.ts; cli/snapshot.ts (another change's file for now) still takes them from here.
+export { nextPageLimit, type ListBody } from './list.ts';
 
 /** ReflectorOptions.pageMaxBytes by default: far above a page of 2,000 Leases (about 3 MB of JSON). */
 export const DEFAULT_PAGE_MAX_BYTES = 32 * 1024 * 1024;
 
 interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
-}
-
-/** A LIST response as the reflector reads it (JSON's shape; protobuf.ts decodes Leases into the same). */
-export interface ListBody<R> {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: R[];
-  /** Objects of the page its decoder could not read (protobuf.ts), by key, with why: skipped. */
-  skipped?: Array<{ key: string; err: unknown }>;
 }
 
 export interface ReflectorHandlers<T> {
@@ -88,12 +84,6 @@ export interface ReflectorOptions<R, T> {
   random?: () => number;
 }
 
-/** How a LIST of one built-in type is read as protobuf: the whole page, and its continue token alone. */
-export interface ProtobufList<R> {
-  decode(bytes: Buffer, what: string): ListBody<R>;
-  continueToken(bytes: Buffer): string | undefined;
-}
-
 /** A LIST page asked for, and the one after it once its text named the continue token (Reflector.list). */
 interface PageFetch<R> {
   token: string | undefined;
@@ -103,15 +93,6 @@ interface PageFetch<R> {
   /** The page's size in bytes (its text's length, or its protobuf's), once it has arrived. */
   bytes?: number;
   next?: PageFetch<R>;
-}
-
-/**
- * How many items to ask for after a page of `limit` items in `bytes`: as many as fit a quarter of
- * `maxBytes` at that page's bytes per item, from 1 to `pageSize`.
- */
-export function nextPageLimit(limit: number, bytes: number, maxBytes: number, pageSize: number): number {
-  const perItem = Math.max(1, bytes / Math.max(1, limit));
-  return Math.max(1, Math.min(pageSize, Math.floor(maxBytes / 4 / perItem)));
 }
 
 /**
@@ -140,24 +121,6 @@ const HEAD_NAME = /^"metadata":\{"name":"([^"\\]{1,253})"/;
 const HEAD_NAMESPACE = /"namespace":"([^"\\]{1,63})"/;
 const HEAD_RESOURCE_VERSION = /"resourceVersion":"([0-9]{1,20})"/;
 const HEAD_TYPE = /^\{"type":"([A-Z]{1,16})"/;
-
-/**
- * The continue token of a LIST response, read from its text before it is parsed: the list's metadata comes
- * before its items (as the API server writes it) and its continue token is plain (base64). Undefined when the
- * text says otherwise; then the next page is asked for after the parse.
- */
-export function listContinueToken(text: string): string | undefined {
-  const metadata = text.indexOf('"metadata":{');
-  if (metadata === -1 || metadata > 1024 || text.lastIndexOf('"items":', metadata) !== -1) return undefined;
-  const end = text.indexOf('}', metadata);
-  const key = text.indexOf('"continue":"', metadata);
-  if (end === -1 || key === -1 || key > end) return undefined;
-  const start = key + '"continue":"'.length;
-  const close = text.indexOf('"', start);
-  if (close === -1 || close > end) return undefined;
-  const token = text.slice(start, close);
-  return token === '' || token.includes('\\') ? undefined : token;
-}
 
 /** A watch that ends sooner than this having delivered nothing counts as a failure (client-go: 1 s). */
 const SHORT_WATCH_MS = 1_000;

@@ -13,6 +13,7 @@ import { KubeClient } from './client.ts';
 import { KubeErrorCode } from './errors.ts';
 import { UndiciTransport } from './undici-transport.ts';
 import { selfSignedCert } from '../testing.ts';
+import { consistently } from '../../test/integration/helpers.ts';
 
 let server: Server | undefined;
 
@@ -172,8 +173,10 @@ describe('a coalesced watch', () => {
         silent.client.watch('/apis/x', {}, () => {}, new AbortController().signal, { coalesceMs: 50 }),
       ).rejects.toMatchObject({ code: KubeErrorCode.Timeout });
       await silent.client.close();
-      await sleep(100);
-      expect(uncaught).toEqual([]);
+      await consistently(() => expect(uncaught).toEqual([]), 100, {
+        intervalMs: 10,
+        what: 'no uncaught error',
+      });
     } finally {
       process.off('uncaughtException', onUncaught);
     }

@@ -54,7 +54,15 @@ debian_tree() {
   (cd "$dir/debs-$arch" && apt-get download -qq "${apt[@]}" "${sandbox[@]}" $(cat "$list") >&2) \
     || fail "apt-get download of the $arch base packages (is the Debian mirror reachable?)"
   step "unpacking them (no maintainer scripts run: the few files those make are written below)"
-  for deb in "$dir/debs-$arch"/*.deb; do dpkg-deb -x "$deb" "$rootfs" || fail "dpkg-deb -x $deb"; done
+  # dpkg's database as debian:bookworm-slim carries it (SBOM tools and scanners read it; release/sbom.ts
+  # does): each package's control fields, marked installed.
+  mkdir -p "$rootfs/var/lib/dpkg"
+  for deb in "$dir/debs-$arch"/*.deb; do
+    dpkg-deb -x "$deb" "$rootfs" || fail "dpkg-deb -x $deb"
+    dpkg-deb -f "$deb" | awk '{ print } /^Package: / { print "Status: install ok installed" } END { print "" }' \
+      >>"$rootfs/var/lib/dpkg/status.new" || fail "dpkg-deb -f $deb"
+  done
+  mv "$rootfs/var/lib/dpkg/status.new" "$rootfs/var/lib/dpkg/status"
   rm -rf "$dir/debs-$arch" "$dir/apt-$arch"
   # Merged /usr, as Debian bookworm's own images have it.
   for d in bin sbin lib lib32 lib64 libx32; do

@@ -50,6 +50,8 @@ export interface FileEntry {
   linkname: string;
   /** A file's first 64 bytes (an ELF header's machine field is at bytes 18-19). */
   head: Buffer;
+  /** The whole content, for the paths `readImage` was asked to keep. */
+  data?: Buffer;
 }
 
 export interface ImageContents {
@@ -200,9 +202,14 @@ export async function readImageIndex(archive: string): Promise<ImageIndex> {
 
 /**
  * Reads an OCI archive: its image's name, manifest digest, config and the file tree of its layers. An archive
- * of several platforms needs `platform` ("linux/arm64"), which picks one.
+ * of several platforms needs `platform` ("linux/arm64"), which picks one. The files named in `keep` carry
+ * their whole content (`data`); the others only their head.
  */
-export async function readImage(archive: string, platform?: string): Promise<ImageContents> {
+export async function readImage(
+  archive: string,
+  platform?: string,
+  keep: readonly string[] = [],
+): Promise<ImageContents> {
   const { top, blob, json } = await openArchive(archive);
   let chosen = top;
   if (top.mediaType === INDEX) {
@@ -229,7 +236,7 @@ export async function readImage(archive: string, platform?: string): Promise<Ima
     const stored = blob(layer.digest);
     const tar = layer.mediaType.endsWith('gzip') ? gunzipSync(stored) : stored;
     layers.push({ digest: layer.digest, compressedBytes: stored.length, sizeBytes: tar.length });
-    applyLayer(files, tar);
+    applyLayer(files, tar, new Set(keep));
   }
   return {
     ref: top.annotations?.['io.containerd.image.name'] ?? '',
@@ -242,7 +249,7 @@ export async function readImage(archive: string, platform?: string): Promise<Ima
 }
 
 /** Applies one layer to a file tree: whiteouts delete what earlier layers made, entries add or replace. */
-function applyLayer(files: Map<string, FileEntry>, tar: Buffer): void {
+function applyLayer(files: Map<string, FileEntry>, tar: Buffer, keep: ReadonlySet<string>): void {
   const removeTree = (path: string, keepSelf: boolean) => {
     if (!keepSelf) files.delete(path);
     for (const key of files.keys()) if (key.startsWith(`${path}/`)) files.delete(key);
@@ -256,7 +263,8 @@ function applyLayer(files: Map<string, FileEntry>, tar: Buffer): void {
       // A non-directory replacing a directory replaces its contents too.
       if (entry.type !== 'dir' && files.get(entry.path)?.type === 'dir') removeTree(entry.path, false);
       const { path: _path, data, ...file } = entry;
-      files.set(entry.path, { ...file, size: data.length, head: Buffer.from(data.subarray(0, 64)) });
+      const kept = keep.has(entry.path) ? { data: Buffer.from(data) } : {};
+      files.set(entry.path, { ...file, size: data.length, head: Buffer.from(data.subarray(0, 64)), ...kept });
     }
   }
 }

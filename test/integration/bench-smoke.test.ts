@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControllerOnlyResults } from '../../bench/controller-only/run.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -88,13 +88,20 @@ describe('npm run bench -- --smoke', () => {
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  it('runs at 100 nodes and reports every row with a pass verdict for every goal', async () => {
+  // One run at 100 nodes; each row (or group of figures) is its own test below, so a failure names it.
+  let stdout = '';
+  let results: ResultsFile;
+  const rowValues = (id: string): Record<string, number | string | null> =>
+    results.rows.find((r) => r.id === id)?.values ?? {};
+  beforeAll(async () => {
     out = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));
-    const stdout = await runBench(['--smoke', `--out=${out}`]);
-
+    stdout = await runBench(['--smoke', `--out=${out}`]);
     const files = await readdir(out);
     expect(files).toHaveLength(1);
-    const results = JSON.parse(await readFile(join(out, files[0] as string), 'utf8')) as ResultsFile;
+    results = JSON.parse(await readFile(join(out, files[0] as string), 'utf8')) as ResultsFile;
+  }, 300_000);
+
+  it('records the scale, the machine, the commit measured and the fleet it ran', () => {
     expect(results.scale).toEqual({ nodes: 100, extensions: 5, samples: 50, steadySeconds: 10 });
     expect(results.machine).toMatch(/\d+× .+, \d+ GiB, Node v\d+/);
     // The commit measured, and the count of tracked files that differed from it (nothing changes them here).
@@ -103,23 +110,38 @@ describe('npm run bench -- --smoke', () => {
     // (a heartbeat and 5 extensions each): more than one process's 300.
     expect(results.settings.fleetProcesses).toBe(2);
     expect(results.settings.fleetStartWrites.create_ok).toBeGreaterThan(300);
+  });
+
+  it('reports every row, in order, and prints the table', () => {
     expect(results.rows.map((r) => r.id)).toEqual(EXPECTED_ROWS);
-    for (const row of results.rows) {
-      expect(row.measured, row.id).not.toBe('');
-      expect(Number.isFinite(row.load), row.id).toBe(true);
+    expect(stdout).toMatch(/\| id +\| measure +\| goal +\| measured +\| pass +\| scale +\| load +\|/);
+  });
+
+  it.each(EXPECTED_ROWS.map((id, index) => ({ id, index })))(
+    'row $index ($id): measured, under a load, with a verdict if it has a goal, and in the printed table',
+    ({ id, index }) => {
+      const row = results.rows[index];
+      expect(row?.id).toBe(id);
+      expect(row!.measured).not.toBe('');
+      expect(Number.isFinite(row!.load)).toBe(true);
       // Goals get a verdict; the two figures docs/design.md sets no goal for get none.
-      if (row.goal.startsWith('none')) expect(row.pass, row.id).toBeNull();
-      else expect(typeof row.pass, row.id).toBe('boolean');
+      if (row!.goal.startsWith('none')) expect(row!.pass).toBeNull();
+      else expect(typeof row!.pass).toBe('boolean');
       // The same row is in the printed table.
-      expect(stdout).toContain(row.measure);
-    }
-    // The quiet window read the control plane's own CPU (the load its figures were taken under).
-    const p4 = results.rows.find((r) => r.id === 'P4')?.values ?? {};
+      expect(stdout).toContain(row!.measure);
+    },
+  );
+
+  it("P4: the quiet window read the control plane's own CPU (the load its figures were taken under)", () => {
+    const p4 = rowValues('P4');
     expect(p4.apiserverCores).toBeGreaterThan(0);
     expect(p4.etcdCores).toBeGreaterThan(0);
-    // The controller's CPU there, split by thread: its event loop ran, and the parts are within the whole (each
-    // thread's reading is rounded to a 10 ms tick: up to ~8 mCPU over the 10 s window).
-    const cpu = results.rows.find((r) => r.id === 'renewal-cpu')?.values ?? {};
+  });
+
+  it("renewal-cpu: the controller's CPU split by thread, within the whole, and the bare watch's floor", () => {
+    // Its event loop ran, and the parts are within the whole (each thread's reading is rounded to a 10 ms
+    // tick: up to ~8 mCPU over the 10 s window).
+    const cpu = rowValues('renewal-cpu');
     expect(cpu.mainThreadMillicores).toBeGreaterThan(0);
     const parts =
       Number(cpu.mainThreadMillicores) + Number(cpu.v8WorkerMillicores) + Number(cpu.otherThreadMillicores);
@@ -129,9 +151,11 @@ describe('npm run bench -- --smoke', () => {
     expect(cpu.floorRenewalsPerSecond).toBeGreaterThan(0);
     expect(cpu.floorEventsPerSecond).toBeGreaterThanOrEqual(0.5 * Number(cpu.floorRenewalsPerSecond));
     expect(cpu.floorMsPerRenewal).toBeTypeOf('number');
-    // The controller started after the leader stopped found every failure written while none ran: each of the
-    // 50 failed nodes tainted, every other node still ready.
-    const restart = results.rows.find((r) => r.id === 'P8')?.values ?? {};
+  });
+
+  it('P8: the controller started after the leader stopped found every failure written while none ran, in two rounds', () => {
+    // Each of the 50 failed nodes tainted, every other node still ready.
+    const restart = rowValues('P8');
     expect(restart.changed).toBe(50);
     expect(restart.notConverged).toBe(0);
     expect(restart.ms).toBeTypeOf('number');
@@ -140,18 +164,24 @@ describe('npm run bench -- --smoke', () => {
     expect(rounds).toHaveLength(2);
     for (const round of rounds) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
     expect(Math.round(restart.ms as number)).toBe(Math.max(...rounds.map((r) => Number(r.split('/')[0]))));
-    // The new controller's CPU until then, and its event loop's time on a core and waiting for one (the
-    // kernel's schedstat), for the slower round and each round; the event loop's part is within the whole
-    // (the process's reading is rounded to a 10 ms tick).
+  });
+
+  it("P8: the new controller's CPU and its event loop's time on a core and waiting for one, per round", () => {
+    // For the slower round and each round; the event loop's part is within the whole (the process's reading
+    // is rounded to a 10 ms tick).
+    const restart = rowValues('P8');
     expect(restart.mainRunMs).toBeGreaterThan(0);
     expect(restart.mainWaitMs).toBeTypeOf('number');
     expect(restart.cpuMs as number).toBeGreaterThanOrEqual((restart.mainRunMs as number) - 10);
     const mainThread = String(restart.roundsMainThread).split(' ');
     expect(mainThread).toHaveLength(2);
     for (const round of mainThread) expect(round).toMatch(/^\d+\/\d+$/);
-    // Where the machine's cores went in the slower round: the API server worked (it served the lists and took
-    // the writes), the controller's share is its CPU above, and the parts and the idle time add up to
-    // the cores' time over the round.
+  });
+
+  it("P8: where the machine's cores went in the slower round adds up to the cores' time over it", () => {
+    // The API server worked (it served the lists and took the writes), the controller's share is its CPU, and
+    // the parts and the idle time add up to the cores' time over the round.
+    const restart = rowValues('P8');
     expect(restart.coresApiserverMs).toBeGreaterThan(0);
     expect(restart.coresControllerMs).toBe(restart.cpuMs);
     const used = ['Apiserver', 'Etcd', 'Controller', 'Fleet', 'Bench', 'Other', 'Idle'].map((k) => {
@@ -168,16 +198,17 @@ describe('npm run bench -- --smoke', () => {
     const roundsCores = String(restart.roundsCores).split(' ');
     expect(roundsCores).toHaveLength(2);
     for (const round of roundsCores) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
-    // The agent reading pods from the kubelet's Pods API asked the API server for no pod and got no pod event;
-    // the one without it listed and watched its node's pods and received the churn's events (counts, not times).
-    const pods = results.rows.find((r) => r.id === 'pods-api')?.values ?? {};
+  });
+
+  it("pods-api: the kubelet's Pods API asks the API server for no pod; without it the agent lists, watches and gets the churn", () => {
+    // Counts, not times.
+    const pods = rowValues('pods-api');
     expect(pods['kubelet.startPodRequests'], 'kubelet source: pod requests at start').toBe(0);
     expect(pods['kubelet.podRequestsPerHour']).toBe(0);
     expect(pods['kubelet.podEventsPerHour']).toBe(0);
     expect(pods['apiserver.startPodRequests'], 'API server source: list + watch').toBeGreaterThanOrEqual(2);
     expect(pods['apiserver.podEventsPerHour']).toBeGreaterThan(0);
-    expect(stdout).toMatch(/\| id +\| measure +\| goal +\| measured +\| pass +\| scale +\| load +\|/);
-  }, 300_000);
+  });
 
   it('--controller-only runs the real controller against the recording sink at 200 and 400 nodes', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'nodecare-bench-smoke-'));

@@ -24,6 +24,7 @@ import {
 import {
   adminKubeConfig,
   createSystemExtension,
+  consistently,
   eventually,
   uniqueName,
   FAST_PROBING,
@@ -255,8 +256,11 @@ describe('nodecare-controller', () => {
 
     // Nothing changes: the controller must not write the node (no heartbeat writes).
     const before = (await readNode(nodeName)).metadata?.resourceVersion;
-    await new Promise((r) => setTimeout(r, 6_000));
-    expect((await readNode(nodeName)).metadata?.resourceVersion).toBe(before);
+    await consistently(
+      async () => expect((await readNode(nodeName)).metadata?.resourceVersion).toBe(before),
+      6_000,
+      { intervalMs: 500, what: `${nodeName} unwritten` },
+    );
 
     await web.stop();
     // Taints first, then the condition (docs/adr/0008): wait for both writes.
@@ -329,10 +333,15 @@ describe('nodecare-controller', () => {
     const rv = (await readNode(healthyNode)).metadata?.resourceVersion;
     const second = await controller();
     await second.waitForLog('Reconciling as leader', 30_000);
-    await new Promise((r) => setTimeout(r, 3_000));
-    const after = await readNode(healthyNode);
-    expect(taintKeys(after)).toEqual([]);
-    expect(after.metadata?.resourceVersion).toBe(rv);
+    await consistently(
+      async () => {
+        const after = await readNode(healthyNode);
+        expect(taintKeys(after)).toEqual([]);
+        expect(after.metadata?.resourceVersion).toBe(rv);
+      },
+      3_000,
+      { intervalMs: 500, what: `${healthyNode} untouched by the new leader` },
+    );
 
     await doomed.kill();
     const killedAt = Date.now();
@@ -527,12 +536,23 @@ describe('nodecare-controller', () => {
       );
     await expectEvents(nodes, ['BootstrapTaintRemoved']);
     // Duplicates came milliseconds apart: give any second event ample time to show.
-    await new Promise((r) => setTimeout(r, 3_000));
-    for (const n of nodes) {
-      const reasons = await eventReasons(n);
-      expect(reasons.filter((r) => r === 'BootstrapTaintAdded')).toHaveLength(1);
-      expect(reasons.filter((r) => r === 'BootstrapTaintRemoved')).toHaveLength(1);
-    }
+    await consistently(
+      async () => {
+        for (const n of nodes) {
+          const reasons = await eventReasons(n);
+          expect(
+            reasons.filter((r) => r === 'BootstrapTaintAdded'),
+            n,
+          ).toHaveLength(1);
+          expect(
+            reasons.filter((r) => r === 'BootstrapTaintRemoved'),
+            n,
+          ).toHaveLength(1);
+        }
+      },
+      3_000,
+      { intervalMs: 500, what: 'one event of each kind per node' },
+    );
     const port = (await ctl.waitForLog('Started nodecare-controller')).port as number;
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('nodecare_controller_events_total{reason="BootstrapTaintAdded"} 3');
@@ -606,10 +626,15 @@ describe('nodecare-controller', () => {
     const port = (await ctl.waitForLog('Started nodecare-controller')).port as number;
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toMatch(/nodecare_controller_leases_ignored\{reason="NameMismatch"\} [1-9]/);
-    await new Promise((r) => setTimeout(r, 2_000));
-    const held = await readNode(nodeName);
-    expect(taintKeys(held)).toContain(BOOTSTRAP);
-    expect(condition(held)?.status).not.toBe('True');
+    await consistently(
+      async () => {
+        const held = await readNode(nodeName);
+        expect(taintKeys(held)).toContain(BOOTSTRAP);
+        expect(condition(held)?.status).not.toBe('True');
+      },
+      2_000,
+      { intervalMs: 250, what: `${nodeName} held despite the forged leases` },
+    );
 
     // The lease the agent would write (its name, owned by the node) is believed: the node becomes Ready.
     await coordination.deleteNamespacedLease({
@@ -783,7 +808,6 @@ describe('node writes against the real API server', () => {
       metrics,
       events: eventRecorder(api, 'test', systemClock, fence),
       config: loaded.config,
-      onBreakerChange: () => undefined,
     });
     await reconciler.reconcile(nodeName);
 
@@ -904,8 +928,10 @@ describe('nodecare-controller eviction and replicas', () => {
     await failing.stop();
     for (const n of [names.bad1, names.bad2])
       await waitForNode(n, 'runtime taint', (node) => taintKeys(node).includes(RUNTIME));
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect(await evicted(namespace, `app-${names.bad1}`)).toBe(false);
+    await consistently(async () => expect(await evicted(namespace, `app-${names.bad1}`)).toBe(false), 2_000, {
+      intervalMs: 250,
+      what: 'no eviction while eviction is off',
+    });
     await plain.stop();
 
     // On: Degraded for 2 s → evicted, at most one node per 5 s in this zone.
@@ -920,8 +946,10 @@ describe('nodecare-controller eviction and replicas', () => {
     const firstAt = Date.now();
     expect(first.filter(Boolean)).toHaveLength(1);
     const second = first[0] ? names.bad2 : names.bad1;
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(await evicted(namespace, `app-${second}`)).toBe(false);
+    await consistently(async () => expect(await evicted(namespace, `app-${second}`)).toBe(false), 1_500, {
+      intervalMs: 250,
+      what: 'the second node not evicted within the rate interval',
+    });
     await eventually(async () => ((await evicted(namespace, `app-${second}`)) ? true : undefined), {
       what: 'the second node after the rate interval',
       timeoutMs: 20_000,
@@ -945,9 +973,14 @@ describe('nodecare-controller eviction and replicas', () => {
     await a.waitForLog('Reconciling as leader');
     const b = await controller([], uniqueName('replica-b'));
     await waitForNode(nodeName, 'Ready', (n) => condition(n)?.status === 'True');
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect(b.logs.some((l) => l.msg === 'Reconciling as leader')).toBe(false);
-    expect(b.logs.some((l) => l.msg === 'Changing taints' || l.msg === 'Node state changed')).toBe(false);
+    await consistently(
+      () => {
+        expect(b.logs.some((l) => l.msg === 'Reconciling as leader')).toBe(false);
+        expect(b.logs.some((l) => l.msg === 'Changing taints' || l.msg === 'Node state changed')).toBe(false);
+      },
+      2_000,
+      { intervalMs: 100, what: 'the standby idle' },
+    );
 
     // SIGTERM: a releases the lease before it exits (so b need not wait for it to expire), then b leads.
     expect(await a.stop()).toBe(0);
@@ -955,10 +988,15 @@ describe('nodecare-controller eviction and replicas', () => {
     await b.waitForLog('Reconciling as leader', 30_000);
     // The failover alone changes nothing on a healthy node: fresh lease graces, no taint, no write.
     const rvAfterHandover = (await readNode(nodeName)).metadata?.resourceVersion;
-    await new Promise((r) => setTimeout(r, 2_000));
-    const afterHandover = await readNode(nodeName);
-    expect(taintKeys(afterHandover)).toEqual([]);
-    expect(afterHandover.metadata?.resourceVersion).toBe(rvAfterHandover);
+    await consistently(
+      async () => {
+        const afterHandover = await readNode(nodeName);
+        expect(taintKeys(afterHandover)).toEqual([]);
+        expect(afterHandover.metadata?.resourceVersion).toBe(rvAfterHandover);
+      },
+      2_000,
+      { intervalMs: 250, what: `${nodeName} untouched by the failover` },
+    );
 
     await web.stop();
     await waitForNode(nodeName, 'runtime taint written by the new leader', (n) =>

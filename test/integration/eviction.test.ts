@@ -32,7 +32,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
-import { adminKubeConfig, uniqueName } from './helpers.ts';
+import { adminKubeConfig, consistently, uniqueName } from './helpers.ts';
 
 const admin = adminKubeConfig();
 const core = admin.makeApiClient(CoreV1Api);
@@ -375,10 +375,15 @@ describe('the Evictor with real passes (issue 54): the parallel cap and do-not-d
     try {
       await until('the first node evicted', () => evictionAccepted(podOf(first)));
       // Its pod stays Terminating (no kubelet here): the node is being evicted and holds the one place.
-      await new Promise((r) => setTimeout(r, 3_000));
-      expect(await evictionAccepted(podOf(second))).toBe(false);
-      expect(await evictionAccepted(podOf(held))).toBe(false);
-      expect(await evictionAccepted(`cap-keep-${first}`)).toBe(false);
+      await consistently(
+        async () => {
+          expect(await evictionAccepted(podOf(second))).toBe(false);
+          expect(await evictionAccepted(podOf(held))).toBe(false);
+          expect(await evictionAccepted(`cap-keep-${first}`)).toBe(false);
+        },
+        3_000,
+        { intervalMs: 250, what: 'no second eviction while the first node holds the one place' },
+      );
       const gauge = async (name: 'evictionHeldNodes', reason: string) =>
         (await metrics[name].get()).values.find((v) => v.labels.reason === reason)?.value;
       expect(await gauge('evictionHeldNodes', 'ParallelCap')).toBe(1);
@@ -504,10 +509,15 @@ describe('the Evictor with real passes (issue 54): group budgets, another remedi
         const a = [await evictionAccepted(podOf(a1)), await evictionAccepted(podOf(a2))];
         return a.some(Boolean) && (await evictionAccepted(podOf(b1)));
       });
-      await new Promise((r) => setTimeout(r, 3_000));
-      const a = [await evictionAccepted(podOf(a1)), await evictionAccepted(podOf(a2))];
-      expect(a.filter(Boolean)).toHaveLength(1);
-      expect(await evictionAccepted(podOf(remediated))).toBe(false);
+      await consistently(
+        async () => {
+          const a = [await evictionAccepted(podOf(a1)), await evictionAccepted(podOf(a2))];
+          expect(a.filter(Boolean)).toHaveLength(1);
+          expect(await evictionAccepted(podOf(remediated))).toBe(false);
+        },
+        3_000,
+        { intervalMs: 250, what: "one of pool A's nodes evicted, the remediated node not" },
+      );
       const held = (await metrics.evictionHeldNodes.get()).values;
       expect(held.find((v) => v.labels.reason === 'GroupBudget')?.value).toBe(1);
       expect(held.find((v) => v.labels.reason === 'Medik8sRemediation')?.value).toBe(1);
@@ -534,8 +544,10 @@ describe('the Evictor with real passes (issue 54): group budgets, another remedi
       breakerTripped: () => tripped,
     });
     try {
-      await new Promise((r) => setTimeout(r, 2_000));
-      expect(await evictionAccepted(`storm-${node}`)).toBe(false);
+      await consistently(async () => expect(await evictionAccepted(`storm-${node}`)).toBe(false), 2_000, {
+        intervalMs: 250,
+        what: 'no eviction while the breaker is tripped',
+      });
       tripped = false;
       // The next pass (within 5 s) sees the breaker stopped and starts the cooldown.
       const cooling = async () =>
@@ -543,9 +555,14 @@ describe('the Evictor with real passes (issue 54): group budgets, another remedi
           ?.value === 1;
       await waitFor('the cooldown to start', cooling, 10_000);
       const coolingAt = Date.now();
-      await new Promise((r) => setTimeout(r, 2_000));
-      expect(await evictionAccepted(`storm-${node}`)).toBe(false);
-      expect(await cooling()).toBe(true);
+      await consistently(
+        async () => {
+          expect(await evictionAccepted(`storm-${node}`)).toBe(false);
+          expect(await cooling()).toBe(true);
+        },
+        2_000,
+        { intervalMs: 250, what: 'no eviction in the cooldown' },
+      );
       await waitFor('the eviction after the cooldown', () => evictionAccepted(`storm-${node}`), 10_000);
       expect(Date.now() - coolingAt).toBeGreaterThanOrEqual(2_800);
     } finally {

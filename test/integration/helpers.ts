@@ -61,6 +61,58 @@ export async function eventually<T>(
   }
 }
 
+/** A clock the test moves itself (lib/testing.ts FakeClock): `consistently` advances it instead of waiting. */
+export interface AdvancingClock {
+  advance(ms: number): Promise<void>;
+}
+
+/**
+ * Checks that `check` holds for the whole of the next `forMs`: it runs at once, every `intervalMs`, and at the
+ * end, and the first run that throws (a failed expect) or returns false fails at once, saying when and what it
+ * saw. The counterpart of `eventually`, for "this does not happen": a sleep and one look at the end would miss
+ * a change that came and went, and would wait out the whole window even when the change came at once. With
+ * `clock` (a unit test's FakeClock) the window is the clock's time: each step advances it by `intervalMs` and
+ * no real time passes.
+ */
+export async function consistently(
+  check: () => Promise<boolean | void> | boolean | void,
+  forMs: number,
+  {
+    intervalMs = 200,
+    what = 'condition',
+    clock,
+  }: { intervalMs?: number; what?: string; clock?: AdvancingClock } = {},
+): Promise<void> {
+  if (!Number.isFinite(forMs) || forMs < 0) throw new Error(`consistently: forMs must be >= 0, got ${forMs}`);
+  if (!Number.isFinite(intervalMs) || intervalMs <= 0)
+    throw new Error(`consistently: intervalMs must be > 0, got ${intervalMs}`);
+  const started = performance.now();
+  let fakeElapsed = 0;
+  const elapsed = (): number => (clock ? fakeElapsed : performance.now() - started);
+  for (;;) {
+    let failure: unknown;
+    try {
+      if ((await check()) === false) failure = 'the check returned false';
+    } catch (err) {
+      failure = err;
+    }
+    if (failure !== undefined) {
+      const at = Math.round(elapsed());
+      const seen = failure instanceof Error ? failure.message : String(failure);
+      throw new Error(`${what} stopped holding after ${at} ms of ${forMs}: ${seen}`, { cause: failure });
+    }
+    const left = forMs - elapsed();
+    if (left <= 0) return;
+    const step = Math.min(intervalMs, left);
+    if (clock) {
+      await clock.advance(step);
+      fakeElapsed += step;
+    } else {
+      await new Promise((r) => setTimeout(r, step));
+    }
+  }
+}
+
 /** Probe settings for tests: probe every second, flip after two results, no startup grace. */
 export const FAST_PROBING = {
   periodSeconds: 1,

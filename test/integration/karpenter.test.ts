@@ -38,6 +38,7 @@ import {
 import { extensionEndpoint } from '../autoscalers/tools.ts';
 import {
   adminKubeConfig,
+  consistently,
   createSystemExtension,
   eventually,
   FAST_PROBING,
@@ -107,7 +108,7 @@ interface Observations {
 interface RebootObservations {
   /** The bootstrap taint came back after the boot ID changed. */
   heldAgain: boolean;
-  /** Still on after the extension had been starting on the new boot for REBOOT_STARTING_MS. */
+  /** On throughout the REBOOT_STARTING_MS the extension spent starting on the new boot. */
   heldWhileStarting: boolean;
   /** From the boot ID change until the taint was gone again (ms). */
   heldMs: number;
@@ -191,8 +192,14 @@ async function rebootInPlace(
     timeoutMs: 30_000,
     what: `the bootstrap taint back on ${nodeName} after its reboot`,
   }).catch(() => false);
-  await new Promise((r) => setTimeout(r, REBOOT_STARTING_MS));
-  const heldWhileStarting = await hasTaint();
+  // On for the whole window, not only at its end (and the window ends at the first look without it).
+  const heldWhileStarting = await consistently(hasTaint, REBOOT_STARTING_MS, {
+    intervalMs: 500,
+    what: `the bootstrap taint on ${nodeName} while its extension starts`,
+  }).then(
+    () => true,
+    () => false,
+  );
   endpoint.healthy();
   let leaseBootIdAtRelease = '';
   await eventually(

@@ -11,7 +11,7 @@ import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernete
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPONENT_NAMESPACE } from '../../api/index.ts';
 import { kubeConfigForToken, mintServiceAccountToken } from '../controlplane/tokens.ts';
-import { adminKubeConfig, eventually, uniqueName } from './helpers.ts';
+import { adminKubeConfig, consistently, eventually, uniqueName } from './helpers.ts';
 import { startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
 
@@ -141,9 +141,14 @@ describe('a controller replica that cannot sync its caches (regression: issue 50
       '--startup-sync-timeout-seconds=8',
     ]);
     // Time for several campaign rounds: it lists, is refused, and stays out of the election.
-    await new Promise((r) => setTimeout(r, 4_000));
-    expect(await holder()).toBeUndefined();
-    expect(messages(stuck)).not.toContain('Acquired leadership');
+    await consistently(
+      async () => {
+        expect(await holder()).toBeUndefined();
+        expect(messages(stuck)).not.toContain('Acquired leadership');
+      },
+      4_000,
+      { intervalMs: 250, what: 'the unsynced replica out of the election' },
+    );
 
     const healthy = await replica(await kubeconfigFor('nodecare-controller'), healthyIdentity);
     await healthy.waitForLog('Reconciling as leader', 30_000);

@@ -29,6 +29,7 @@ import {
 } from '../../api/index.ts';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
 import {
+  consistently,
   createSystemExtension,
   eventually,
   FAST_PROBING,
@@ -413,14 +414,19 @@ describe('suspend: a SystemExtension with spec.suspend holds the taint changes o
       await waitForNode(c, name, 'failing reported', (n) => condition(n)?.reason === 'ExtensionsUnhealthy');
     await setSuspend(sx, false);
     // The resume re-decides every node of the SystemExtension; give it time to write what it would.
-    await new Promise((r) => setTimeout(r, 5_000));
-    for (const name of names) {
-      const node = await c.core.readNode({ name });
-      expect(condition(node)?.reason).toBe('ExtensionsUnhealthy');
-      expect(taintKeys(node)).not.toContain(RUNTIME);
-      // Never written and lifted again: no taint event at all.
-      expect(await eventReasons(c, name)).not.toContain('RuntimeTaintAdded');
-    }
+    await consistently(
+      async () => {
+        for (const name of names) {
+          const node = await c.core.readNode({ name });
+          expect(condition(node)?.reason, name).toBe('ExtensionsUnhealthy');
+          expect(taintKeys(node), name).not.toContain(RUNTIME);
+          // Never written and lifted again: no taint event at all.
+          expect(await eventReasons(c, name), name).not.toContain('RuntimeTaintAdded');
+        }
+      },
+      5_000,
+      { intervalMs: 500, what: 'no runtime taint after the resume' },
+    );
   });
 });
 
@@ -505,11 +511,16 @@ describe('rollout: a new SystemExtension on nodes already in service (spec.rollo
     const grace = await rolloutStatus(sx, 'Grace', (r) => r.phase === 'Grace');
     await rolloutStatus(sx, 'Enforced', (r) => r.phase === 'Enforced');
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(grace.enforcingAt!));
-    await new Promise((r) => setTimeout(r, 5_000));
-    for (const name of names) {
-      expect(taintKeys(await c.core.readNode({ name }))).not.toContain(RUNTIME);
-      expect(await eventReasons(c, name)).not.toContain('RuntimeTaintAdded');
-    }
+    await consistently(
+      async () => {
+        for (const name of names) {
+          expect(taintKeys(await c.core.readNode({ name })), name).not.toContain(RUNTIME);
+          expect(await eventReasons(c, name), name).not.toContain('RuntimeTaintAdded');
+        }
+      },
+      5_000,
+      { intervalMs: 500, what: 'no runtime taint once enforced' },
+    );
   });
 });
 
@@ -664,8 +675,14 @@ describe('leader changes: what is said once, and a rollout window, survive them 
     await c.core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
     await waitForEvent(c, name, 'MaintenanceStarted');
     await handOver();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(count(await eventReasons(c, name), 'MaintenanceStarted')).toBe(1);
+    await consistently(
+      async () => expect(count(await eventReasons(c, name), 'MaintenanceStarted')).toBe(1),
+      3_000,
+      {
+        intervalMs: 500,
+        what: 'one MaintenanceStarted through the leader change',
+      },
+    );
 
     await c.core.patchNode({ name, body: { spec: { unschedulable: false } } }, mergePatch);
     await waitForEvent(c, name, 'MaintenanceEnded');

@@ -15,7 +15,7 @@ import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeErrorCode } from '../../lib/kube/errors.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 import { decodeLeaseList, protobufListContinue } from '../../lib/kube/protobuf.ts';
-import type { ListBody } from '../../lib/kube/reflector.ts';
+import type { ListBody } from '../../lib/kube/list.ts';
 import { adminKubeConfig, uniqueName } from './helpers.ts';
 
 const admin = adminKubeConfig();

@@ -62,7 +62,7 @@ async function status(request: Promise<unknown>): Promise<string> {
 }
 
 /** Whether the authorizer allows `verb` on `resource` cluster-wide to the client's identity. */
-async function allowed(client: KubeClient, verb: string, resource: string): Promise<string> {
+async function allowed(client: KubeClient, verb: string, resource: string, group = ''): Promise<string> {
   const review = await client.request<{ status?: { allowed?: boolean } }>(
     'POST',
     '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
@@ -70,12 +70,36 @@ async function allowed(client: KubeClient, verb: string, resource: string): Prom
       body: {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SelfSubjectAccessReview',
-        spec: { resourceAttributes: { verb, resource } },
+        spec: { resourceAttributes: { verb, resource, group } },
       },
     },
   );
   return review.status?.allowed ? 'ok' : KubeErrorCode.Forbidden;
 }
+
+/**
+ * What eviction reads of other remediators (controller/eviction/remediators.ts). The CRDs are not installed here:
+ * a request the authorizer allows then gets 404, one it refuses 403.
+ */
+async function remediatorRights(client: KubeClient): Promise<Record<string, string>> {
+  return {
+    'list nodehealthchecks': await status(
+      client.request('GET', '/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks'),
+    ),
+    'get a nodeclaim': await status(client.request('GET', '/apis/karpenter.sh/v1/nodeclaims/claim-a')),
+    'watch nodehealthchecks': await allowed(client, 'watch', 'nodehealthchecks', 'remediation.medik8s.io'),
+    'list nodeclaims': await allowed(client, 'list', 'nodeclaims', 'karpenter.sh'),
+    'update a nodeclaim': await allowed(client, 'update', 'nodeclaims', 'karpenter.sh'),
+  };
+}
+
+const NO_REMEDIATOR_READ = {
+  'list nodehealthchecks': KubeErrorCode.Forbidden,
+  'get a nodeclaim': KubeErrorCode.Forbidden,
+  'watch nodehealthchecks': KubeErrorCode.Forbidden,
+  'list nodeclaims': KubeErrorCode.Forbidden,
+  'update a nodeclaim': KubeErrorCode.Forbidden,
+};
 
 /** What the API server answers each request a component may make of Pods. */
 async function podRights(client: KubeClient): Promise<Record<string, string>> {
@@ -146,6 +170,8 @@ describe('Pod read is opt-in, with real ServiceAccount tokens', () => {
     };
     expect(await podRights(await clientFor(agentKubeconfig))).toEqual(none);
     expect(await podRights(await clientFor(controllerKubeconfig))).toEqual(none);
+    // Nor does it read other remediators' objects: that is eviction's, and eviction is off.
+    expect(await remediatorRights(await clientFor(controllerKubeconfig))).toEqual(NO_REMEDIATOR_READ);
     // What the controller reads to name DaemonSets kept off a node is their pod templates, not their Pods.
     const controller = await clientFor(controllerKubeconfig);
     expect(await status(controller.request('GET', '/apis/apps/v1/daemonsets'))).toBe('ok');
@@ -227,6 +253,13 @@ describe('Pod read is opt-in, with real ServiceAccount tokens', () => {
         // Allowed: the pod does not exist.
         'evict a pod': KubeErrorCode.NotFound,
       });
+      // The reads of another remediator's objects, and no more (404: allowed, the CRDs are not installed).
+      expect(await remediatorRights(controller)).toEqual({
+        ...NO_REMEDIATOR_READ,
+        'list nodehealthchecks': KubeErrorCode.NotFound,
+        'get a nodeclaim': KubeErrorCode.NotFound,
+      });
+      expect(await remediatorRights(agent)).toEqual(NO_REMEDIATOR_READ);
     } finally {
       await kubectl('delete', '--ignore-not-found', '-f', AGENT_PODS, '-f', CONTROLLER_EVICTION);
     }

@@ -3,15 +3,17 @@
 // the artifacts are read back: SHA256SUMS matches every file, the image index holds linux/amd64 and
 // linux/arm64 with the OCI labels, the arm64 image's ELF files are aarch64 (read from their headers, nothing
 // run; other platforms' prebuilds/ directories aside), install.yaml runs the release's image, the chart carries the version, the SBOM is SPDX,
-// and the krew manifest's sha256s are those of the single-file kubectl-nodecare archives, each of its machine.
+// and the krew manifest's sha256s are those of the single-file kubectl-nodecare archives, each of its machine;
+// krew itself (test/tools/build-krew.sh) installs the plugin from the manifest and this machine's archive alone,
+// and kubectl runs it.
 
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, loadAll } from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readImage, readImageIndex } from '../image/image.ts';
 import { elfMachine } from './helpers.ts';
 
@@ -23,6 +25,10 @@ const SOURCE = 'https://example.invalid/nodecare';
 const RELEASE_URL = 'https://example.invalid/releases/v1';
 const EM_X86_64 = 62;
 const EM_AARCH64 = 183;
+if (!isRoot)
+  process.stderr.write(
+    `[release] NOT RUN: the release builds its images with BuildKit's runc worker, which needs root; this is uid ${process.getuid?.()}${process.env.CI === 'true' ? ' (with CI=true the test runs and fails)' : ''}\n`,
+  );
 
 describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
   let out: string;
@@ -155,12 +161,64 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
       },
     );
     expect(values).toMatch(new RegExp(`^  repository: ${IMAGE}$`, 'm'));
+  });
+
+  it('the SBOM lists the npm packages, and each platform image with the Debian packages its dpkg database lists and its Node.js', async () => {
+    interface Package {
+      name: string;
+      SPDXID: string;
+      versionInfo: string;
+      supplier?: string;
+      primaryPackagePurpose?: string;
+      externalRefs?: Array<{ referenceLocator: string }>;
+    }
     const sbom = JSON.parse(readFileSync(join(out, `nodecare-${pkg.version}.spdx.json`), 'utf8')) as {
       spdxVersion: string;
-      packages: Array<{ name: string }>;
+      documentDescribes: string[];
+      packages: Package[];
+      relationships: Array<{ spdxElementId: string; relatedSpdxElement: string; relationshipType: string }>;
     };
     expect(sbom.spdxVersion).toBe('SPDX-2.3');
     expect(sbom.packages.map((p) => p.name)).toContain('@kubernetes/client-node');
+    const ids = new Set(sbom.packages.map((p) => p.SPDXID));
+    expect(ids.size).toBe(sbom.packages.length);
+    const index = await readImageIndex(archive());
+    const images = sbom.packages.filter((p) => p.primaryPackagePurpose === 'CONTAINER');
+    expect(images.map((p) => p.versionInfo).sort()).toEqual(index.platforms.map((p) => p.digest).sort());
+    for (const { platform, digest } of index.platforms) {
+      const arch = platform.split('/')[1]!;
+      const image = images.find((p) => p.versionInfo === digest)!;
+      expect(sbom.documentDescribes).toContain(image.SPDXID);
+      const contained = new Set(
+        sbom.relationships
+          .filter((r) => r.spdxElementId === image.SPDXID && r.relationshipType === 'CONTAINS')
+          .map((r) => r.relatedSpdxElement),
+      );
+      for (const id of contained) expect(ids.has(id), id).toBe(true);
+      const inImage = sbom.packages.filter((p) => contained.has(p.SPDXID));
+      // The Debian packages are exactly those the image's own dpkg database says are installed.
+      const status = (await readImage(archive(), platform, ['var/lib/dpkg/status'])).files.get(
+        'var/lib/dpkg/status',
+      );
+      const installed = [...(status?.data?.toString('utf8') ?? '').matchAll(/^Package: (\S+)$/gm)].map(
+        (m) => m[1],
+      );
+      expect(installed.length, `${platform}: packages in var/lib/dpkg/status`).toBeGreaterThan(30);
+      const debs = inImage.filter((p) => p.supplier === 'Organization: Debian');
+      expect(debs.map((p) => p.name).sort()).toEqual([...installed].sort());
+      for (const deb of debs)
+        expect(deb.externalRefs?.[0]?.referenceLocator).toMatch(
+          new RegExp(
+            `^pkg:deb/debian/${deb.name.replaceAll('+', '\\+')}@\\S+\\?arch=(${arch}|all)&distro=debian-12`,
+          ),
+        );
+      expect(debs.map((p) => p.name)).toEqual(expect.arrayContaining(['libc6', 'base-files']));
+      const node = inImage.find((p) => p.name === 'node');
+      expect(node?.versionInfo).toBe(process.versions.node);
+      expect(contained.has(sbom.documentDescribes[0]!), 'the image contains the npm package nodecare').toBe(
+        true,
+      );
+    }
   });
 
   it("the krew manifest names both platforms, each archive's address and sha256; each archive holds an executable kubectl-nodecare of its machine and LICENSE", () => {
@@ -210,6 +268,45 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('npm run release', () => {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    }
+  });
+
+  it("krew installs kubectl-nodecare from nodecare-krew.yaml and this machine's archive alone, and kubectl runs it", () => {
+    const krew = execFileSync('bash', [join(ROOT, 'test', 'tools', 'build-krew.sh')], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .at(-1)!;
+    const arch = process.arch === 'arm64' ? 'arm64' : 'amd64';
+    const root = mkdtempSync(join(tmpdir(), 'nodecare-krew-root-'));
+    try {
+      const env = { ...process.env, KREW_ROOT: root, PATH: `${join(root, 'bin')}:${process.env.PATH ?? ''}` };
+      const krewRun = (args: string[]) => {
+        const r = spawnSync(krew, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        expect(r.status, `krew ${args.join(' ')}: ${r.stderr}`).toBe(0);
+        return `${r.stdout}${r.stderr}`;
+      };
+      // krew wants an initialized plugin index for list and uninstall, which `krew update` clones from the
+      // network; an empty git repository stands in for it (a plugin installed from a manifest is `detached`).
+      mkdirSync(join(root, 'index', 'default', 'plugins'), { recursive: true });
+      execFileSync('git', ['-C', join(root, 'index', 'default'), 'init', '-q']);
+      const installed = krewRun([
+        'install',
+        `--manifest=${join(out, 'nodecare-krew.yaml')}`,
+        `--archive=${join(out, `kubectl-nodecare-linux-${arch}.tar.gz`)}`,
+      ]);
+      expect(installed).toContain('Installed plugin: nodecare');
+      expect(krewRun(['list'])).toMatch(/^detached\/nodecare$/m);
+      // kubectl finds the plugin krew linked onto PATH, and runs the single executable (no Node.js needed).
+      const kubectl = join(inject('binDir'), 'kube-testenv');
+      const version = spawnSync(kubectl, ['kubectl', 'nodecare', '--version'], { env, encoding: 'utf8' });
+      expect(version.stderr).toBe('');
+      expect(version.stdout).toMatch(
+        new RegExp(`^kubectl-nodecare ${pkg.version.replaceAll('.', '\\.')} \\(revision ${head}[^)]*\\)\n$`),
+      );
+      krewRun(['uninstall', 'nodecare']);
+      expect(readdirSync(join(root, 'bin'))).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

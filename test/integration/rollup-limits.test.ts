@@ -23,7 +23,7 @@ import {
 } from '../../api/index.ts';
 import { MAX_CONDITION_MESSAGE, MAX_CONDITIONS } from '../../controller/rollup/evaluate.ts';
 import type { ClusterHealthObject } from '../../controller/rollup/store.ts';
-import { adminKubeConfig, createSystemExtension, eventually, uniqueName } from './helpers.ts';
+import { adminKubeConfig, consistently, createSystemExtension, eventually, uniqueName } from './helpers.ts';
 import { startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
@@ -329,9 +329,14 @@ describe('the roll-up stays writable whatever one node writes', () => {
     expect(refusals).toBeGreaterThanOrEqual(1);
     // Not a retry loop: with nothing changing, no further attempt is made (the old writer retried with
     // backoff from 2 s on, so it would have tried again several times in this window).
-    await new Promise((r) => setTimeout(r, 8_000));
-    expect(await metric(port, invalid)).toBe(refusals);
-    expect(await metric(port, errors)).toBe(0);
+    await consistently(
+      async () => {
+        expect(await metric(port, invalid)).toBe(refusals);
+        expect(await metric(port, errors)).toBe(0);
+      },
+      8_000,
+      { intervalMs: 500, what: 'no further roll-up attempt' },
+    );
     const rejected = await eventually(
       async () => {
         const list = await eventsApi.listNamespacedEvent({

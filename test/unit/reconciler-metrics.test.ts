@@ -78,7 +78,6 @@ function setup(node: NodeObject) {
     metrics,
     events: eventRecorder(api, 'test', clock, fence),
     config: loaded.config,
-    onBreakerChange: () => undefined,
   });
   const renew = (atMs: number): void => {
     for (const ext of [undefined, 'web']) {

@@ -1,15 +1,17 @@
-// The decision ledger: the state metrics follow each node's latest decision, the roll-up is told only when a
-// node's contribution changed, and the breaker trips and resets on the counts with one cluster event a trip.
+// The node book: one record per node (memory, deadline parts, contribution, taint start) and the views derived
+// from them. The state metrics follow each node's latest decision, the roll-up is told only when a node's
+// contribution changed, the breaker trips and resets on the counts with one cluster event a trip, and a reset
+// forgets everything.
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ExtensionState } from '../api/names.ts';
-import { ControllerReason, EventReason, ProbeReason } from '../api/reasons.ts';
-import { createLogger } from '../lib/log.ts';
-import { NodeState, type NodeDecision } from './decide/index.ts';
-import { DecisionLedger } from './ledger.ts';
-import { ControllerMetrics } from './metrics.ts';
-import type { NodeEvent } from './decide/index.ts';
+import { ExtensionState } from '../../api/names.ts';
+import { ControllerReason, EventReason, ProbeReason } from '../../api/reasons.ts';
+import { createLogger } from '../../lib/log.ts';
+import { FakeClock } from '../../lib/testing.ts';
+import { NodeState, type NodeDecision, type NodeEvent } from '../decide/index.ts';
+import { ControllerMetrics } from '../metrics.ts';
+import { NodeBook } from './book.ts';
 
 /** A decision on a node requiring one critical SystemExtension `gpu` in `state`. */
 function decided(
@@ -36,18 +38,21 @@ function decided(
 function setup() {
   const metrics = new ControllerMetrics(new Registry());
   const clusterEvents: NodeEvent[] = [];
-  const ledger = new DecisionLedger({
-    metrics,
+  const clock = new FakeClock(0);
+  const expiries = new Map<string, number>();
+  const cache = { leaseExpiresAtMs: (lease: string) => expiries.get(lease), systemExtensionList: () => [] };
+  const ledger = new NodeBook({
+    ...{ clock, cache, metrics },
     log: createLogger({ level: 'silent', name: 'test' }),
     clusterEvents: { clusterEvent: async (e) => void clusterEvents.push(e) },
     maxUnhealthyFraction: 0.5,
   });
   const nodesIn = async (state: string): Promise<number> =>
     (await metrics.nodes.get()).values.find((v) => v.labels.state === state)?.value ?? 0;
-  return { ledger, metrics, clusterEvents, nodesIn };
+  return { expiries, clock, ledger, metrics, clusterEvents, nodesIn };
 }
 
-describe('DecisionLedger', () => {
+describe('NodeBook', () => {
   it('counts each node once, in its latest state, and forgets a node that is gone', async () => {
     const { ledger, nodesIn } = setup();
     ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy));
@@ -106,17 +111,17 @@ describe('DecisionLedger', () => {
   it('trips the breaker when most nodes fail one extension at once, with one cluster event, and resets it', async () => {
     const { ledger, metrics, clusterEvents } = setup();
     for (const n of ['a', 'b', 'c', 'd']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
-    expect(ledger.evaluateBreaker(0)).toBe(false);
+    expect(ledger.evaluateBreaker()).toBe(false);
     for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
-    expect(ledger.evaluateBreaker(0)).toBe(true);
+    expect(ledger.evaluateBreaker()).toBe(true);
     expect(ledger.tripped).toEqual(new Set(['gpu']));
-    expect(ledger.evaluateBreaker(0)).toBe(false);
+    expect(ledger.evaluateBreaker()).toBe(false);
     expect(clusterEvents.map((e) => [e.reason, e.message])).toEqual([
       [EventReason.CorrelatedFailure, expect.stringContaining('fails on 3 of 4 nodes')],
     ]);
     expect((await metrics.breakerTripped.get()).values).toHaveLength(1);
     for (const n of ['a', 'b']) ledger.record(n, decided(NodeState.Ready, ExtensionState.Healthy));
-    expect(ledger.evaluateBreaker(0)).toBe(true);
+    expect(ledger.evaluateBreaker()).toBe(true);
     expect(ledger.tripped.size).toBe(0);
     expect((await metrics.breakerTripped.get()).values).toHaveLength(0);
   });
@@ -124,10 +129,57 @@ describe('DecisionLedger', () => {
   it('reset forgets every node, the breaker and the metrics they fed', async () => {
     const { ledger, nodesIn } = setup();
     for (const n of ['a', 'b', 'c']) ledger.record(n, decided(NodeState.Degraded, ExtensionState.Unhealthy));
-    ledger.evaluateBreaker(0);
-    ledger.reset();
+    ledger.evaluateBreaker();
+    ledger.settle('a', settled(60_000));
+    ledger.reset([]);
     expect(ledger.tripped.size).toBe(0);
     expect(ledger.nodeStates().size).toBe(0);
     expect(await nodesIn(NodeState.Degraded)).toBe(0);
+    expect(ledger.memory('a')).toBeUndefined();
+    expect(ledger.rearm('a')).toBeUndefined();
+  });
+
+  it('keeps one record per node: its contribution outlives being decided again, its deadline does not', () => {
+    const { ledger } = setup();
+    ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy));
+    ledger.settle('a', settled(60_000));
+    expect(ledger.memory('a')).toEqual(settled(60_000).memory);
+    expect(ledger.rearm('a')).toBe(60_000);
+    ledger.unsettle('a');
+    expect(ledger.rearm('a')).toBeUndefined();
+    expect(ledger.memory('a')).toEqual(settled(60_000).memory);
+    expect(ledger.state('a')).toBe(NodeState.Ready);
+    ledger.unsettle('a', 'forget');
+    expect(ledger.memory('a')).toBeUndefined();
+    expect(ledger.state('a')).toBe(NodeState.Ready);
+    // Gone: the whole record with it.
+    ledger.settle('a', settled(60_000));
+    ledger.record('a', undefined);
+    expect([ledger.memory('a'), ledger.rearm('a'), ledger.state('a')]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('re-arms at the earliest of the fixed deadline and the renewed leases, never past one that came', () => {
+    const { expiries, clock, ledger } = setup();
+    expiries.set('lease-a', 30_000);
+    ledger.settle('a', { ...settled(60_000), deadlines: { leases: ['lease-a'], fixedMs: 60_000 } });
+    expect(ledger.rearm('a')).toBe(30_000);
+    expiries.set('lease-a', 90_000);
+    expect(ledger.rearm('a')).toBe(60_000);
+    clock.advance(60_000);
+    expect(ledger.rearm('a')).toBeUndefined();
   });
 });
+
+/** A decision carried out with `fixedMs` as its only deadline. */
+function settled(fixedMs: number): NodeDecision {
+  return {
+    ...decided(NodeState.Ready, ExtensionState.Healthy),
+    memory: { bootstrapStartedMs: 1 },
+    nextDeadlineMs: fixedMs,
+    deadlines: { leases: [], fixedMs },
+  } as unknown as NodeDecision;
+}

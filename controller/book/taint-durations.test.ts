@@ -3,12 +3,12 @@
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { NodeAnnotation } from '../api/names.ts';
-import { EventReason } from '../api/reasons.ts';
-import type { CachedNode } from './cache/index.ts';
-import type { NodeEvent } from './decide/index.ts';
-import { ControllerMetrics } from './metrics.ts';
-import { TaintDurations } from './taint-durations.ts';
+import { NodeAnnotation } from '../../api/names.ts';
+import { EventReason } from '../../api/reasons.ts';
+import type { CachedNode } from '../cache/index.ts';
+import type { NodeEvent } from '../decide/index.ts';
+import { ControllerMetrics } from '../metrics.ts';
+import { observeTaintDurations, type TaintTimes } from './taint-durations.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const event = (reason: EventReason): NodeEvent => ({ type: 'Normal', reason, message: '' });
@@ -25,7 +25,20 @@ function node(bootstrapped: boolean): CachedNode {
 
 function setup() {
   const metrics = new ControllerMetrics(new Registry());
-  const durations = new TaintDurations(metrics);
+  let times: TaintTimes = {};
+  const durations = {
+    observe: (
+      n: CachedNode,
+      events: NodeEvent[],
+      when: ReturnType<typeof at>,
+      startedMs: number | undefined,
+    ) => {
+      times.memory = { bootstrapStartedMs: startedMs };
+      observeTaintDurations(metrics, times, n, events, when);
+    },
+    /** A new leadership term: the node book's records start empty. */
+    reset: () => void (times = {}),
+  };
   const sums = async () => ({
     bootstrap: (await metrics.bootstrapDuration.get()).values.find((v) => v.metricName?.endsWith('_sum'))
       ?.value,
