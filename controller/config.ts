@@ -1,253 +1,13 @@
 // nodecare-controller configuration: flags and environment, validated together before any I/O.
 
 import { hostname } from 'node:os';
-import {
-  DEFAULT_NODE_SELECTOR,
-  COMPONENT_NAMESPACE,
-  taintKeyProblem,
-  type PublishedPolicy,
-} from '../api/index.ts';
+import { taintKeyProblem, type PublishedPolicy } from '../api/index.ts';
 import { labelSelectorProblem } from '../api/selector.ts';
-import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { LogFormat } from '../lib/log.ts';
-import { OptionsError, collectOptions, renderHelp, type OptionTable } from '../lib/options.ts';
-import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
+import { OptionsError, collectOptions, renderHelp, type OptionValues } from '../lib/options.ts';
+import { CONTROLLER_OPTIONS, CONTROLLER_SUMMARY } from './config-options.ts';
 import { EVICTION_DEFAULTS, validateEvictionPolicy, type EvictionSettings } from './eviction/index.ts';
-import { LEADER_ELECTION_DEFAULTS, SYNC_BOUND_DEFAULTS, validateLeaderElectionTiming } from './leader.ts';
-
-export const CONTROLLER_OPTIONS = {
-  kubeconfig: COMMON_OPTIONS.kubeconfig,
-  identity: {
-    type: 'string',
-    description: "This replica's identity for leader election and events.",
-    env: 'POD_NAME',
-    default: '',
-  },
-  'health-port': {
-    type: 'integer',
-    description: 'Port of /healthz, /readyz and /metrics; 0 picks a free port.',
-    default: 8096,
-    min: 0,
-    max: 65535,
-  },
-  'health-address': COMMON_OPTIONS['health-address'],
-  'log-level': COMMON_OPTIONS['log-level'],
-  'log-format': COMMON_OPTIONS['log-format'],
-  'dry-run': {
-    type: 'boolean',
-    description:
-      'Compute and report everything (condition, label, events, metrics) but write no taints and evict nothing.',
-    default: false,
-  },
-  suspend: {
-    type: 'boolean',
-    description:
-      'Incident switch: hold every taint change on every node (report what would change: events, metrics, explain) until it is off again; the held changes then go through the breaker like any change.',
-    env: 'NODECARE_SUSPEND',
-    default: false,
-  },
-  'leader-elect': {
-    type: 'boolean',
-    description: 'Elect a leader among replicas; only the leader writes.',
-    default: true,
-  },
-  'leader-election-namespace': {
-    type: 'string',
-    description: 'Namespace of the leader election Lease.',
-    default: COMPONENT_NAMESPACE,
-  },
-  'leader-election-name': {
-    type: 'string',
-    description: 'Name of the leader election Lease.',
-    default: 'nodecare-controller',
-  },
-  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7), from controller/leader.ts. Every
-  // default below that a module of the controller also uses is that module's constant: defined once.
-  'leader-election-lease-duration-seconds': {
-    type: 'number',
-    description: 'Leader lease duration.',
-    default: LEADER_ELECTION_DEFAULTS.leaseDurationMs / 1000,
-    min: 1,
-    max: 600,
-  },
-  'leader-election-renew-deadline-seconds': {
-    type: 'number',
-    description: 'Leader renew deadline.',
-    default: LEADER_ELECTION_DEFAULTS.renewDeadlineMs / 1000,
-    min: 1,
-    max: 600,
-  },
-  'leader-election-retry-period-seconds': {
-    type: 'number',
-    description: 'Leader retry period.',
-    default: LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000,
-    min: 0.1,
-    max: 300,
-  },
-  'leader-unsynced-step-down-seconds': {
-    type: 'number',
-    description:
-      'A leader whose caches stay out of sync this long steps down and releases the lease for a standby; a replica campaigns only on synced caches.',
-    default: SYNC_BOUND_DEFAULTS.leaderUnsyncedMs / 1000,
-    min: 1,
-    max: 3_600,
-  },
-  'startup-sync-timeout-seconds': {
-    type: 'number',
-    description:
-      'Liveness (/healthz, /livez) fails when the caches have not synced once within this long of the start.',
-    default: SYNC_BOUND_DEFAULTS.firstSyncMs / 1000,
-    min: 1,
-    max: 86_400,
-  },
-  'bootstrap-taint-key': {
-    type: 'string',
-    description: 'Key of the bootstrap taint (NoSchedule).',
-    default: DECISION_DEFAULTS.bootstrapTaintKey,
-  },
-  'runtime-taint-key': {
-    type: 'string',
-    description: 'Key of the runtime taint (NoSchedule).',
-    default: DECISION_DEFAULTS.runtimeTaintKey,
-  },
-  'node-selector': {
-    type: 'string',
-    description:
-      "Label selector of the nodes nodecare manages (taints, condition, label, roll-up); the others are left alone. Keep it in step with the agent DaemonSet's node affinity: a selected node without an agent is held by its bootstrap taint.",
-    default: DEFAULT_NODE_SELECTOR,
-  },
-  'bootstrap-timeout-seconds': {
-    type: 'integer',
-    description: 'Bootstrapping longer than this is BootstrapTimeout.',
-    default: DECISION_DEFAULTS.bootstrapTimeoutSeconds,
-    min: 1,
-    max: 86_400,
-  },
-  'missing-lease-grace-seconds': {
-    type: 'integer',
-    description: 'How long a missing lease or heartbeat counts as Progressing before Unknown.',
-    default: DECISION_DEFAULTS.missingLeaseGraceSeconds,
-    min: 0,
-    max: 86_400,
-  },
-  'max-unhealthy-fraction': {
-    type: 'number',
-    description:
-      'Correlated-failure breaker: trip when more than this fraction of the nodes requiring an extension fail it (at least 3).',
-    default: BREAKER_DEFAULTS.maxUnhealthyFraction,
-    min: 0,
-    max: 1,
-  },
-  'evict-after-seconds': {
-    type: 'integer',
-    description: 'Evict pods of nodes Degraded this long; 0 turns eviction off.',
-    default: EVICTION_DEFAULTS.evictAfterSeconds,
-    min: 0,
-    max: 604_800,
-  },
-  'eviction-rate': {
-    type: 'number',
-    description: 'Nodes per second per zone whose pods may be evicted.',
-    default: EVICTION_DEFAULTS.ratePerSecond,
-    min: 0.001,
-    max: 100,
-  },
-  'unhealthy-zone-threshold': {
-    type: 'number',
-    description: 'Stop evicting in a zone when this fraction of its nodes is Degraded.',
-    default: EVICTION_DEFAULTS.unhealthyZoneThreshold,
-    min: 0,
-    max: 1,
-  },
-  'eviction-group-label': {
-    type: 'string',
-    description:
-      "Eviction budget per node group: the node label whose value names a node's group (Karpenter's NodePool by default); nodes without it are grouped by zone. Empty: groups are zones.",
-    default: EVICTION_DEFAULTS.groupLabel,
-  },
-  'eviction-group-budget-percent': {
-    type: 'integer',
-    description: "At most this percent of a group's nodes (rounded up) being evicted at once.",
-    default: EVICTION_DEFAULTS.groupBudgetPercent,
-    min: 1,
-    max: 100,
-  },
-  'eviction-max-parallel-nodes': {
-    type: 'integer',
-    description: 'At most this many nodes being evicted at once in the cluster; 0: no count cap.',
-    default: EVICTION_DEFAULTS.maxParallelNodes,
-    min: 0,
-    max: 100_000,
-  },
-  'eviction-max-parallel-percent': {
-    type: 'integer',
-    description:
-      "At most this percent of the cluster's nodes (rounded up) being evicted at once; 100: no percentage cap. With --eviction-max-parallel-nodes the smaller applies.",
-    default: EVICTION_DEFAULTS.maxParallelPercent,
-    min: 1,
-    max: 100,
-  },
-  'eviction-storm-cooldown-seconds': {
-    type: 'integer',
-    description:
-      'After the correlated-failure breaker stops tripping (every zone) or a zone stops being disrupted (that zone), eviction waits this long before it starts again; 0: no wait.',
-    default: EVICTION_DEFAULTS.stormCooldownSeconds,
-    min: 0,
-    max: 86_400,
-  },
-  'eviction-dry-run': {
-    type: 'boolean',
-    description: 'Log the pods eviction would evict, evict nothing.',
-    default: false,
-  },
-  'rollup-threshold': {
-    type: 'list',
-    description:
-      'ClusterHealth: how long a failing condition type stays Progressing before False, as <ConditionType>=<seconds> (Gardener defaults: EveryNodeReady=300, every other type 60).',
-    default: [],
-  },
-  'annotation-condition-type': {
-    type: 'list',
-    description:
-      'ClusterHealth: a custom PascalCase condition type a node annotation may feed, besides the four Gardener types (EveryNodeReady, SystemComponentsHealthy, ObservabilityComponentsHealthy, ControlPlaneHealthy). An annotation naming any other type is an invalid registration. SystemExtensions may name any type.',
-    default: [],
-  },
-  'gardener-cluster': {
-    type: 'string',
-    description:
-      'ClusterHealth: name of the Gardener extensions.gardener.cloud/v1alpha1 Cluster object of this shoot; a hibernated shoot reports every condition healthy, a workerless one has no EveryNodeReady. Empty: not a Gardener shoot.',
-    default: '',
-  },
-  'gardener-resync-seconds': {
-    type: 'integer',
-    description:
-      'ClusterHealth: how often the Gardener Cluster object is read again (hibernation and wake-up are noticed this fast).',
-    default: 30,
-    min: 1,
-    max: 3600,
-  },
-  workers: {
-    type: 'integer',
-    description:
-      'Nodes reconciled concurrently: each holds at most one API write at a time, so also the writes in flight.',
-    // About the seats of the controller's priority level on a default API server (manifests/base/
-    // flowcontrol.yaml: 23): at 100 ms a write, 24 workers write 120 nodes a second (8 wrote 40, less than
-    // P2's changes and their healing at 1,000 nodes; docs/benchmark.md).
-    default: 24,
-    min: 1,
-    max: 256,
-  },
-  'request-timeout-seconds': {
-    type: 'integer',
-    description: 'Deadline of each API request.',
-    default: 10,
-    min: 1,
-    max: 120,
-  },
-} satisfies OptionTable;
-
-export const CONTROLLER_SUMMARY =
-  'nodecare-controller owns the MetaReadiness taints, the ExtensionsReady node condition and the nodecare.io/status label.';
+import { validateLeaderElectionTiming } from './leader.ts';
 
 export interface ControllerConfig {
   kubeconfig: string | undefined;
@@ -330,6 +90,14 @@ export function parseRollupThresholds(values: readonly string[], problems: strin
   return thresholds;
 }
 
+type Flag = keyof typeof CONTROLLER_OPTIONS;
+/** True when the parser accepted every flag named: a rule reads only values the parser accepted. */
+type Accepted = (...names: Flag[]) => boolean;
+type Timing = Pick<
+  ControllerConfig['leaderElection'],
+  'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'
+>;
+
 export function loadControllerConfig(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
@@ -339,8 +107,17 @@ export function loadControllerConfig(
   // one bad value is one problem.
   const { help, values: v, problems } = collectOptions(CONTROLLER_OPTIONS, argv, env);
   if (help) return { help: renderHelp('nodecare-controller', CONTROLLER_SUMMARY, CONTROLLER_OPTIONS) };
-  const accepted = (...names: Array<keyof typeof CONTROLLER_OPTIONS>): boolean =>
-    names.every((name) => v[name] !== undefined);
+  const accepted: Accepted = (...names) => names.every((name) => v[name] !== undefined);
+  const timing = leaderElectionTiming(v, accepted, problems);
+  const eviction = evictionSettings(v, accepted, problems);
+  checkNamesAndKeys(v, accepted, problems);
+  const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
+  if (problems.length > 0) throw new OptionsError(problems);
+  return { config: Object.freeze(controllerConfig(v, timing, eviction, rollupThresholdsMs)) };
+}
+
+/** The leader election's timing in milliseconds; the rule across the three flags is leader.ts's. */
+function leaderElectionTiming(v: OptionValues, accepted: Accepted, problems: string[]): Timing {
   const leaseDuration = v['leader-election-lease-duration-seconds'] as number;
   const renewDeadline = v['leader-election-renew-deadline-seconds'] as number;
   const retryPeriod = v['leader-election-retry-period-seconds'] as number;
@@ -360,6 +137,11 @@ export function loadControllerConfig(
       `leader election: need lease duration (${leaseDuration}) > renew deadline (${renewDeadline}) > 1.2 × retry period (${retryPeriod})`,
     );
   }
+  return timing;
+}
+
+/** Eviction's settings, checked by the eviction policy's own rules and the group label's. */
+function evictionSettings(v: OptionValues, accepted: Accepted, problems: string[]): EvictionSettings {
   const eviction: EvictionSettings = {
     evictAfterSeconds: v['evict-after-seconds'] as number,
     ratePerSecond: v['eviction-rate'] as number,
@@ -392,6 +174,11 @@ export function loadControllerConfig(
   const groupLabelProblem =
     accepted('eviction-group-label') && evictionGroupLabelProblem(eviction.groupLabel);
   if (groupLabelProblem) problems.push(`--eviction-group-label: ${groupLabelProblem}`);
+  return eviction;
+}
+
+/** The taint keys, the node selector, the annotation condition types and the Gardener Cluster's name. */
+function checkNamesAndKeys(v: OptionValues, accepted: Accepted, problems: string[]): void {
   for (const flag of ['bootstrap-taint-key', 'runtime-taint-key'] as const) {
     if (!accepted(flag)) continue;
     const problem = taintKeyProblem(v[flag] as string);
@@ -401,9 +188,7 @@ export function loadControllerConfig(
     problems.push('--bootstrap-taint-key and --runtime-taint-key must differ');
   const selectorProblem = accepted('node-selector') && labelSelectorProblem(v['node-selector'] as string);
   if (selectorProblem) problems.push(`--node-selector: ${selectorProblem}`);
-  const rollupThresholdsMs = parseRollupThresholds(v['rollup-threshold'] as string[], problems);
-  const annotationConditionTypes = v['annotation-condition-type'] as string[];
-  for (const type of annotationConditionTypes)
+  for (const type of v['annotation-condition-type'] as string[])
     if (!CONDITION_TYPE.test(type))
       problems.push(`--annotation-condition-type: "${type}" is not a PascalCase condition type`);
   const gardenerCluster = v['gardener-cluster'] as string;
@@ -413,40 +198,47 @@ export function loadControllerConfig(
     !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(gardenerCluster)
   )
     problems.push(`--gardener-cluster: "${gardenerCluster}" is not a valid object name`);
-  if (problems.length > 0) throw new OptionsError(problems);
+}
+
+/** The configuration of values that every rule accepted. */
+function controllerConfig(
+  v: OptionValues,
+  timing: Timing,
+  eviction: EvictionSettings,
+  rollupThresholdsMs: Record<string, number>,
+): ControllerConfig {
+  const gardenerCluster = v['gardener-cluster'] as string;
   return {
-    config: Object.freeze({
-      kubeconfig: v.kubeconfig as string | undefined,
-      identity: (v.identity as string) || `${hostname()}-${process.pid}`,
-      healthPort: v['health-port'] as number,
-      healthAddress: v['health-address'] as string,
-      logLevel: v['log-level'] as string,
-      logFormat: v['log-format'] as LogFormat,
-      dryRun: v['dry-run'] as boolean,
-      suspend: v.suspend as boolean,
-      leaderElect: v['leader-elect'] as boolean,
-      leaderElection: {
-        namespace: v['leader-election-namespace'] as string,
-        name: v['leader-election-name'] as string,
-        ...timing,
-      },
-      syncBounds: {
-        leaderUnsyncedMs: (v['leader-unsynced-step-down-seconds'] as number) * 1000,
-        firstSyncMs: (v['startup-sync-timeout-seconds'] as number) * 1000,
-      },
-      bootstrapTaintKey: v['bootstrap-taint-key'] as string,
-      runtimeTaintKey: v['runtime-taint-key'] as string,
-      nodeSelector: (v['node-selector'] as string).trim(),
-      bootstrapTimeoutSeconds: v['bootstrap-timeout-seconds'] as number,
-      missingLeaseGraceSeconds: v['missing-lease-grace-seconds'] as number,
-      maxUnhealthyFraction: v['max-unhealthy-fraction'] as number,
-      eviction,
-      rollupThresholdsMs,
-      annotationConditionTypes: Object.freeze([...new Set(annotationConditionTypes)]),
-      gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,
-      gardenerResyncMs: (v['gardener-resync-seconds'] as number) * 1000,
-      workers: v.workers as number,
-      requestTimeoutMs: (v['request-timeout-seconds'] as number) * 1000,
-    }),
+    kubeconfig: v.kubeconfig as string | undefined,
+    identity: (v.identity as string) || `${hostname()}-${process.pid}`,
+    healthPort: v['health-port'] as number,
+    healthAddress: v['health-address'] as string,
+    logLevel: v['log-level'] as string,
+    logFormat: v['log-format'] as LogFormat,
+    dryRun: v['dry-run'] as boolean,
+    suspend: v.suspend as boolean,
+    leaderElect: v['leader-elect'] as boolean,
+    leaderElection: {
+      namespace: v['leader-election-namespace'] as string,
+      name: v['leader-election-name'] as string,
+      ...timing,
+    },
+    syncBounds: {
+      leaderUnsyncedMs: (v['leader-unsynced-step-down-seconds'] as number) * 1000,
+      firstSyncMs: (v['startup-sync-timeout-seconds'] as number) * 1000,
+    },
+    bootstrapTaintKey: v['bootstrap-taint-key'] as string,
+    runtimeTaintKey: v['runtime-taint-key'] as string,
+    nodeSelector: (v['node-selector'] as string).trim(),
+    bootstrapTimeoutSeconds: v['bootstrap-timeout-seconds'] as number,
+    missingLeaseGraceSeconds: v['missing-lease-grace-seconds'] as number,
+    maxUnhealthyFraction: v['max-unhealthy-fraction'] as number,
+    eviction,
+    rollupThresholdsMs,
+    annotationConditionTypes: Object.freeze([...new Set(v['annotation-condition-type'] as string[])]),
+    gardenerCluster: gardenerCluster === '' ? undefined : gardenerCluster,
+    gardenerResyncMs: (v['gardener-resync-seconds'] as number) * 1000,
+    workers: v.workers as number,
+    requestTimeoutMs: (v['request-timeout-seconds'] as number) * 1000,
   };
 }

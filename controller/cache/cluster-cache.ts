@@ -128,89 +128,11 @@ export class ClusterCache {
    */
   constructor(client: KubeClient, clock: Clock, events: CacheEvents, nodeSelector = '') {
     this.index = new LeaseIndex(clock, events);
-    const changed = (name: string | undefined): void => {
-      if (name !== undefined) events.nodeChanged(name);
-    };
-    const syncChanged = (): void => events.syncChanged?.();
-    this.nodes = new Source({
-      client,
-      clock,
-      syncChanged,
-      path: '/api/v1/nodes',
-      ...(nodeSelector ? { labelSelector: nodeSelector } : {}),
-      transform: toCachedNode,
-      handlers: {
-        added: (node) => events.nodeChanged(node.name),
-        // The echo of this controller's own write is not a change (WrittenNodes.covers).
-        updated: (node, old) => {
-          if (!this.written.covers(node) && !sameForDecision(node, old)) events.nodeChanged(node.name);
-        },
-        deleted: (node) => events.nodeChanged(node.name),
-        error: (err) => events.error('nodes', err),
-        skipped: (err, key) => events.skipped('nodes', key, err),
-      },
-    });
-    this.leases = new Source({
-      client,
-      clock,
-      syncChanged,
-      path: leasesPath(LEASE_NAMESPACE),
-      labelSelector: LeaseLabel.role,
-      pageSize: LEASE_LIST_PAGE_SIZE,
-      pageMaxBytes: LEASE_LIST_PAGE_MAX_BYTES,
-      maxObjectBytes: MAX_LEASE_EVENT_BYTES,
-      watchCoalesceMs: LEASE_WATCH_COALESCE_MS,
-      // Listed as protobuf: half the API server's CPU of a JSON list (docs/adr/0018).
-      protobufList: { decode: decodeLeaseList, continueToken: protobufListContinue },
-      transform: toCachedLease,
-      handlers: {
-        added: (lease) => {
-          changed(this.index.added(lease));
-          return this.kept(lease);
-        },
-        // The watch's cache keeps the object the index holds: after a renewal, the one it held before.
-        updated: (lease, old) => {
-          changed(this.index.updated(lease, old));
-          return this.kept(lease);
-        },
-        deleted: (lease) => changed(this.index.deleted(lease)),
-        error: (err) => events.error('leases', err),
-        skipped: (err, key) => events.skipped('leases', key, err),
-      },
-    });
-    this.systemExtensions = new Source({
-      client,
-      clock,
-      syncChanged,
-      path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
-      transform: parseSystemExtension,
-      handlers: {
-        added: () => events.allNodesChanged(),
-        // The roll-up rewrites a SystemExtension's status as its counts move; re-deciding every node for that
-        // (5,000 at a time) was work for nothing. What decisions read is the parsed object: spec, generation,
-        // status.rollout's window.
-        updated: (sx, old) =>
-          isDeepStrictEqual(sx, old) ? events.systemExtensionStatusChanged?.() : events.allNodesChanged(),
-        deleted: () => events.allNodesChanged(),
-        error: (err) => events.error('systemextensions', err),
-        skipped: (err, key) => events.skipped('systemextensions', key, err),
-      },
-    });
-    // A DaemonSet's status moves with every pod it has; what is kept is its placement only, so an update
-    // that changed none of it is not a change.
-    this.daemonSets = new Source<DaemonSetRaw, DaemonSetObject>({
-      client,
-      clock,
-      path: '/apis/apps/v1/daemonsets',
-      transform: toCachedDaemonSet,
-      handlers: {
-        added: () => events.daemonSetsChanged?.(),
-        updated: (ds, old) => (isDeepStrictEqual(ds, old) ? undefined : events.daemonSetsChanged?.()),
-        deleted: () => events.daemonSetsChanged?.(),
-        error: (err) => events.error('daemonsets', err),
-        skipped: (err, key) => events.skipped('daemonsets', key, err),
-      },
-    });
+    const from: SourceContext = { client, clock, events, syncChanged: () => events.syncChanged?.() };
+    this.nodes = nodeSource(from, nodeSelector, this.written);
+    this.leases = leaseSource(from, this.index, (lease) => this.kept(lease));
+    this.systemExtensions = systemExtensionSource(from);
+    this.daemonSets = daemonSetSource(from);
   }
 
   /**
@@ -290,4 +212,122 @@ export class ClusterCache {
   leasesOf(nodeName: string): NodeLeases {
     return this.index.leasesOf({ name: nodeName, uid: this.node(nodeName)?.uid ?? '' });
   }
+}
+
+/** What every source of the cache is built from. */
+interface SourceContext {
+  client: KubeClient;
+  clock: Clock;
+  events: CacheEvents;
+  syncChanged: () => void;
+}
+
+function nodeSource(
+  { client, clock, events, syncChanged }: SourceContext,
+  nodeSelector: string,
+  written: WrittenNodes,
+): Source<NodeObject, CachedNode> {
+  return new Source({
+    client,
+    clock,
+    syncChanged,
+    path: '/api/v1/nodes',
+    ...(nodeSelector ? { labelSelector: nodeSelector } : {}),
+    transform: toCachedNode,
+    handlers: {
+      added: (node) => events.nodeChanged(node.name),
+      // The echo of this controller's own write is not a change (WrittenNodes.covers).
+      updated: (node, old) => {
+        if (!written.covers(node) && !sameForDecision(node, old)) events.nodeChanged(node.name);
+      },
+      deleted: (node) => events.nodeChanged(node.name),
+      error: (err) => events.error('nodes', err),
+      skipped: (err, key) => events.skipped('nodes', key, err),
+    },
+  });
+}
+
+/** `kept` says what the watch's cache holds of a lease (ClusterCache.kept). */
+function leaseSource(
+  { client, clock, events, syncChanged }: SourceContext,
+  index: LeaseIndex,
+  kept: (lease: CachedLease) => CachedLease | undefined,
+): Source<LeaseObject, CachedLease> {
+  const changed = (name: string | undefined): void => {
+    if (name !== undefined) events.nodeChanged(name);
+  };
+  return new Source({
+    client,
+    clock,
+    syncChanged,
+    path: leasesPath(LEASE_NAMESPACE),
+    labelSelector: LeaseLabel.role,
+    pageSize: LEASE_LIST_PAGE_SIZE,
+    pageMaxBytes: LEASE_LIST_PAGE_MAX_BYTES,
+    maxObjectBytes: MAX_LEASE_EVENT_BYTES,
+    watchCoalesceMs: LEASE_WATCH_COALESCE_MS,
+    // Listed as protobuf: half the API server's CPU of a JSON list (docs/adr/0018).
+    protobufList: { decode: decodeLeaseList, continueToken: protobufListContinue },
+    transform: toCachedLease,
+    handlers: {
+      added: (lease) => {
+        changed(index.added(lease));
+        return kept(lease);
+      },
+      // The watch's cache keeps the object the index holds: after a renewal, the one it held before.
+      updated: (lease, old) => {
+        changed(index.updated(lease, old));
+        return kept(lease);
+      },
+      deleted: (lease) => changed(index.deleted(lease)),
+      error: (err) => events.error('leases', err),
+      skipped: (err, key) => events.skipped('leases', key, err),
+    },
+  });
+}
+
+function systemExtensionSource({
+  client,
+  clock,
+  events,
+  syncChanged,
+}: SourceContext): Source<SystemExtensionObject, ParsedSystemExtension> {
+  return new Source({
+    client,
+    clock,
+    syncChanged,
+    path: `/apis/${GROUP_VERSION}/${SYSTEM_EXTENSION.plural}`,
+    transform: parseSystemExtension,
+    handlers: {
+      added: () => events.allNodesChanged(),
+      // The roll-up rewrites a SystemExtension's status as its counts move; re-deciding every node for that
+      // (5,000 at a time) was work for nothing. What decisions read is the parsed object: spec, generation,
+      // status.rollout's window.
+      updated: (sx, old) =>
+        isDeepStrictEqual(sx, old) ? events.systemExtensionStatusChanged?.() : events.allNodesChanged(),
+      deleted: () => events.allNodesChanged(),
+      error: (err) => events.error('systemextensions', err),
+      skipped: (err, key) => events.skipped('systemextensions', key, err),
+    },
+  });
+}
+
+/**
+ * A DaemonSet's status moves with every pod it has; what is kept is its placement only, so an update that
+ * changed none of it is not a change. Not part of `synced` (ClusterCache.daemonSets).
+ */
+function daemonSetSource({ client, clock, events }: SourceContext): Source<DaemonSetRaw, DaemonSetObject> {
+  return new Source<DaemonSetRaw, DaemonSetObject>({
+    client,
+    clock,
+    path: '/apis/apps/v1/daemonsets',
+    transform: toCachedDaemonSet,
+    handlers: {
+      added: () => events.daemonSetsChanged?.(),
+      updated: (ds, old) => (isDeepStrictEqual(ds, old) ? undefined : events.daemonSetsChanged?.()),
+      deleted: () => events.daemonSetsChanged?.(),
+      error: (err) => events.error('daemonsets', err),
+      skipped: (err, key) => events.skipped('daemonsets', key, err),
+    },
+  });
 }

@@ -9,7 +9,7 @@ import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { taintKeyProblem } from '../../api/index.ts';
-import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
+import { CONTROLLER_OPTIONS } from '../../controller/config-options.ts';
 
 const CHART = join(import.meta.dirname, '..', '..', 'charts', 'nodecare');
 

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLI_POLICY_DEFAULTS, type CliPolicy } from '../../cli/model.ts';
 import { POLICY_OPTIONS, policyOf } from '../../cli/verbs/common.ts';
-import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
+import { CONTROLLER_OPTIONS } from '../../controller/config-options.ts';
 
 const PICK = ['type', 'min', 'max', 'choices'] as const;
 const FIELD: Record<string, keyof CliPolicy> = {

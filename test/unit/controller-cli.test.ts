@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { CONTROLLER_OPTIONS } from '../../controller/config.ts';
+import { CONTROLLER_OPTIONS } from '../../controller/config-options.ts';
 import { tokenKubeconfig } from '../../lib/kube/testing.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'controller', 'main.ts');
