@@ -6,7 +6,7 @@ import { ConditionReason, ExtensionState } from '../api/index.ts';
 import { GPU_INSTANCE_TYPE, isInitialized } from '../test/autoscalers/karpenter.ts';
 import { HEARTBEAT_SECONDS, type DemoNode } from './cluster.ts';
 import { GPU_RESOURCE, GPU_STARTUP_GRACE_SECONDS, STARTUP_GRACE_SECONDS } from './endpoints.ts';
-import { ClusterObserver, PhaseError } from './observer.ts';
+import { ClusterObserver, PhaseError, type Snapshot } from './observer.ts';
 import {
   EVERY_NODE_READY,
   describeExtension,
@@ -81,16 +81,17 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
         status.extensions.some(
           (e) => e.name === 'gpu-plugin' && e.state !== undefined && e.state !== ExtensionState.Healthy,
         ) &&
-        (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && !isInitialized(c))
+        claimIs(s, gpuNodeName, false)
       );
     },
     60_000,
   );
   const heldAt = Date.now();
   const heldStatus = ClusterObserver.node(held, gpuNodeName);
+  const heldClaim = heldStatus?.nodeClaim ? `; NodeClaim ${heldStatus.nodeClaim}` : '';
   scene.out.phase(
     'bootstrap-taint',
-    `${gpuNodeName} Bootstrapping with the bootstrap taint; NodeClaim ${heldStatus?.nodeClaim}; ` +
+    `${gpuNodeName} Bootstrapping with the bootstrap taint${heldClaim}; ` +
       `${describeGpus(held, gpuNodeName)}; ${describeExtension(heldStatus, 'gpu-plugin')}`,
   );
   await scene.observer.waitFor(
@@ -105,22 +106,21 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
     `${EVERY_NODE_READY} Progressing (HealthCheckProgressing): extensions starting within their grace ` +
       `(${STARTUP_GRACE_SECONDS} s, gpu-plugin ${GPU_STARTUP_GRACE_SECONDS} s)`,
   );
-  scene.out.say(
-    `Karpenter keeps the NodeClaim not Initialized while the bootstrap taint (one of its NodePool's startupTaints) ` +
-      `is on and until the ${GPU_RESOURCE} the pod asked for is allocatable, counts the node as capacity on its ` +
-      'way (its GPU as the instance type offers it), and launches nothing else for the pod.',
-  );
+  if (held.nodeClaims)
+    scene.out.say(
+      `Karpenter keeps the NodeClaim not Initialized while the bootstrap taint (one of its NodePool's startupTaints) ` +
+        `is on and until the ${GPU_RESOURCE} the pod asked for is allocatable, counts the node as capacity on its ` +
+        'way (its GPU as the instance type offers it), and launches nothing else for the pod.',
+    );
 
   // 4. The GPUs turn healthy (the kubelet counts them allocatable): nodecare lifts the taint, Karpenter
   //    initializes the NodeClaim (it waits for both: the startup taint gone, the GPU allocatable).
   const readySnapshot = await scene.waitNode(
     'node-ready',
     gpuNodeName,
-    `Ready without the bootstrap taint, ${GPU_RESOURCE} allocatable, NodeClaim Initialized`,
+    `Ready without the bootstrap taint, ${GPU_RESOURCE} allocatable${held.nodeClaims ? ', NodeClaim Initialized' : ''}`,
     (status, s) =>
-      isReady(status) &&
-      Number(gpuCounts(s, gpuNodeName).allocatable) >= 1 &&
-      (s.nodeClaims ?? []).some((c) => c.status?.nodeName === gpuNodeName && isInitialized(c)),
+      isReady(status) && Number(gpuCounts(s, gpuNodeName).allocatable) >= 1 && claimIs(s, gpuNodeName, true),
     scene.timing.gpuHealthyAfterMs + 60_000,
   );
   scene.autoscaler.heldMs = Date.now() - heldAt;
@@ -128,11 +128,22 @@ export async function heldUntilHealthy(scene: Scene, gpuNodeName: string): Promi
   scene.out.phase(
     'node-ready',
     `${gpuNodeName} Ready after ${seconds(scene.autoscaler.heldMs)} held, ${describeGpus(readySnapshot, gpuNodeName)}, ` +
-      `${describeExtension(ready, 'gpu-plugin')}; NodeClaim ${ready?.nodeClaim}`,
+      `${describeExtension(ready, 'gpu-plugin')}${ready?.nodeClaim ? `; NodeClaim ${ready.nodeClaim}` : ''}`,
   );
 }
 
-/** 5. The pod lands, on that node alone; the roll-up turns True. */
+/**
+ * Whether the node's NodeClaim is (or is not yet) Initialized; true where no NodeClaims are listed (a cluster
+ * without Karpenter: the existing-cluster demo, whose node the demo creates itself).
+ */
+function claimIs(s: Snapshot, nodeName: string, initialized: boolean): boolean {
+  return (
+    s.nodeClaims === undefined ||
+    s.nodeClaims.some((c) => c.status?.nodeName === nodeName && isInitialized(c) === initialized)
+  );
+}
+
+/** 5. The pod lands, on that node alone; then the roll-up turns True. */
 export async function podRuns(scene: Scene, gpuNodeName: string): Promise<void> {
   // 5. The pod lands.
   const running = await scene.observer.waitFor(
@@ -160,6 +171,11 @@ export async function podRuns(scene: Scene, gpuNodeName: string): Promise<void> 
     `pod ${pod?.metadata?.name} Running on ${gpuNodeName}: Pending while the node was held, bound after ` +
       `the bootstrap taint was removed; NodeClaims launched: ${launchedCount}`,
   );
+  await healthTrue(scene);
+}
+
+/** The roll-up turns True: every node in scope Ready. */
+export async function healthTrue(scene: Scene): Promise<void> {
   const healthy = await scene.waitHealth('health-true', 'True', (c) => c?.status === 'True', 30_000);
   scene.out.phase('health-true', `${EVERY_NODE_READY} True (${everyNodeReady(healthy)?.reason})`);
 }

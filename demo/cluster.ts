@@ -85,11 +85,11 @@ export class DemoCluster {
   kubectlPath = '';
   readonly nodes: DemoNode[] = [];
   endpoints: GpuNodeEndpoints | undefined;
-  private dir = '';
-  private core: CoreV1Api | undefined;
-  private custom: CustomObjectsApi | undefined;
-  private readonly programs = new Set<ProgramProcess>();
-  private stopped = false;
+  protected dir = '';
+  protected core: CoreV1Api | undefined;
+  protected custom: CustomObjectsApi | undefined;
+  protected readonly programs = new Set<ProgramProcess>();
+  protected stopped = false;
   private starting: Promise<ControlPlane> | undefined;
   private startingAutoscaler: Promise<KarpenterStack> | undefined;
 
@@ -145,12 +145,12 @@ export class DemoCluster {
     return this.plane.kubeconfigPath;
   }
 
-  private clients(): { core: CoreV1Api; custom: CustomObjectsApi } {
+  protected clients(): { core: CoreV1Api; custom: CustomObjectsApi } {
     if (!this.core || !this.custom) throw new Error('the control plane is not running');
     return { core: this.core, custom: this.custom };
   }
 
-  private track(program: ProgramProcess): ProgramProcess {
+  protected track(program: ProgramProcess): ProgramProcess {
     this.programs.add(program);
     void program.exited.then(() => this.programs.delete(program));
     if (this.stopped) void program.stop(5_000);
@@ -191,8 +191,11 @@ export class DemoCluster {
     return stack;
   }
 
-  /** Starts nodecare-controller (one replica, no leader election) and waits until it runs. */
-  async startController(): Promise<void> {
+  /**
+   * Starts nodecare-controller (one replica, no leader election) and waits until it runs; `extraArgs` narrow
+   * it (the existing-cluster demo's --node-selector).
+   */
+  async startController(extraArgs: string[] = []): Promise<void> {
     const controller = this.track(
       startProgram('controller', [
         `--kubeconfig=${this.kubeconfigPath}`,
@@ -201,6 +204,7 @@ export class DemoCluster {
         '--log-level=info',
         '--no-leader-elect',
         '--identity=nodecare-demo-controller',
+        ...extraArgs,
       ]),
     );
     this.controller = controller;
@@ -224,9 +228,9 @@ export class DemoCluster {
     };
     endpoints.all = [endpoints.kubeProxy, endpoints.logAgent, endpoints.devicePlugin];
     this.endpoints = endpoints;
+    const selectors = this.extensionSelectors();
     for (const endpoint of endpoints.all) {
-      const nodeSelector =
-        endpoint === endpoints.devicePlugin ? { matchLabels: { [POOL_LABEL]: GPU_POOL } } : {};
+      const nodeSelector = endpoint === endpoints.devicePlugin ? selectors.gpu : selectors.every;
       await custom.createClusterCustomObject({
         group: API_GROUP,
         version: API_VERSION,
@@ -240,6 +244,11 @@ export class DemoCluster {
       });
     }
     return endpoints;
+  }
+
+  /** The nodes the SystemExtensions select: every node, and the GPU pool's for the device plugin. */
+  protected extensionSelectors(): { every: object; gpu: object } {
+    return { every: {}, gpu: { matchLabels: { [POOL_LABEL]: GPU_POOL } } };
   }
 
   /** The workload: a pod asking for one `nvidia.com/gpu`, which only the GPU instance type offers. */

@@ -41,6 +41,8 @@ export interface WorkloadSelector {
   labelSelector: string;
   /** Whether Karpenter's NodeClaims are listed (default true; a cluster without Karpenter has none). */
   nodeClaims?: boolean;
+  /** Which nodes are listed (a label selector; default every node): on a user's cluster, only the demo's. */
+  nodeSelector?: string;
 }
 
 interface Waiter {
@@ -104,7 +106,7 @@ export class ClusterObserver {
     this.polling = true;
     try {
       const [nodes, leases, health, nodeClaims, pods] = await Promise.all([
-        this.core.listNode(),
+        this.core.listNode(this.workload.nodeSelector ? { labelSelector: this.workload.nodeSelector } : {}),
         this.coordination.listNamespacedLease({ namespace: LEASE_NAMESPACE, labelSelector: LeaseLabel.role }),
         this.custom
           .getClusterCustomObject({

@@ -34,9 +34,13 @@ export const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
+/** Ready, with neither of nodecare's taints (the existing-cluster demo's node keeps a taint of its own). */
 export function isReady(status: NodeStatus | undefined): boolean {
   return (
-    status?.state === NodeState.Ready && status.taints.length === 0 && status.condition?.status === 'True'
+    status?.state === NodeState.Ready &&
+    !status.taints.includes('bootstrap') &&
+    !status.taints.includes('runtime') &&
+    status.condition?.status === 'True'
   );
 }
 

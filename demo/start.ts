@@ -7,6 +7,7 @@
 //
 // `npm start -- --once` (or NODECARE_DEMO_ONCE=1) runs the same story without the live screen, checks that
 // every phase was observed, prints a summary and exits 0 — or 1, naming the phase that was not reached.
+// `npm start -- --kubeconfig <path>` plays the node story on the user's own cluster instead (demo/existing.ts).
 
 import { parseArgs } from 'node:util';
 import { DemoCluster, WORKLOAD, WORKLOAD_SELECTOR } from './cluster.ts';
@@ -15,7 +16,7 @@ import { LineOutput, TtyOutput, type Output } from './output.ts';
 import { DEFAULT_TIMING, PHASES, newAutoscalerRecord, runScenario, type PhaseId } from './scenario.ts';
 import { followStates, printLastState, setUpAutoscalerAndExtensions, startStage } from './stage.ts';
 
-const USAGE = `Usage: node demo/main.ts [--once] [--real-nodes]
+const USAGE = `Usage: node demo/main.ts [--once] [--real-nodes | --kubeconfig <path> [--context <name>]]
 
 Runs nodecare with Karpenter (KWOK provider) on a local control plane: a pod asks for a GPU, Karpenter
 launches a node, nodecare holds it until its GPUs are healthy. Shows what happens live.
@@ -27,14 +28,24 @@ Options:
   --real-nodes   The GPU story on real kubelets instead (root only): the image built from the Dockerfile,
                  nodecare installed as shipped, a node joining with --register-with-taints held until its
                  device plugin registered with its kubelet. No autoscaler in this one.
+  --kubeconfig <path>
+                 The node story on a cluster you already have (kind, k3d, a cloud test cluster), in a few
+                 minutes: no control plane built, no autoscaler. It refuses (exit 2) a cluster it cannot
+                 reach or that already has nodecare; it creates nodecare's namespaces and CRDs, one KWOK node
+                 named nodecare-demo-* (label demo.nodecare.io/node=true) and SystemExtensions for that node
+                 only, runs the controller scoped to it, and removes all of it when it ends (--once, Ctrl-C).
+  --context <name>
+                 With --kubeconfig: the context to use (default: the kubeconfig's current context).
   --help         Show this help.`;
 
-function parse(): { once: boolean; realNodes: boolean } {
+function parse(): { once: boolean; realNodes: boolean; kubeconfig?: string; context?: string } {
   try {
     const { values } = parseArgs({
       options: {
         once: { type: 'boolean', default: false },
         'real-nodes': { type: 'boolean', default: false },
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -43,15 +54,27 @@ function parse(): { once: boolean; realNodes: boolean } {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
     }
-    return { once: values.once || process.env.NODECARE_DEMO_ONCE === '1', realNodes: values['real-nodes'] };
+    if (values.context !== undefined && values.kubeconfig === undefined)
+      throw new Error('--context needs --kubeconfig');
+    if (values.kubeconfig !== undefined && values['real-nodes'])
+      throw new Error('--kubeconfig and --real-nodes are two different demos: give one');
+    if (values.kubeconfig === '') throw new Error('--kubeconfig needs a path');
+    return {
+      once: values.once || process.env.NODECARE_DEMO_ONCE === '1',
+      realNodes: values['real-nodes'],
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+    };
   } catch (err) {
     process.stderr.write(`demo: ${(err as Error).message}\n\n${USAGE}\n`);
     process.exit(2);
   }
 }
 
-const { once, realNodes } = parse();
+const { once, realNodes, kubeconfig, context } = parse();
 if (realNodes) await (await import('./real-nodes.ts')).runRealNodesDemo({ once });
+if (kubeconfig !== undefined)
+  await (await import('./existing.ts')).runExistingClusterDemo({ kubeconfig, context, once });
 const tty = !once && process.stdout.isTTY === true;
 const out: Output = tty ? new TtyOutput() : new LineOutput();
 const cluster = new DemoCluster();

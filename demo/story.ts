@@ -21,6 +21,25 @@ export const PHASES = {
 } as const;
 export type PhaseId = keyof typeof PHASES;
 
+/**
+ * The phases `npm start -- --kubeconfig` plays on a user's cluster: no autoscaler there, so no workload and no
+ * NodeClaim; the demo creates its node itself. ClusterHealth counts only the nodes the controller's
+ * --node-selector selects, the demo's one, so its phases hold on any cluster.
+ */
+export const EXISTING_CLUSTER_PHASES: Partial<Record<PhaseId, string>> = {
+  'bootstrap-taint':
+    'nodecare held the demo node with the bootstrap taint while the kubelet counted no healthy GPU (none allocatable)',
+  'health-progressing': PHASES['health-progressing'],
+  'node-ready': 'the GPU turned healthy (allocatable, as the kubelet counts it): bootstrap taint removed',
+  'health-true': PHASES['health-true'],
+  'runtime-taint': PHASES['runtime-taint'],
+  'health-failing': PHASES['health-failing'],
+  recovered: PHASES.recovered,
+  'health-recovered': PHASES['health-recovered'],
+  'agent-not-reporting': PHASES['agent-not-reporting'],
+  'agent-back': PHASES['agent-back'],
+};
+
 export interface ScenarioOutput {
   say(line: string): void;
   phase(id: PhaseId, detail: string): void;
