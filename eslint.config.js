@@ -117,8 +117,6 @@ const TABLES = [
  */
 const PENDING_ISSUE_52 = [
   ['controller/leader.ts', 'max-lines'], // 495 lines: moves to lib/ (item 4)
-  ['controller/rollup/evaluate.ts', 'max-lines-per-function'], // evaluateRollup (103)
-  ['controller/rollup/writer.ts', 'max-lines', 'max-lines-per-function'], // writeClusterHealth (97), 423 lines
 ];
 
 export const SIZES = [

@@ -144,11 +144,57 @@ export const COUNT_FIELD = {
 export function evaluateRollup(input: RollupInput): RollupResult {
   const { nowMs } = input;
   const thresholds = { ...DEFAULT_THRESHOLDS_MS, ...input.thresholdsMs };
+  const sorted = sortPairs(input.pairs);
+  const ownedBefore = new Set(input.ownedBefore);
+  const { owned, droppedTypes } = ownedTypes(input, sorted.buckets, ownedBefore);
+  const previousByType = new Map(input.previous.map((c) => [c.type, c]));
+  const next = new Map<string, RollupCondition>();
+  for (const type of owned) {
+    const old = previousByType.get(type) ?? initCondition(type, nowMs);
+    next.set(
+      type,
+      input.hibernated
+        ? updateCondition(
+            old,
+            {
+              status: RollupStatus.True,
+              reason: RollupReason.HealthCheckSuccessful,
+              message: HIBERNATED_MESSAGE,
+            },
+            nowMs,
+          )
+        : evaluateType(old, sorted.buckets.get(type), thresholds[type] ?? DEFAULT_THRESHOLD_MS, nowMs),
+    );
+  }
+  const { conditions, changed } = mergeConditions(input.previous, ownedBefore, next);
+  const extensions = [...sorted.counts.values()].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
+  return {
+    conditions,
+    owned,
+    changed,
+    nextDeadlineMs: nextDeadlineMs(conditions, owned, thresholds),
+    extensions: extensions.slice(0, MAX_EXTENSION_ROWS),
+    label: statusLabel(conditions),
+    droppedTypes,
+    droppedExtensions: Math.max(0, extensions.length - MAX_EXTENSION_ROWS),
+    maintenance: { inProgress: sorted.maintained.size, planned: sorted.planned.size },
+  };
+}
+
+/** The pairs by condition type (those that are not healthy), counted by extension, and the maintained nodes. */
+function sortPairs(pairs: RollupInput['pairs']): {
+  buckets: Map<string, TypeBucket>;
+  counts: Map<string, ExtensionCounts>;
+  maintained: Set<string>;
+  planned: Set<string>;
+} {
   const buckets = new Map<string, TypeBucket>();
   const counts = new Map<string, ExtensionCounts>();
   const maintained = new Set<string>();
   const planned = new Set<string>();
-  for (const pair of input.pairs) {
+  for (const pair of pairs) {
     if (pair.maintenance) maintained.add(pair.node);
     if (pair.maintenancePlanned) planned.add(pair.node);
     let bucket = buckets.get(pair.conditionType);
@@ -165,10 +211,16 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     }
     count[COUNT_FIELD[pair.state]] += 1;
   }
+  return { buckets, counts, maintained, planned };
+}
 
+/** The condition types this controller writes (by name), and those in use that got no room. */
+function ownedTypes(
+  input: RollupInput,
+  buckets: ReadonlyMap<string, TypeBucket>,
+  ownedBefore: ReadonlySet<string>,
+): { owned: string[]; droppedTypes: string[] } {
   const workerless = input.workerless ?? false;
-  const previousByType = new Map(input.previous.map((c) => [c.type, c]));
-  const ownedBefore = new Set(input.ownedBefore);
   const inUse = [...buckets.keys()]
     .filter((type) => !(workerless && type === GardenerConditionType.EveryNodeReady))
     .sort(byTypePriority);
@@ -186,28 +238,21 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     } else droppedTypes.push(type);
   }
   owned.sort();
-  const next = new Map<string, RollupCondition>();
-  for (const type of owned) {
-    const old = previousByType.get(type) ?? initCondition(type, nowMs);
-    next.set(
-      type,
-      input.hibernated
-        ? updateCondition(
-            old,
-            {
-              status: RollupStatus.True,
-              reason: RollupReason.HealthCheckSuccessful,
-              message: HIBERNATED_MESSAGE,
-            },
-            nowMs,
-          )
-        : evaluateType(old, buckets.get(type), thresholds[type] ?? DEFAULT_THRESHOLD_MS, nowMs),
-    );
-  }
+  return { owned, droppedTypes };
+}
 
+/**
+ * The object's conditions in their order: each previous one replaced by the one built for its type, kept when
+ * another owner's, removed when ours and no longer in use; new types after them. `next` is emptied.
+ */
+function mergeConditions(
+  previous: readonly RollupCondition[],
+  ownedBefore: ReadonlySet<string>,
+  next: Map<string, RollupCondition>,
+): { conditions: RollupCondition[]; changed: boolean } {
   let changed = false;
   const conditions: RollupCondition[] = [];
-  for (const old of input.previous) {
+  for (const old of previous) {
     const built = next.get(old.type);
     if (built) {
       if (built !== old) changed = true;
@@ -223,7 +268,15 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     conditions.push(built);
     changed = true;
   }
-  const extensions = [...counts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { conditions, changed };
+}
+
+/** When the first of our Progressing conditions turns False (a second after its threshold), if any. */
+function nextDeadlineMs(
+  conditions: readonly RollupCondition[],
+  owned: readonly string[],
+  thresholds: Readonly<Record<string, number>>,
+): number | undefined {
   const deadlines = conditions
     .filter(
       (c) =>
@@ -232,17 +285,7 @@ export function evaluateRollup(input: RollupInput): RollupResult {
         c.reason === RollupReason.HealthCheckUnsuccessful,
     )
     .map((c) => Date.parse(c.lastTransitionTime) + (thresholds[c.type] ?? DEFAULT_THRESHOLD_MS) + 1_000);
-  return {
-    conditions,
-    owned,
-    changed,
-    nextDeadlineMs: deadlines.length > 0 ? Math.min(...deadlines) : undefined,
-    extensions: extensions.slice(0, MAX_EXTENSION_ROWS),
-    label: statusLabel(conditions),
-    droppedTypes,
-    droppedExtensions: Math.max(0, extensions.length - MAX_EXTENSION_ROWS),
-    maintenance: { inProgress: maintained.size, planned: planned.size },
-  };
+  return deadlines.length > 0 ? Math.min(...deadlines) : undefined;
 }
 
 function evaluateType(

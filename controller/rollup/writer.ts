@@ -17,26 +17,31 @@
 //   and not retried: the writer goes on to write what it can (the SystemExtension counts) and tries again only
 //   when the roll-up's inputs change.
 
-import { isDeepStrictEqual } from 'node:util';
-import { NODE_STATUS_LABEL, samePolicy, type PublishedPolicy } from '../../api/index.ts';
+import type { PublishedPolicy } from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
-import { capInput } from '../../api/text.ts';
 import type { Clock, Timer } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { ClusterEventRecorder } from '../writes/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import { eventNotRecorded, NotLeaderError, type Fence } from '../writes/index.ts';
-import { apiTime } from './condition.ts';
+import {
+  clusterHealthChange,
+  clusterHealthStatus,
+  errorText,
+  isRereadError,
+  ownedTypesOf,
+  type ClusterHealthChange,
+} from './cluster-health.ts';
 import { SystemExtensionCountsWriter } from './extension-counts.ts';
 import type { SourcedPair } from './pairs.ts';
-import { evaluateRollup, type ExtensionCounts } from './evaluate.ts';
+import { evaluateRollup, type RollupResult } from './evaluate.ts';
 import { NO_SHOOT, shootFromCluster, type ShootFacts } from './gardener.ts';
 import {
   MAX_CONFLICT_RETRIES,
-  OWNED_TYPES_ANNOTATION,
   type RollupSource,
   type ClusterHealthObject,
+  type ClusterHealthStatus,
   type RollupApi,
 } from './store.ts';
 
@@ -81,44 +86,6 @@ export interface RollupWriterDeps {
   minIntervalMs?: number;
   /** A monotonic ms clock the loop time an evaluation holds is measured on (default performance.now). */
   elapsedMs?: () => number;
-}
-
-function sameExtensionCounts(a: readonly ExtensionCounts[], b: readonly ExtensionCounts[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every(
-      (x, i) =>
-        x.name === b[i]!.name &&
-        x.conditionType === b[i]!.conditionType &&
-        x.healthy === b[i]!.healthy &&
-        x.progressing === b[i]!.progressing &&
-        x.unhealthy === b[i]!.unhealthy &&
-        x.unknown === b[i]!.unknown,
-    )
-  );
-}
-
-/** status.eviction as the evictor gives it (ClusterHealthStatus does not type it: the evictor owns its shape). */
-function evictionStatus(eviction: object | undefined): object {
-  return eviction ? { eviction } : {};
-}
-
-function ownedTypesOf(object: ClusterHealthObject | undefined): string[] {
-  const value = object?.metadata.annotations?.[OWNED_TYPES_ANNOTATION] ?? '';
-  return value === '' ? [] : value.split(',');
-}
-
-/** What a refused write's report says of the error: its message, capped (the API server echoes the input). */
-function errorText(err: unknown): string {
-  return capInput(err instanceof Error ? err.message : String(err), 1024);
-}
-
-function isRereadError(err: unknown): boolean {
-  return (
-    isKubeError(err, KubeErrorCode.Conflict) ||
-    isKubeError(err, KubeErrorCode.NotFound) ||
-    isKubeError(err, KubeErrorCode.AlreadyExists)
-  );
 }
 
 export class RollupWriter {
@@ -278,84 +245,20 @@ export class RollupWriter {
   }
 
   private async writeClusterHealth(pairs: readonly SourcedPair[]): Promise<void> {
-    const { api, clock, fence, metrics, thresholdsMs } = this.deps;
+    const { api, clock, metrics, policy, eviction } = this.deps;
     for (let attempt = 0; ; attempt++) {
       if (this.current === undefined) this.current = (await api.getClusterHealth()) ?? null;
       const object = this.current ?? undefined;
       const nowMs = clock.now();
-      const started = this.elapsedMs();
-      const result = evaluateRollup({
-        pairs,
-        previous: object?.status?.conditions ?? [],
-        ownedBefore: ownedTypesOf(object),
-        thresholdsMs,
-        hibernated: this.shoot.hibernated,
-        workerless: this.shoot.workerless,
-        nowMs,
-      });
-      const evaluatedMs = this.elapsedMs() - started;
-      this.costMs += evaluatedMs;
-      metrics.rollupDuration.observe(evaluatedMs / 1000);
-      metrics.clusterHealthConditions.reset();
-      for (const c of result.conditions)
-        if (result.owned.includes(c.type))
-          metrics.clusterHealthConditions.set({ type: c.type, status: c.status }, 1);
-      this.reportDropped(result.droppedTypes, result.droppedExtensions);
-      const pending = [
-        result.nextDeadlineMs === undefined ? undefined : this.fromWall(result.nextDeadlineMs),
-        this.deps.gardenerCluster ? this.shootReadMs + this.resyncMs : undefined,
-      ].filter((t): t is number => t !== undefined);
-      if (pending.length > 0) this.deadlineAt(Math.min(...pending));
-
-      const owned = result.owned.join(',');
-      const metadataChanged =
-        object !== undefined &&
-        (object.metadata.labels?.[NODE_STATUS_LABEL] !== result.label ||
-          (object.metadata.annotations?.[OWNED_TYPES_ANNOTATION] ?? '') !== owned);
-      const statusChanged =
-        object === undefined ||
-        result.changed ||
-        !sameExtensionCounts(object.status?.extensions ?? [], result.extensions) ||
-        (object.status?.maintenance?.inProgress ?? 0) !== result.maintenance.inProgress ||
-        (object.status?.maintenance?.planned ?? 0) !== result.maintenance.planned ||
-        (this.deps.policy !== undefined && !samePolicy(object.status?.policy, this.deps.policy)) ||
-        !isDeepStrictEqual(
-          (object.status as { eviction?: object } | undefined)?.eviction,
-          this.deps.eviction?.(),
-        );
-      if (!metadataChanged && !statusChanged) return;
-
-      const metadata = {
-        labels: { [NODE_STATUS_LABEL]: result.label },
-        annotations: { [OWNED_TYPES_ANNOTATION]: owned },
-      };
+      const result = this.evaluate(pairs, object, nowMs);
+      const change = clusterHealthChange(object, result, policy, eviction?.());
+      if (!change.metadataChanged && !change.statusChanged) return;
       try {
-        let written: ClusterHealthObject;
-        if (object === undefined) {
-          fence();
-          written = await api.createClusterHealth({ name: 'cluster', ...metadata });
-          metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'created' });
-        } else if (metadataChanged) {
-          fence();
-          written = await api.patchClusterHealthMetadata(object.metadata.resourceVersion ?? '', metadata);
-        } else written = object;
-        if (statusChanged) {
-          fence();
-          written = await api.replaceClusterHealthStatus({
-            ...written,
-            status: {
-              observedAt: apiTime(nowMs),
-              conditions: result.conditions,
-              extensions: result.extensions,
-              maintenance: result.maintenance,
-              ...(this.deps.policy ? { policy: this.deps.policy } : {}),
-              ...evictionStatus(this.deps.eviction?.()),
-            },
-          });
-        }
+        this.current = await this.putClusterHealth(object, change, () =>
+          clusterHealthStatus(result, nowMs, policy, eviction?.()),
+        );
         metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'ok' });
         this.invalidReported = false;
-        this.current = written;
         return;
       } catch (err) {
         if (isKubeError(err, KubeErrorCode.Invalid)) {
@@ -373,6 +276,62 @@ export class RollupWriter {
         this.current = undefined;
       }
     }
+  }
+
+  /** Evaluates the roll-up on `object`: measured, with its metrics, what was left out and its deadlines. */
+  private evaluate(
+    pairs: readonly SourcedPair[],
+    object: ClusterHealthObject | undefined,
+    nowMs: number,
+  ): RollupResult {
+    const { metrics, thresholdsMs } = this.deps;
+    const started = this.elapsedMs();
+    const result = evaluateRollup({
+      pairs,
+      previous: object?.status?.conditions ?? [],
+      ownedBefore: ownedTypesOf(object),
+      thresholdsMs,
+      hibernated: this.shoot.hibernated,
+      workerless: this.shoot.workerless,
+      nowMs,
+    });
+    const evaluatedMs = this.elapsedMs() - started;
+    this.costMs += evaluatedMs;
+    metrics.rollupDuration.observe(evaluatedMs / 1000);
+    metrics.clusterHealthConditions.reset();
+    for (const c of result.conditions)
+      if (result.owned.includes(c.type))
+        metrics.clusterHealthConditions.set({ type: c.type, status: c.status }, 1);
+    this.reportDropped(result.droppedTypes, result.droppedExtensions);
+    const pending = [
+      result.nextDeadlineMs === undefined ? undefined : this.fromWall(result.nextDeadlineMs),
+      this.deps.gardenerCluster ? this.shootReadMs + this.resyncMs : undefined,
+    ].filter((t): t is number => t !== undefined);
+    if (pending.length > 0) this.deadlineAt(Math.min(...pending));
+    return result;
+  }
+
+  /** Creates ClusterHealth `cluster` or patches its metadata, then replaces its status, as `change` says. */
+  private async putClusterHealth(
+    object: ClusterHealthObject | undefined,
+    change: ClusterHealthChange,
+    status: () => ClusterHealthStatus,
+  ): Promise<ClusterHealthObject> {
+    const { api, fence, metrics } = this.deps;
+    let written: ClusterHealthObject;
+    if (object === undefined) {
+      fence();
+      written = await api.createClusterHealth({ name: 'cluster', ...change.metadata });
+      metrics.rollupWrites.inc({ kind: 'clusterhealth', result: 'created' });
+    } else if (change.metadataChanged) {
+      fence();
+      written = await api.patchClusterHealthMetadata(object.metadata.resourceVersion ?? '', change.metadata);
+    } else written = object;
+    if (change.statusChanged) {
+      fence();
+      written = await api.replaceClusterHealthStatus({ ...written, status: status() });
+    }
+    return written;
   }
 
   /**
