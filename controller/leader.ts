@@ -27,17 +27,15 @@
 //   nothing. A leader ignores the watch: it knows the lease from its own writes, and an event that arrives
 //   late (the release it took the lease from) must not make it step down.
 
-import type { LeaseObject } from '../api/lease.ts';
-import { microTime } from '../api/lease.ts';
 import { COMPONENT_NAMESPACE } from '../api/names.ts';
 import type { Clock } from '../lib/clock.ts';
-import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import type { LeaseCallOptions, LeaseStore } from '../lib/kube/leases.ts';
+import type { LeaseStore } from '../lib/kube/leases.ts';
 import type { Logger } from '../lib/log.ts';
+import { ObservedRecord, type LeaderLease } from './leader-record.ts';
+import { LeaseWrites } from './leader-writes.ts';
 import {
   ACQUIRE_JITTER,
   LEADER_ELECTION_DEFAULTS,
-  RELEASED_LEASE_SECONDS,
   validateLeaderElectionTiming,
   type LeaderElectionTiming,
 } from './leader-timing.ts';
@@ -50,8 +48,7 @@ export {
   type SyncBounds,
 } from './leader-timing.ts';
 
-/** The leader's Lease: a coordination.k8s.io/v1 Lease with leaseTransitions (through the one Lease port). */
-export type LeaderLease = LeaseObject;
+export type { LeaderLease } from './leader-record.ts';
 
 export interface LeaderCallbacks {
   /** This replica now leads; `signal` aborts when it stops leading. Only the leader writes. */
@@ -77,18 +74,6 @@ export interface LeaderElectorOptions extends Partial<LeaderElectionTiming> {
   random?: () => number;
 }
 
-/** The fields of the lease that make up the leader election record; a change to any is an observed change. */
-function recordKey(lease: LeaderLease): string {
-  const spec = lease.spec ?? {};
-  return JSON.stringify([
-    spec.holderIdentity ?? '',
-    spec.leaseDurationSeconds ?? 0,
-    String(spec.acquireTime ?? ''),
-    String(spec.renewTime ?? ''),
-    spec.leaseTransitions ?? 0,
-  ]);
-}
-
 export class LeaderElector {
   readonly identity: string;
   readonly name: string;
@@ -100,9 +85,8 @@ export class LeaderElector {
   private readonly timing: LeaderElectionTiming;
 
   /** The lease as last read or written, and our clock when its record was last seen to change. */
-  private observed: LeaderLease | undefined;
-  private observedKey = '';
-  private observedTimeMs = 0;
+  private readonly record: ObservedRecord;
+  private readonly writes: LeaseWrites;
   private reportedLeader = '';
   /** Aborts the candidate's current wait between tries (the watch saw the lease released). */
   private waiting: AbortController | undefined;
@@ -136,6 +120,30 @@ export class LeaderElector {
     this.namespace = options.namespace ?? COMPONENT_NAMESPACE;
     this.random = options.random ?? Math.random;
     this.log = options.log.child({ lease: `${this.namespace}/${this.name}`, identity: this.identity });
+    this.record = new ObservedRecord(this.clock, this.timing.leaseDurationMs);
+    this.writes = new LeaseWrites({
+      store: this.store,
+      identity: this.identity,
+      name: this.name,
+      clock: this.clock,
+      log: this.log,
+      namespace: this.namespace,
+      leaseDurationMs: this.timing.leaseDurationMs,
+      record: this.record,
+      stopping: this.stopping.signal,
+      observe: (lease, wroteIt) => this.observe(lease, wroteIt),
+    });
+  }
+
+  /** Hands the lease back, within the renew deadline and the caller's shutdown deadline. */
+  private release(): Promise<void> {
+    return this.writes.release(
+      Math.min(this.clock.monotonic() + this.timing.renewDeadlineMs, this.releaseByMs),
+    );
+  }
+
+  private tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
+    return this.writes.tryAcquireOrRenew(deadlineMs, this.isLeader);
   }
 
   /** True from onStartedLeading until leadership ends. */
@@ -145,7 +153,7 @@ export class LeaderElector {
 
   /** The holder of the lease as last observed ('' when free or unknown). */
   get leader(): string {
-    return this.observed?.spec?.holderIdentity ?? '';
+    return this.record.holder;
   }
 
   /**
@@ -247,7 +255,7 @@ export class LeaderElector {
       const retryMs = this.timing.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER);
       const holder = this.leader;
       const untilExpiryMs =
-        holder && holder !== this.identity ? this.expiresAtMs() - this.clock.monotonic() : retryMs;
+        holder && holder !== this.identity ? this.record.expiresAtMs() - this.clock.monotonic() : retryMs;
       if (!(await this.sleep(Math.max(0, Math.min(retryMs, untilExpiryMs))))) return false;
     }
   }
@@ -277,9 +285,9 @@ export class LeaderElector {
   private seen(lease: LeaderLease | undefined): void {
     if (this.isLeader || this.stopping.signal.aborted) return;
     // Our own takeover, written and not yet begun (or a term just lost): its answer is newer than any event.
-    if (this.observed?.spec?.holderIdentity === this.identity) return;
+    if (this.record.lease?.spec?.holderIdentity === this.identity) return;
     if (lease) {
-      if (lease.metadata.resourceVersion === this.observed?.metadata.resourceVersion) return;
+      if (lease.metadata.resourceVersion === this.record.lease?.metadata.resourceVersion) return;
       this.observe(lease, false);
       if (lease.spec?.holderIdentity) return;
     }
@@ -336,27 +344,9 @@ export class LeaderElector {
     }
   }
 
-  private callOptions(deadlineMs: number): LeaseCallOptions {
-    return { timeoutMs: Math.max(1, deadlineMs - this.clock.monotonic()), signal: this.stopping.signal };
-  }
-
-  /** When the observed lease stops being valid (by our monotonic clock): observedTime + its duration. */
-  private expiresAtMs(): number {
-    const seconds = this.observed?.spec?.leaseDurationSeconds;
-    const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.timing.leaseDurationMs;
-    return this.observedTimeMs + durationMs;
-  }
-
-  private isLeaseValid(now: number): boolean {
-    return this.expiresAtMs() > now;
-  }
-
   /** Records what we read or wrote; observedTime moves only when the record changed (or we wrote it). */
   private observe(lease: LeaderLease, wroteIt: boolean): void {
-    const key = recordKey(lease);
-    if (wroteIt || key !== this.observedKey) this.observedTimeMs = this.clock.monotonic();
-    this.observed = lease;
-    this.observedKey = key;
+    this.record.observe(lease, wroteIt);
     const holder = lease.spec?.holderIdentity ?? '';
     if (holder && holder !== this.reportedLeader) {
       this.reportedLeader = holder;
@@ -365,130 +355,6 @@ export class LeaderElector {
         this.callbacks?.onNewLeader?.(holder);
       } catch (err) {
         this.log.error({ err }, 'Leader callback onNewLeader failed');
-      }
-    }
-  }
-
-  /** Our record (`now` wall time): a renewal keeps acquireTime and leaseTransitions, a takeover starts them anew. */
-  private desiredSpec(now: number, previous: LeaderLease['spec'], takeover: boolean): LeaderLease['spec'] {
-    const renewTime = microTime(new Date(now));
-    const transitions = previous?.leaseTransitions ?? 0;
-    return {
-      holderIdentity: this.identity,
-      leaseDurationSeconds: Math.ceil(this.timing.leaseDurationMs / 1000),
-      acquireTime: takeover ? renewTime : (previous?.acquireTime ?? renewTime),
-      renewTime,
-      leaseTransitions: takeover ? transitions + 1 : transitions,
-    };
-  }
-
-  /** One attempt, as client-go's tryAcquireOrRenew; never throws. */
-  private async tryAcquireOrRenew(deadlineMs: number): Promise<boolean> {
-    const now = this.clock.monotonic();
-    const wallNow = this.clock.now();
-    // Fast path: the leader updates from the lease it last wrote, without reading.
-    if (this.isLeader && this.observed && this.isLeaseValid(now)) {
-      const spec = this.desiredSpec(wallNow, this.observed.spec, false);
-      try {
-        this.observe(
-          await this.store.replace({ ...this.observed, spec }, this.callOptions(deadlineMs)),
-          true,
-        );
-        return true;
-      } catch (err) {
-        if (this.stopping.signal.aborted) return false;
-        this.log.warn({ err }, 'Failed to renew leadership lease');
-      }
-    }
-
-    let current: LeaderLease;
-    try {
-      current = await this.store.get(this.namespace, this.name, this.callOptions(deadlineMs));
-    } catch (err) {
-      if (!isKubeError(err, KubeErrorCode.NotFound)) {
-        if (!this.stopping.signal.aborted) this.log.warn({ err }, 'Failed to read leadership lease');
-        return false;
-      }
-      return this.create(wallNow, deadlineMs);
-    }
-    this.observe(current, false);
-
-    const holder = current.spec?.holderIdentity ?? '';
-    if (holder && holder !== this.identity && this.isLeaseValid(now)) return false;
-
-    const takeover = holder !== this.identity;
-    const spec = this.desiredSpec(wallNow, current.spec, takeover);
-    try {
-      this.observe(await this.store.replace({ ...current, spec }, this.callOptions(deadlineMs)), true);
-      if (takeover) {
-        this.log.info(
-          { previous: holder, transitions: spec?.leaseTransitions },
-          'Took over leadership lease',
-        );
-      }
-      return true;
-    } catch (err) {
-      if (this.stopping.signal.aborted) return false;
-      if (isKubeError(err, KubeErrorCode.Conflict)) {
-        this.log.debug({ err }, 'Lost a race for the leadership lease');
-      } else {
-        this.log.warn({ err }, 'Failed to update leadership lease');
-      }
-      return false;
-    }
-  }
-
-  private async create(wallNow: number, deadlineMs: number): Promise<boolean> {
-    const lease: LeaderLease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: this.name, namespace: this.namespace },
-      spec: this.desiredSpec(wallNow, undefined, false),
-    };
-    try {
-      this.observe(await this.store.create(lease, this.callOptions(deadlineMs)), true);
-      this.log.info('Created leadership lease');
-      return true;
-    } catch (err) {
-      if (!this.stopping.signal.aborted && !isKubeError(err, KubeErrorCode.AlreadyExists)) {
-        this.log.warn({ err }, 'Failed to create leadership lease');
-      }
-      return false;
-    }
-  }
-
-  /**
-   * Hands the lease back: empty holder and a 1 s duration, from the last written object; on a conflict
-   * (a renewal that was cut short may still have landed) it re-reads and retries once if we still hold it.
-   */
-  private async release(): Promise<void> {
-    const deadline = Math.min(this.clock.monotonic() + this.timing.renewDeadlineMs, this.releaseByMs);
-    const options = (): LeaseCallOptions => ({ timeoutMs: deadline - this.clock.monotonic() });
-    let lease = this.observed;
-    for (let attempt = 0; attempt < 2 && lease; attempt++) {
-      if (lease.spec?.holderIdentity !== this.identity) return;
-      if (options().timeoutMs <= 0) {
-        this.log.warn('No time left to release the leadership lease; it will expire');
-        return;
-      }
-      const now = microTime(new Date(this.clock.now()));
-      const spec: LeaderLease['spec'] = {
-        holderIdentity: '',
-        leaseDurationSeconds: RELEASED_LEASE_SECONDS,
-        acquireTime: now,
-        renewTime: now,
-        leaseTransitions: lease.spec?.leaseTransitions ?? 0,
-      };
-      try {
-        this.observe(await this.store.replace({ ...lease, spec }, options()), true);
-        this.log.info('Released leadership lease');
-        return;
-      } catch (err) {
-        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt > 0) {
-          this.log.warn({ err }, 'Failed to release leadership lease');
-          return;
-        }
-        lease = await this.store.get(this.namespace, this.name, options()).catch(() => undefined);
       }
     }
   }

@@ -1,0 +1,144 @@
+// The elector's writes of its Lease (leader.ts), as client-go's tryAcquireOrRenew and release: each attempt is
+// optimistic (resourceVersion), never throws, and records what it read or wrote through `observe`.
+
+import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { LeaseCallOptions, LeaseStore } from '../lib/kube/leases.ts';
+import type { Logger } from '../lib/log.ts';
+import { holderSpec, releasedSpec, type LeaderLease, type ObservedRecord } from './leader-record.ts';
+
+export interface LeaseWritesDeps {
+  store: LeaseStore;
+  clock: Clock;
+  log: Logger;
+  identity: string;
+  name: string;
+  namespace: string;
+  leaseDurationMs: number;
+  /** What was last read or written; read here, moved by `observe`. */
+  record: ObservedRecord;
+  /** The elector's stop: requests end with it, and what fails after it is not logged. */
+  stopping: AbortSignal;
+  /** Records a lease read (`wroteIt` false) or written. */
+  observe(lease: LeaderLease, wroteIt: boolean): void;
+}
+
+export class LeaseWrites {
+  private readonly d: LeaseWritesDeps;
+
+  constructor(deps: LeaseWritesDeps) {
+    this.d = deps;
+  }
+
+  private callOptions(deadlineMs: number): LeaseCallOptions {
+    return { timeoutMs: Math.max(1, deadlineMs - this.d.clock.monotonic()), signal: this.d.stopping };
+  }
+
+  /** Our record (`now` wall time): a renewal keeps acquireTime and leaseTransitions, a takeover starts them anew. */
+  private desiredSpec(now: number, previous: LeaderLease['spec'], takeover: boolean): LeaderLease['spec'] {
+    return holderSpec(this.d.identity, this.d.leaseDurationMs, now, previous, takeover);
+  }
+
+  /** One attempt, as client-go's tryAcquireOrRenew; never throws. */
+  async tryAcquireOrRenew(deadlineMs: number, isLeader: boolean): Promise<boolean> {
+    const now = this.d.clock.monotonic();
+    const wallNow = this.d.clock.now();
+    // Fast path: the leader updates from the lease it last wrote, without reading.
+    if (isLeader && this.d.record.lease && this.d.record.isValid(now)) {
+      const spec = this.desiredSpec(wallNow, this.d.record.lease.spec, false);
+      try {
+        this.d.observe(
+          await this.d.store.replace({ ...this.d.record.lease, spec }, this.callOptions(deadlineMs)),
+          true,
+        );
+        return true;
+      } catch (err) {
+        if (this.d.stopping.aborted) return false;
+        this.d.log.warn({ err }, 'Failed to renew leadership lease');
+      }
+    }
+
+    let current: LeaderLease;
+    try {
+      current = await this.d.store.get(this.d.namespace, this.d.name, this.callOptions(deadlineMs));
+    } catch (err) {
+      if (!isKubeError(err, KubeErrorCode.NotFound)) {
+        if (!this.d.stopping.aborted) this.d.log.warn({ err }, 'Failed to read leadership lease');
+        return false;
+      }
+      return this.create(wallNow, deadlineMs);
+    }
+    this.d.observe(current, false);
+
+    const holder = current.spec?.holderIdentity ?? '';
+    if (holder && holder !== this.d.identity && this.d.record.isValid(now)) return false;
+
+    const takeover = holder !== this.d.identity;
+    const spec = this.desiredSpec(wallNow, current.spec, takeover);
+    try {
+      this.d.observe(await this.d.store.replace({ ...current, spec }, this.callOptions(deadlineMs)), true);
+      if (takeover) {
+        this.d.log.info(
+          { previous: holder, transitions: spec?.leaseTransitions },
+          'Took over leadership lease',
+        );
+      }
+      return true;
+    } catch (err) {
+      if (this.d.stopping.aborted) return false;
+      if (isKubeError(err, KubeErrorCode.Conflict)) {
+        this.d.log.debug({ err }, 'Lost a race for the leadership lease');
+      } else {
+        this.d.log.warn({ err }, 'Failed to update leadership lease');
+      }
+      return false;
+    }
+  }
+
+  private async create(wallNow: number, deadlineMs: number): Promise<boolean> {
+    const lease: LeaderLease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: this.d.name, namespace: this.d.namespace },
+      spec: this.desiredSpec(wallNow, undefined, false),
+    };
+    try {
+      this.d.observe(await this.d.store.create(lease, this.callOptions(deadlineMs)), true);
+      this.d.log.info('Created leadership lease');
+      return true;
+    } catch (err) {
+      if (!this.d.stopping.aborted && !isKubeError(err, KubeErrorCode.AlreadyExists)) {
+        this.d.log.warn({ err }, 'Failed to create leadership lease');
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Hands the lease back: empty holder and a 1 s duration, from the last written object; on a conflict
+   * (a renewal that was cut short may still have landed) it re-reads and retries once if we still hold it.
+   */
+  async release(deadline: number): Promise<void> {
+    const options = (): LeaseCallOptions => ({ timeoutMs: deadline - this.d.clock.monotonic() });
+    let lease = this.d.record.lease;
+    for (let attempt = 0; attempt < 2 && lease; attempt++) {
+      if (lease.spec?.holderIdentity !== this.d.identity) return;
+      if (options().timeoutMs <= 0) {
+        this.d.log.warn('No time left to release the leadership lease; it will expire');
+        return;
+      }
+      const spec = releasedSpec(this.d.clock.now(), lease.spec);
+      try {
+        this.d.observe(await this.d.store.replace({ ...lease, spec }, options()), true);
+        this.d.log.info('Released leadership lease');
+        return;
+      } catch (err) {
+        if (!isKubeError(err, KubeErrorCode.Conflict) || attempt > 0) {
+          this.d.log.warn({ err }, 'Failed to release leadership lease');
+          return;
+        }
+        lease = await this.d.store.get(this.d.namespace, this.d.name, options()).catch(() => undefined);
+      }
+    }
+  }
+}
