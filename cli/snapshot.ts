@@ -21,30 +21,10 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { leasesPath } from '../lib/kube/paths.ts';
 import { decodeLeaseList } from '../lib/kube/protobuf.ts';
-import { nextPageLimit, type ListBody } from '../lib/kube/reflector.ts';
+import { LIST_PAGE_SIZE, listAll, nextPageLimit, type ListBody } from '../lib/kube/list.ts';
 import type { ClusterHealthObject, ClusterSnapshot, EventObject, NodeObject } from './model.ts';
 
-const PAGE = 500;
-
 export type Client = Pick<KubeClient, 'request'>;
-
-interface List<T> {
-  items?: T[];
-  metadata?: { continue?: string };
-}
-
-async function listAll<T>(client: Client, path: string, query: Record<string, string> = {}): Promise<T[]> {
-  const items: T[] = [];
-  let token: string | undefined;
-  do {
-    const page = await client.request<List<T>>('GET', path, {
-      query: { ...query, limit: PAGE, continue: token },
-    });
-    items.push(...(page.items ?? []));
-    token = page.metadata?.continue || undefined;
-  } while (token);
-  return items;
-}
 
 /** The most bytes of one page of Leases read (the controller's bound, controller/cache/cluster-cache.ts). */
 export const LEASE_PAGE_MAX_BYTES = 16 * 1024 * 1024;
@@ -52,7 +32,7 @@ export const LEASE_PAGE_MAX_BYTES = 16 * 1024 * 1024;
 /**
  * Every Lease of `path`, compact, and the keys of those that could not be read (over 64 KiB in protobuf, or
  * not readable): pages of at most LEASE_PAGE_MAX_BYTES, a page over it asked for again with a quarter of the
- * items, each next one with as many as fit a quarter of it at the bytes per item seen (up to PAGE).
+ * items, each next one with as many as fit a quarter of it at the bytes per item seen (up to LIST_PAGE_SIZE).
  */
 export async function listLeases(
   client: Client,
@@ -62,7 +42,7 @@ export async function listLeases(
   const leases: LeaseObject[] = [];
   const skipped: string[] = [];
   let token: string | undefined;
-  let limit = PAGE;
+  let limit = LIST_PAGE_SIZE;
   for (;;) {
     let bytes = 0;
     let page: ListBody<LeaseObject>;
@@ -83,7 +63,7 @@ export async function listLeases(
     for (const lease of page.items ?? []) leases.push(compactLease(lease));
     token = page.metadata?.continue || undefined;
     if (token === undefined) return { leases, skipped };
-    limit = nextPageLimit(limit, bytes, LEASE_PAGE_MAX_BYTES, PAGE);
+    limit = nextPageLimit(limit, bytes, LEASE_PAGE_MAX_BYTES, LIST_PAGE_SIZE);
   }
 }
 
@@ -154,7 +134,7 @@ export async function readSnapshot(
 /** Events regarding the node (the controller records them in `default`, as the kubelet does), oldest first. */
 export async function readNodeEvents(client: Client, node: string): Promise<EventObject[]> {
   const events = await listAll<EventObject>(client, '/api/v1/namespaces/default/events', {
-    fieldSelector: `involvedObject.kind=Node,involvedObject.name=${node}`,
+    query: { fieldSelector: `involvedObject.kind=Node,involvedObject.name=${node}` },
   });
   return events;
 }
@@ -173,8 +153,10 @@ export interface NodeWorkloads {
 export async function readNodeWorkloads(client: Client, node: string): Promise<NodeWorkloads> {
   const [daemonSets, onNode, unscheduled] = await Promise.all([
     listAll<DaemonSetObject>(client, '/apis/apps/v1/daemonsets'),
-    listAll<PodObject>(client, '/api/v1/pods', { fieldSelector: `spec.nodeName=${node}` }),
-    listAll<PodObject>(client, '/api/v1/pods', { fieldSelector: 'spec.nodeName=,status.phase=Pending' }),
+    listAll<PodObject>(client, '/api/v1/pods', { query: { fieldSelector: `spec.nodeName=${node}` } }),
+    listAll<PodObject>(client, '/api/v1/pods', {
+      query: { fieldSelector: 'spec.nodeName=,status.phase=Pending' },
+    }),
   ]);
   return { daemonSets, pods: [...onNode, ...unscheduled] };
 }

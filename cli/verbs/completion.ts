@@ -6,6 +6,7 @@
 
 import { collectOptions, type OptionValues } from '../../lib/options.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
+import { listAll } from '../../lib/kube/list.ts';
 import type { CliIo, Verb } from '../verb.ts';
 import { complete, completionOutput, completionSpec, type CompletionSpec } from '../completion.ts';
 import { completionScript, SHELLS, type Shell } from '../completion-scripts.ts';
@@ -13,7 +14,6 @@ import { CONNECTION_OPTIONS, connect, connectionSettings, Exit, kubectlArgs } fr
 
 /** The deadline of the whole node listing when no --request-timeout is typed: a TAB must not hang. */
 export const COMPLETION_TIMEOUT_MS = 2000;
-const PAGE = 500;
 
 /** The node names the connection the words name lists: all of them, paged, within the deadline. */
 export type NodeNames = (values: OptionValues, io: CliIo) => Promise<string[]>;
@@ -30,21 +30,11 @@ export const listNodeNames: NodeNames = async (values, io) => {
   });
   const signal = AbortSignal.timeout(deadlineMs);
   try {
-    const names: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await client.request<{
-        items?: Array<{ metadata?: { name?: string } }>;
-        metadata?: { continue?: string };
-      }>('GET', '/api/v1/nodes', {
-        query: { limit: PAGE, continue: token },
-        withoutManagedFields: true,
-        signal,
-      });
-      for (const item of page.items ?? []) if (item.metadata?.name) names.push(item.metadata.name);
-      token = page.metadata?.continue || undefined;
-    } while (token);
-    return names;
+    const nodes = await listAll<{ metadata?: { name?: string } }>(client, '/api/v1/nodes', {
+      withoutManagedFields: true,
+      signal,
+    });
+    return nodes.flatMap((node) => (node.metadata?.name ? [node.metadata.name] : []));
   } finally {
     await client.close();
   }

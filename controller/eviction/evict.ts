@@ -16,12 +16,12 @@ import { DEFAULT_RUNTIME_TAINT_KEY, RUNTIME_TAINT_VALUE } from '../../api/names.
 import { toleratesTaint, type Taint, type Toleration } from '../../api/scheduling.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
+import { listAll } from '../../lib/kube/list.ts';
 import type { Logger } from '../../lib/log.ts';
 import { holdOf, podDoNotDisrupt, type HoldReason, type OwnerFacts } from './owners.ts';
 import type { OwnerReference, RemediatorReads } from './remediators.ts';
 
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
-const LIST_PAGE_SIZE = 500;
 
 export { toleratesTaint, type Taint, type Toleration } from '../../api/scheduling.ts';
 
@@ -162,23 +162,12 @@ export async function readNodeHold(options: {
   return options.remediators.holdOf(options.nodeName, node.metadata?.ownerReferences, options.signal);
 }
 
-async function listNodePods(options: EvictNodePodsOptions): Promise<PodObject[]> {
-  const pods: PodObject[] = [];
-  let cont: string | undefined;
-  do {
-    const page = await options.client.request<{ items?: PodObject[]; metadata?: { continue?: string } }>(
-      'GET',
-      '/api/v1/pods',
-      {
-        query: { fieldSelector: `spec.nodeName=${options.nodeName}`, limit: LIST_PAGE_SIZE, continue: cont },
-        timeoutMs: options.timeoutMs,
-        signal: options.signal,
-      },
-    );
-    pods.push(...(page.items ?? []));
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
-  return pods;
+function listNodePods(options: EvictNodePodsOptions): Promise<PodObject[]> {
+  return listAll<PodObject>(options.client, '/api/v1/pods', {
+    query: { fieldSelector: `spec.nodeName=${options.nodeName}` },
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+  });
 }
 
 /**

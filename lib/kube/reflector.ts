@@ -21,9 +21,6 @@ import type { KubeClient, Query, WatchEventType } from './client.ts';
 import { isKubeError, KubeError, KubeErrorCode } from './errors.ts';
 import { listContinueToken, nextPageLimit, type ListBody, type ProtobufList } from './list.ts';
 
-// Moved to list.ts; cli/snapshot.ts (another change's file for now) still takes them from here.
-export { nextPageLimit, type ListBody } from './list.ts';
-
 /** ReflectorOptions.pageMaxBytes by default: far above a page of 2,000 Leases (about 3 MB of JSON). */
 export const DEFAULT_PAGE_MAX_BYTES = 32 * 1024 * 1024;
 
