@@ -5,6 +5,7 @@
 // it runs to that label: KWOK, the controller (--node-selector), the SystemExtensions. Everything it created is
 // remembered, and stop() removes it again, newest first; what it did not create it never writes.
 
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,9 +18,9 @@ import {
   KubeConfig,
   KubernetesObjectApi,
   VersionApi,
+  loadAllYaml,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { loadAll } from 'js-yaml';
 import {
   API_GROUP,
   API_VERSION,
@@ -59,8 +60,12 @@ const NEEDED = [
 
 function errorText(err: unknown): string {
   const e = err as { code?: number; body?: unknown; message?: string };
-  const body = typeof e.body === 'string' ? e.body : '';
-  const message = /"message":"([^"]*)"/.exec(body)?.[1];
+  let message: string | undefined;
+  try {
+    message = (JSON.parse(typeof e.body === 'string' ? e.body : '{}') as { message?: string }).message;
+  } catch {
+    message = undefined;
+  }
   if (typeof e.code === 'number') return `HTTP ${e.code}${message ? `: ${message}` : ''}`;
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   return [e.message ?? String(err), cause?.code ?? cause?.message].filter(Boolean).join(': ');
@@ -105,6 +110,8 @@ export class ExistingCluster extends DemoCluster {
   /** What the demo created, with how to remove it, oldest first. */
   private readonly created: Array<{ what: string; remove: () => Promise<unknown> }> = [];
   private kwok: DemoKwok | undefined;
+  /** KWOK's process from its spawn on (killNow reaches it also while it starts). */
+  private kwokChild: ChildProcess | undefined;
 
   override get kubeconfigPath(): string {
     if (!this.kubeconfigFile) throw new Error('not connected to the cluster');
@@ -199,7 +206,10 @@ export class ExistingCluster extends DemoCluster {
       join(base, 'namespaces.yaml'),
       ...(await readdir(join(base, 'crds'))).sort().map((f) => join(base, 'crds', f)),
     ];
-    const objects = (await Promise.all(files.map(async (f) => loadAll(await readFile(f, 'utf8')))))
+    // Typed by client-node's own loader: its serializer keeps the schema's x-kubernetes-* keys only so.
+    const objects = (
+      await Promise.all(files.map(async (f) => loadAllYaml(await readFile(f, 'utf8')) as unknown[]))
+    )
       .flat()
       .filter((o): o is KubernetesObject => typeof o === 'object' && o !== null);
     const api = KubernetesObjectApi.makeApiClient(this.kc);
@@ -233,7 +243,13 @@ export class ExistingCluster extends DemoCluster {
 
   /** KWOK (built into the tool cache if missing, `log` its progress), managing only the demo's nodes. */
   async startKwok(log: (line: string) => void): Promise<void> {
-    this.kwok = await startDemoKwok(this.dir, this.kubeconfigPath, DEMO_NODE_SELECTOR, log);
+    this.kwok = await startDemoKwok(
+      this.dir,
+      this.kubeconfigPath,
+      DEMO_NODE_SELECTOR,
+      log,
+      (child) => (this.kwokChild = child),
+    );
     if (this.stopped) await this.kwok.stop();
   }
 
@@ -338,6 +354,6 @@ export class ExistingCluster extends DemoCluster {
 
   override killNow(): void {
     super.killNow();
-    this.kwok?.child.kill('SIGKILL');
+    this.kwokChild?.kill('SIGKILL');
   }
 }

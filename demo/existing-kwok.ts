@@ -15,12 +15,16 @@ export interface DemoKwok {
   stop(): Promise<void>;
 }
 
-/** Starts KWOK on `kubeconfig` for the nodes matching `nodeSelector`; resolves once its /healthz answers. */
+/**
+ * Starts KWOK on `kubeconfig` for the nodes matching `nodeSelector`; resolves once its /healthz answers.
+ * `spawned` has the process at once, so a demo stopped meanwhile can still kill it.
+ */
 export async function startDemoKwok(
   dir: string,
   kubeconfig: string,
   nodeSelector: string,
   log: (line: string) => void,
+  spawned: (child: ChildProcess) => void,
 ): Promise<DemoKwok> {
   const tool = await ensureTool('kwok', log);
   const stages = (await readdir(join(tool, 'stages')))
@@ -42,6 +46,7 @@ export async function startDemoKwok(
     ...stages,
   ];
   const child = spawn(join(tool, 'kwok'), args, { stdio: ['ignore', out.fd, out.fd] });
+  spawned(child);
   const exited = new Promise<string>((resolve) => {
     child.once('error', (err) => resolve(`could not start: ${err.message}`));
     child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exited ${code}`));

@@ -9,7 +9,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { COMPONENT_NAMESPACE } from '../api/index.ts';
 import { failAndRecover, healthTrue, heldUntilHealthy, loseAgent } from './acts.ts';
 import { DEMO_NODE_SELECTOR, ExistingCluster } from './existing-cluster.ts';
 import { ClusterObserver, PhaseError } from './observer.ts';
@@ -142,9 +141,10 @@ async function setUp(run: ExistingRun): Promise<ClusterObserver> {
       'gpu-plugin (a devicePlugin probe: at least 1 nvidia.com/gpu allocatable as the kubelet counts them).',
   );
   const observer = new ClusterObserver(cluster.kubeconfigPath, {
-    // No workload on the user's cluster: the selector matches no pod.
-    namespace: COMPONENT_NAMESPACE,
-    labelSelector: 'demo.nodecare.io/workload=none',
+    // No workload on the user's cluster, and no Karpenter.
+    namespace: '',
+    labelSelector: '',
+    pods: false,
     nodeClaims: false,
     nodeSelector: DEMO_NODE_SELECTOR,
   });

@@ -33,6 +33,8 @@ export interface Snapshot {
   nodeClaims: NodeClaim[] | undefined;
   /** The workload's pods. */
   pods: V1Pod[];
+  /** Set where there is no workload to follow (the existing-cluster demo): the view shows no workload line. */
+  noWorkload?: true;
 }
 
 /** Which pods the view follows. */
@@ -41,6 +43,8 @@ export interface WorkloadSelector {
   labelSelector: string;
   /** Whether Karpenter's NodeClaims are listed (default true; a cluster without Karpenter has none). */
   nodeClaims?: boolean;
+  /** false: no workload (no pods listed; namespace and labelSelector are not used). */
+  pods?: false;
   /** Which nodes are listed (a label selector; default every node): on a user's cluster, only the demo's. */
   nodeSelector?: string;
 }
@@ -124,10 +128,12 @@ export class ClusterObserver {
             },
           ),
         this.workload.nodeClaims === false ? Promise.resolve(undefined) : listNodeClaims(this.custom),
-        this.core.listNamespacedPod({
-          namespace: this.workload.namespace,
-          labelSelector: this.workload.labelSelector,
-        }),
+        this.workload.pods === false
+          ? Promise.resolve({ items: [] })
+          : this.core.listNamespacedPod({
+              namespace: this.workload.namespace,
+              labelSelector: this.workload.labelSelector,
+            }),
       ]);
       const observed = leases.items.flatMap((lease) => {
         const decoded = decodeLease({ metadata: lease.metadata ?? {}, spec: lease.spec });
@@ -142,6 +148,7 @@ export class ClusterObserver {
         clusterHealth: health,
         nodeClaims,
         pods: pods.items,
+        ...(this.workload.pods === false ? { noWorkload: true as const } : {}),
       };
       this.latest = snapshot;
       this.lastError = undefined;

@@ -82,7 +82,7 @@ export class LineOutput implements Output {
       this.health = health;
       this.write(`${elapsed(this.startMs)}  │ ${health}\n`);
     }
-    const lines = autoscalerLines(snapshot.nodeClaims, snapshot.pods);
+    const lines = autoscalerLines(snapshot.nodeClaims, snapshot.noWorkload ? undefined : snapshot.pods);
     if (lines.join('\n') !== this.autoscaler) {
       this.autoscaler = lines.join('\n');
       for (const line of lines) this.write(`${elapsed(this.startMs)}  │ ${line}\n`);
@@ -199,7 +199,10 @@ export class TtyOutput implements Output {
       '',
       ...table.map((line) => fit(line, width)),
       ...(this.latest
-        ? autoscalerLines(this.latest.nodeClaims, this.latest.pods).flatMap((line) => wrap(line, width, 4))
+        ? autoscalerLines(
+            this.latest.nodeClaims,
+            this.latest.noWorkload ? undefined : this.latest.pods,
+          ).flatMap((line) => wrap(line, width, 4))
         : []),
       ...(this.latest ? wrap(clusterHealthLine(this.latest.clusterHealth, true), width, 4) : []),
       ...wrap(`\u001b[2m${LEGEND}\u001b[0m`, width, 4),

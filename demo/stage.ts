@@ -97,7 +97,11 @@ export async function printLastState(
   const latest = observer.latest;
   if (latest) {
     const table = renderStatus(latest.nodes, latest.leases, new Date(), { nodeClaims: latest.nodeClaims });
-    for (const line of [...table, ...autoscalerLines(latest.nodeClaims, latest.pods)]) out.say(line);
+    for (const line of [
+      ...table,
+      ...autoscalerLines(latest.nodeClaims, latest.noWorkload ? undefined : latest.pods),
+    ])
+      out.say(line);
   }
   out.say('Last log lines:');
   for (const line of await cluster.recentLogs()) out.say(line);

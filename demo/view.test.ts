@@ -238,6 +238,11 @@ describe("the autoscaler's view", () => {
     expect(autoscalerLines(claims, pods)).toEqual(lines);
   });
 
+  it('shows no workload line where the story has no workload (an existing cluster, no Karpenter)', () => {
+    expect(autoscalerLines(undefined, undefined)).toEqual([]);
+    expect(autoscalerLines(undefined, [])).toEqual(['Workload: no pod yet']);
+  });
+
   it('caps a long scheduler message', () => {
     const [, line] = autoscalerLines(
       [],

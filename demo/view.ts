@@ -301,7 +301,10 @@ const MESSAGE_CHARS = 160;
  * The autoscaler's view and the workload, one line each: every NodeClaim (with the node it became, or that
  * it has none yet) and every workload pod (its phase, its node, and why the scheduler has not placed it).
  */
-export function autoscalerLines(claims: readonly NodeClaim[] | undefined, pods: readonly V1Pod[]): string[] {
+export function autoscalerLines(
+  claims: readonly NodeClaim[] | undefined,
+  pods: readonly V1Pod[] | undefined,
+): string[] {
   // undefined: a cluster without Karpenter (npm start -- --real-nodes), so no Karpenter line at all.
   const lines = !claims
     ? []
@@ -314,6 +317,8 @@ export function autoscalerLines(claims: readonly NodeClaim[] | undefined, pods: 
             return `Karpenter: NodeClaim ${nodeClaimSummary(claim)}${type ? `, ${type}` : ''}, ${node}`;
           })
       : ['Karpenter: no NodeClaim'];
+  // undefined: no workload in this story (npm start -- --kubeconfig), so no workload line.
+  if (!pods) return lines;
   if (pods.length === 0) return [...lines, 'Workload: no pod yet'];
   for (const pod of pods) {
     const phase = pod.status?.phase ?? 'Pending';
