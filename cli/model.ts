@@ -12,17 +12,17 @@
 
 import {
   parseSystemExtension,
-  resolveRegistrations,
-  restrictConditionType,
   type LeaseObject,
   type ParsedSystemExtension as SystemExtension,
   type Registration,
   type RegistrationConflict,
+  type ResolvedRegistrations,
   type SystemExtensionObject,
 } from '../api/index.ts';
 import { ExtensionState, LeaseRole } from '../api/names.ts';
 import { ConditionReason } from '../api/reasons.ts';
 import {
+  ownedByAnotherNode,
   toCachedLease,
   toCachedNode,
   type CachedLease,
@@ -31,17 +31,15 @@ import {
 } from '../controller/ingest.ts';
 import {
   BREAKER_DEFAULTS,
-  BreakerState,
-  CONTROLLER_SUSPEND,
-  extensionRollout,
-  labelWaitsOf,
   RolloutWindows,
   DECISION_DEFAULTS,
   decideNode,
+  decisionInput,
   hasTaint,
   NodeState,
+  registrationsOf as decisionRegistrationsOf,
+  trippedOver,
   type DecisionInput,
-  type DecisionPolicy,
   type NodeDecision,
   type NodeMemory,
   type SeenLease,
@@ -147,16 +145,6 @@ export interface Analysis {
   now: number;
 }
 
-function decisionPolicy(policy: CliPolicy, tripped: ReadonlySet<string>): DecisionPolicy {
-  return {
-    bootstrapTaintKey: policy.bootstrapTaintKey,
-    runtimeTaintKey: policy.runtimeTaintKey,
-    bootstrapTimeoutSeconds: policy.bootstrapTimeoutSeconds,
-    missingLeaseGraceSeconds: policy.missingLeaseGraceSeconds,
-    trippedExtensions: tripped,
-  };
-}
-
 function seen(lease: CachedLease, now: number): SeenLease {
   const renewed = Date.parse(lease.renewTime);
   return { lease, observedAtMs: Number.isFinite(renewed) ? Math.min(renewed, now) : now };
@@ -200,8 +188,7 @@ function believedLeases(
   let agentLease: CachedLease | undefined;
   const ignoredLeases: CachedLease[] = [];
   for (const lease of claimed) {
-    const foreign = lease.ownerUid !== undefined && node.uid !== '' && lease.ownerUid !== node.uid;
-    if (lease.problem !== undefined || foreign) ignoredLeases.push(lease);
+    if (lease.problem !== undefined || ownedByAnotherNode(lease, node.uid)) ignoredLeases.push(lease);
     else if (lease.role === LeaseRole.agent) agentLease = lease;
     else if (lease.extension) leases.set(lease.extension, lease);
   }
@@ -209,22 +196,15 @@ function believedLeases(
 }
 
 /**
- * Every registration in force on the node, by name, as the controller judges them: an annotation's condition
- * type restricted to the allowed ones (api/registration.ts).
+ * Every registration in force on the node, by name, as the controller judges them (controller/decide
+ * registrationsOf), with the plugin's policy.
  */
 export function registrationsOf(
   node: CachedNode,
   sxs: readonly SystemExtension[],
   policy: Pick<CliPolicy, 'annotationConditionTypes'>,
-): ReturnType<typeof resolveRegistrations> {
-  const resolved = resolveRegistrations(node, sxs);
-  const byName = new Map(
-    [...resolved.byName].map(([name, r]) => [
-      name,
-      restrictConditionType(r, policy.annotationConditionTypes),
-    ]),
-  );
-  return { ...resolved, byName };
+): ResolvedRegistrations {
+  return decisionRegistrationsOf(node, sxs, policy.annotationConditionTypes);
 }
 
 /** What the cluster tells every node's decision alike. */
@@ -236,52 +216,35 @@ interface Context {
   now: number;
 }
 
-/** The required extensions of the decision input, each with its rollout window (from its SystemExtension). */
-function requiredOf(byName: ReadonlyMap<string, Registration>, ctx: Context): DecisionInput['required'] {
-  return [...byName.values()].map((r) => {
-    const sx = r.source === 'systemExtension' ? ctx.sxByName.get(r.name) : undefined;
-    const rollout = sx && extensionRollout(sx.rollout, ctx.rollouts.startMs(sx, ctx.now));
-    return {
-      name: r.name,
-      source: r.source,
-      policy: r.policy,
-      valid: r.valid,
-      ...(r.valid ? {} : { problems: r.problems }),
-      ...(rollout ? { rollout } : {}),
-    };
-  });
-}
-
-/** One node's registrations, Leases and decision input, before the breaker is judged. */
+/**
+ * One node's registrations, Leases and decision input (the controller's decisionInput), before the breaker is
+ * judged: the Leases seen at their renewTime, the memory reconstructed from the node.
+ */
 function prepare(raw: NodeObject, claimed: ReadonlyMap<string, CachedLease[]>, ctx: Context): PreparedNode {
   const { policy, now } = ctx;
   const node = toCachedNode(raw);
-  const resolved = registrationsOf(node, ctx.sxs, policy);
-  const { byName, conflicts } = resolved;
   const believed = believedLeases(node, claimed.get(node.name) ?? []);
-  const input: DecisionInput = {
+  const required = [...registrationsOf(node, ctx.sxs, policy).byName.keys()];
+  const { input, registrations } = decisionInput({
     node,
-    required: requiredOf(byName, ctx),
+    systemExtensions: ctx.sxByName,
     leases: new Map([...believed.leases].map(([name, lease]) => [name, seen(lease, now)])),
     agent: believed.agentLease ? seen(believed.agentLease, now) : undefined,
-    conflicts,
-    previous: reconstructedMemory(node, [...byName.keys()]),
-    policy: decisionPolicy(policy, new Set()),
+    previous: reconstructedMemory(node, required),
+    settings: policy,
+    tripped: new Set(),
+    rolloutStartMs: (sx) => ctx.rollouts.startMs(sx, now),
     now,
     // One look, no history (seen() estimates from renewTime): the CLI's one timeline is the wall clock.
     monotonicNow: now,
-    suspendedBy: [
-      ...(policy.suspend ? [CONTROLLER_SUSPEND] : []),
-      ...resolved.suspendedBy.map((name) => `SystemExtension ${name}`),
-    ],
-    labelWaits: labelWaitsOf(node.labels, ctx.sxs),
-  };
+  });
+  const { byName, conflicts } = registrations;
   return { raw, node, byName, conflicts, ...believed, input };
 }
 
 /** The node decided with the breaker's verdict. */
-function reportOf(p: PreparedNode, policy: CliPolicy, tripped: ReadonlySet<string>): NodeReport {
-  const input = { ...p.input, policy: decisionPolicy(policy, tripped) };
+function reportOf(p: PreparedNode, tripped: ReadonlySet<string>): NodeReport {
+  const input = { ...p.input, policy: { ...p.input.policy, trippedExtensions: tripped } };
   const taints = p.raw.spec?.taints ?? [];
   return {
     name: p.node.name,
@@ -329,13 +292,12 @@ export function analyze(snapshot: ClusterSnapshot, policy: CliPolicy, now: numbe
   const prepared = snapshot.nodes.map((raw) => prepare(raw, claimed, ctx));
 
   // The breaker is judged over every node's decision, then every node is decided with its verdict.
-  const breaker = new BreakerState({
-    maxUnhealthyFraction: policy.maxUnhealthyFraction,
-    minFailing: BREAKER_DEFAULTS.minFailing,
-  });
-  for (const p of prepared) breaker.apply(p.node.name, decideNode(p.input));
-  const tripped = new Set(breaker.evaluate(now).tripped);
-  return { nodes: prepared.map((p) => reportOf(p, policy, tripped)), tripped, policy, now };
+  const tripped = trippedOver(
+    prepared.map((p) => [p.node.name, decideNode(p.input)] as const),
+    { maxUnhealthyFraction: policy.maxUnhealthyFraction, minFailing: BREAKER_DEFAULTS.minFailing },
+    now,
+  );
+  return { nodes: prepared.map((p) => reportOf(p, tripped)), tripped, policy, now };
 }
 
 /**

@@ -166,6 +166,14 @@ export interface CachedLease extends ObservedLease {
   problem?: LeaseProblem;
 }
 
+/**
+ * A lease owned by another incarnation of its node (an owner UID that is not the node's): not believed. A
+ * lease without an owner, or a node whose UID is not known, believes it.
+ */
+export function ownedByAnotherNode(lease: Pick<CachedLease, 'ownerUid'>, nodeUid: string): boolean {
+  return nodeUid !== '' && lease.ownerUid !== undefined && lease.ownerUid !== nodeUid;
+}
+
 /** The most characters kept of an owner reference's UID (the API server makes them 36). */
 const MAX_OWNER_UID_CHARS = 64;
 

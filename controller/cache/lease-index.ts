@@ -5,7 +5,7 @@
 import { LeaseRole } from '../../api/index.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SeenLease } from '../decide/index.ts';
-import { LeaseProblem, MAX_LEASES_PER_NODE, type CachedLease } from '../ingest.ts';
+import { LeaseProblem, MAX_LEASES_PER_NODE, ownedByAnotherNode, type CachedLease } from '../ingest.ts';
 
 /**
  * True when a lease update changed nothing but renewTime (and the resourceVersion that comes with it). Every
@@ -152,7 +152,7 @@ export class LeaseIndex {
       const known = this.leases.get(name);
       if (!known) continue;
       const { lease } = known;
-      const foreign = node.uid !== '' && lease.ownerUid !== undefined && lease.ownerUid !== node.uid;
+      const foreign = ownedByAnotherNode(lease, node.uid);
       this.setIgnored(name, foreign ? LeaseProblem.OwnerMismatch : undefined, node.name);
       if (foreign) continue;
       const seen = { lease, observedAtMs: known.observedAtMs };

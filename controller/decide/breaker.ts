@@ -220,3 +220,17 @@ export class BreakerState extends BreakerCounts {
     super.reset();
   }
 }
+
+/**
+ * The breaker judged once over every node's decision (`kubectl nodecare`'s one pass, which has no history of
+ * decisions): the extensions it holds back at `nowMs`.
+ */
+export function trippedOver(
+  decisions: Iterable<readonly [node: string, decision: BreakerInput]>,
+  thresholds: BreakerThresholds,
+  nowMs: number,
+): ReadonlySet<string> {
+  const breaker = new BreakerState(thresholds);
+  for (const [node, decision] of decisions) breaker.apply(node, decision);
+  return new Set(breaker.evaluate(nowMs).tripped);
+}

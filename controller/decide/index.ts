@@ -16,6 +16,7 @@ export {
   BreakerCounts,
   BreakerState,
   breakerContribution,
+  trippedOver,
   type BreakerContribution,
 } from './breaker.ts';
 export {
