@@ -6,7 +6,8 @@ import { COMMON_OPTIONS } from '../lib/common-options.ts';
 import type { OptionTable } from '../lib/options.ts';
 import { BREAKER_DEFAULTS, DECISION_DEFAULTS } from './decide/index.ts';
 import { EVICTION_DEFAULTS } from './eviction/index.ts';
-import { LEADER_ELECTION_DEFAULTS, SYNC_BOUND_DEFAULTS } from './leader.ts';
+import { LEADER_ELECTION_DEFAULTS } from '../lib/leader/timing.ts';
+import { SYNC_BOUND_DEFAULTS } from './sync-bounds.ts';
 
 export const CONTROLLER_OPTIONS = {
   kubeconfig: COMMON_OPTIONS.kubeconfig,
@@ -54,7 +55,7 @@ export const CONTROLLER_OPTIONS = {
     description: 'Name of the leader election Lease.',
     default: 'nodecare-controller',
   },
-  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7), from controller/leader.ts. Every
+  // Leader election defaults: docs/adr/0005 (crash fail-over ≤ 15 s, P7), from lib/leader/timing.ts. Every
   // default below that a module of the controller also uses is that module's constant: defined once.
   'leader-election-lease-duration-seconds': {
     type: 'number',

@@ -7,7 +7,7 @@ import type { LogFormat } from '../lib/log.ts';
 import { OptionsError, collectOptions, renderHelp, type OptionValues } from '../lib/options.ts';
 import { CONTROLLER_OPTIONS, CONTROLLER_SUMMARY } from './config-options.ts';
 import { EVICTION_DEFAULTS, validateEvictionPolicy, type EvictionSettings } from './eviction/index.ts';
-import { validateLeaderElectionTiming } from './leader.ts';
+import { validateLeaderElectionTiming } from '../lib/leader/timing.ts';
 
 export interface ControllerConfig {
   kubeconfig: string | undefined;
@@ -116,12 +116,12 @@ export function loadControllerConfig(
   return { config: Object.freeze(controllerConfig(v, timing, eviction, rollupThresholdsMs)) };
 }
 
-/** The leader election's timing in milliseconds; the rule across the three flags is leader.ts's. */
+/** The leader election's timing in milliseconds; the rule across the three flags is lib/leader/timing.ts's. */
 function leaderElectionTiming(v: OptionValues, accepted: Accepted, problems: string[]): Timing {
   const leaseDuration = v['leader-election-lease-duration-seconds'] as number;
   const renewDeadline = v['leader-election-renew-deadline-seconds'] as number;
   const retryPeriod = v['leader-election-retry-period-seconds'] as number;
-  // The rule is leader.ts's (one definition); the message names the flags' seconds.
+  // The rule is lib/leader/timing.ts's (one definition); the message names the flags' seconds.
   const timing = {
     leaseDurationMs: leaseDuration * 1000,
     renewDeadlineMs: renewDeadline * 1000,

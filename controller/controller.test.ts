@@ -15,7 +15,7 @@ import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
 import { createLogger } from '../lib/log.ts';
 import { loadControllerConfig } from './config.ts';
 import { runController, type RunningController } from './controller.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector } from '../lib/leader/elector.ts';
 import { FakeLeaseStore } from '../lib/kube/testing.ts';
 import { consistently } from '../test/integration/helpers.ts';
 

@@ -15,7 +15,7 @@ import type { ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { LeadershipTerms } from './term.ts';
 
-/** Leader election as the controller uses it (controller/leader.ts implements it on a Lease). */
+/** Leader election as the controller uses it (lib/leader/elector.ts implements it on a Lease). */
 export interface Elector {
   start(callbacks: {
     onStartedLeading(): void;

@@ -11,7 +11,7 @@ import { runProgram } from '../lib/program.ts';
 import { loadControllerConfig, type ControllerConfig } from './config.ts';
 import { alwaysLeader, runController, type Elector } from './controller.ts';
 import { KubeLeaseStore } from '../lib/kube/leases.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector } from '../lib/leader/elector.ts';
 
 /** Kept of the shutdown budget for closing the client's connections after the controller stopped. */
 const CLIENT_CLOSE_MS = 250;

@@ -8,7 +8,7 @@
 
 import type { Clock, Timer } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
-import { SYNC_BOUND_DEFAULTS, type SyncBounds } from './leader-timing.ts';
+import { SYNC_BOUND_DEFAULTS, type SyncBounds } from './sync-bounds.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { NotLeaderError, type Fence } from './writes/index.ts';
 
@@ -27,7 +27,7 @@ export interface TermWork {
   stop(): Promise<void>;
 }
 
-/** What the terms ask of the elector (controller/leader.ts); absent without leader election. */
+/** What the terms ask of the elector (lib/leader/elector.ts); absent without leader election. */
 export interface TermElector {
   stepDown?(): void;
   canLeadChanged?(): void;

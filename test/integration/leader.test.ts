@@ -1,4 +1,4 @@
-// Leader election (controller/leader.ts) between two candidates against the real API server, with the real
+// Leader election (lib/leader/elector.ts) between two candidates against the real API server, with the real
 // clock and the default timing (15 s / 10 s / 2 s): one leader at a time, a graceful hand-off through the
 // released lease (no waiting for it to expire), and takeover after a crash only once the lease went
 // unrenewed for its duration. Order and outcome are asserted; how fast is the benchmark's business (P7).
@@ -7,7 +7,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
-import { LEADER_ELECTION_DEFAULTS, LeaderElector, type LeaderLease } from '../../controller/leader.ts';
+import { LEADER_ELECTION_DEFAULTS, LeaderElector, type LeaderLease } from '../../lib/leader/elector.ts';
 import { KubeLeaseStore } from '../../lib/kube/leases.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';

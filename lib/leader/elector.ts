@@ -27,28 +27,26 @@
 //   nothing. A leader ignores the watch: it knows the lease from its own writes, and an event that arrives
 //   late (the release it took the lease from) must not make it step down.
 
-import { COMPONENT_NAMESPACE } from '../api/names.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { LeaseStore } from '../lib/kube/leases.ts';
-import type { Logger } from '../lib/log.ts';
-import { ObservedRecord, type LeaderLease } from './leader-record.ts';
-import { LeaseWrites } from './leader-writes.ts';
+import { COMPONENT_NAMESPACE } from '../../api/names.ts';
+import type { Clock } from '../clock.ts';
+import type { LeaseStore } from '../kube/leases.ts';
+import type { Logger } from '../log.ts';
+import { ObservedRecord, type LeaderLease } from './record.ts';
+import { LeaseWrites } from './writes.ts';
 import {
   ACQUIRE_JITTER,
   LEADER_ELECTION_DEFAULTS,
   validateLeaderElectionTiming,
   type LeaderElectionTiming,
-} from './leader-timing.ts';
+} from './timing.ts';
 
 export {
   LEADER_ELECTION_DEFAULTS,
-  SYNC_BOUND_DEFAULTS,
   validateLeaderElectionTiming,
   type LeaderElectionTiming,
-  type SyncBounds,
-} from './leader-timing.ts';
+} from './timing.ts';
 
-export type { LeaderLease } from './leader-record.ts';
+export type { LeaderLease } from './record.ts';
 
 export interface LeaderCallbacks {
   /** This replica now leads; `signal` aborts when it stops leading. Only the leader writes. */

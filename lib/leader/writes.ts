@@ -1,11 +1,11 @@
-// The elector's writes of its Lease (leader.ts), as client-go's tryAcquireOrRenew and release: each attempt is
+// The elector's writes of its Lease (elector.ts), as client-go's tryAcquireOrRenew and release: each attempt is
 // optimistic (resourceVersion), never throws, and records what it read or wrote through `observe`.
 
-import { isKubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { LeaseCallOptions, LeaseStore } from '../lib/kube/leases.ts';
-import type { Logger } from '../lib/log.ts';
-import { holderSpec, releasedSpec, type LeaderLease, type ObservedRecord } from './leader-record.ts';
+import { isKubeError, KubeErrorCode } from '../kube/errors.ts';
+import type { Clock } from '../clock.ts';
+import type { LeaseCallOptions, LeaseStore } from '../kube/leases.ts';
+import type { Logger } from '../log.ts';
+import { holderSpec, releasedSpec, type LeaderLease, type ObservedRecord } from './record.ts';
 
 export interface LeaseWritesDeps {
   store: LeaseStore;

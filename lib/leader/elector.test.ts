@@ -1,15 +1,15 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../lib/testing.ts';
-import { KubeError, KubeErrorCode } from '../lib/kube/errors.ts';
-import type { LeaseWatchHandlers } from '../lib/kube/leases.ts';
-import { FakeLeaseStore } from '../lib/kube/testing.ts';
+import { FakeClock } from '../testing.ts';
+import { KubeError, KubeErrorCode } from '../kube/errors.ts';
+import type { LeaseWatchHandlers } from '../kube/leases.ts';
+import { FakeLeaseStore } from '../kube/testing.ts';
 import {
   LEADER_ELECTION_DEFAULTS,
   LeaderElector,
   validateLeaderElectionTiming,
   type LeaderLease,
-} from './leader.ts';
+} from './elector.ts';
 
 const NS = 'nodecare-system';
 const NAME = 'nodecare-controller';

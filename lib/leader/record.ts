@@ -1,11 +1,11 @@
 // The leader election record as one replica sees it (client-go's observedRecord and observedTime): the lease
 // it last read or wrote, and when its record was last seen to change by this replica's own monotonic clock;
-// and the records the elector (leader.ts) writes.
+// and the records the elector (elector.ts) writes.
 
-import type { LeaseObject } from '../api/lease.ts';
-import { microTime } from '../api/lease.ts';
-import type { Clock } from '../lib/clock.ts';
-import { RELEASED_LEASE_SECONDS } from './leader-timing.ts';
+import type { LeaseObject } from '../../api/lease.ts';
+import { microTime } from '../../api/lease.ts';
+import type { Clock } from '../clock.ts';
+import { RELEASED_LEASE_SECONDS } from './timing.ts';
 
 /** The leader's Lease: a coordination.k8s.io/v1 Lease with leaseTransitions (through the one Lease port). */
 export type LeaderLease = LeaseObject;

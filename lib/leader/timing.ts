@@ -1,6 +1,6 @@
 // Leader election's timing: the defaults (shorter than client-go's, docs/adr/0005), their one validation
 // (client-go's rules: leaseDuration > renewDeadline > 1.2 × retryPeriod), and the jitter and release values
-// the elector (leader.ts) uses.
+// the elector (elector.ts) uses.
 
 /**
  * Shorter than client-go's 15 s / 10 s / 2 s, whose crash fail-over takes 15-20 s (docs/adr/0005): a standby
@@ -13,24 +13,6 @@ export const LEADER_ELECTION_DEFAULTS = {
   renewDeadlineMs: 7_000,
   retryPeriodMs: 1_500,
 } as const;
-
-/** How long a replica's caches may be out of sync before it gives up leading, or is restarted (term.ts). */
-export interface SyncBounds {
-  /** A leader whose caches stay out of sync this long steps down (--leader-unsynced-step-down-seconds). */
-  leaderUnsyncedMs: number;
-  /** The caches must first sync within this long of the start, or liveness fails (--startup-sync-timeout-seconds). */
-  firstSyncMs: number;
-}
-
-/**
- * The caches of 5,000 nodes × 5 extensions synced in 3-7 s in the benchmark (docs/benchmark.md): a minute out of
- * sync is no relist but a replica that cannot list (a poisoned page, an MTU blackhole, memory starvation), and
- * five minutes without a first sync is one that a restart may cure.
- */
-export const SYNC_BOUND_DEFAULTS = {
-  leaderUnsyncedMs: 60_000,
-  firstSyncMs: 300_000,
-} as const satisfies SyncBounds;
 
 /** client-go's JitterFactor: validation keeps renewDeadline above retryPeriod × this. */
 const JITTER_FACTOR = 1.2;
