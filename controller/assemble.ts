@@ -15,7 +15,7 @@ import { Reconciler } from './reconciler.ts';
 import { KubeRollupApi, RollupWriter, type RollupSource } from './rollup/index.ts';
 import type { LeadershipTerms, TermWork } from './term.ts';
 import { reconcileQueue } from './reconcile-queue.ts';
-import type { WorkQueue } from './workqueue.ts';
+import type { WorkQueue } from '../lib/workqueue/workqueue.ts';
 import {
   clusterEventRecorder,
   eventRecorder,

@@ -6,7 +6,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/log.ts';
 import type { ControllerConfig } from './config.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { WorkQueue, type ReconcileFn } from './workqueue.ts';
+import { WorkQueue, type ReconcileFn } from '../lib/workqueue/workqueue.ts';
 import { NotLeaderError } from './writes/index.ts';
 
 /**

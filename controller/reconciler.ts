@@ -14,7 +14,7 @@ import type { NodeDecision, NodeEvent } from './decide/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { NodeDecider, type ReconcilerCache } from './node-decider.ts';
 import { decideEvery, startTerm, type TermStart } from './term-start.ts';
-import type { ReconcileCause, ReconcileResult } from './workqueue.ts';
+import type { ReconcileCause, ReconcileResult } from '../lib/workqueue/workqueue.ts';
 import * as writes from './writes/index.ts';
 
 export interface ReconcilerDeps {

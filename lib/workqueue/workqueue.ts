@@ -10,8 +10,8 @@
 // controller-runtime's priority queue puts the initial list behind later events: a change that comes during a
 // sweep of 5,000 nodes is not reconciled after all of them.
 
-import type { Clock, Timer } from '../lib/clock.ts';
-import { DueHeap, type DueRecord } from '../lib/due-heap.ts';
+import type { Clock, Timer } from '../clock.ts';
+import { DueHeap, type DueRecord } from '../due-heap.ts';
 
 export interface ReconcileResult {
   /** Process the key again after this many ms (a deadline at which the answer may change). */

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../lib/clock.ts';
-import { FakeClock } from '../lib/testing.ts';
+import { systemClock } from '../clock.ts';
+import { FakeClock } from '../testing.ts';
 import { WorkQueue, type ReconcileCause, type ReconcileFn, type ReconcileResult } from './workqueue.ts';
 
 function setup(reconcile: ReconcileFn, concurrency = 2) {
