@@ -109,6 +109,7 @@ export class ExistingCluster extends DemoCluster {
   private kc = new KubeConfig();
   /** What the demo created, with how to remove it, oldest first. */
   private readonly created: Array<{ what: string; remove: () => Promise<unknown> }> = [];
+  private readonly steps = new Set<Promise<unknown>>();
   private kwok: DemoKwok | undefined;
   /** KWOK's process from its spawn on (killNow reaches it also while it starts). */
   private kwokChild: ChildProcess | undefined;
@@ -215,13 +216,15 @@ export class ExistingCluster extends DemoCluster {
     const api = KubernetesObjectApi.makeApiClient(this.kc);
     for (const object of objects) {
       const what = `${object.kind} ${object.metadata?.name}`;
-      await api.create(object).catch((err: unknown) => {
-        throw new Error(`could not create ${what}: ${errorText(err)}`);
-      });
-      // Namespaces and CRDs go in the background (their contents first): wait, so that "removed" is true.
-      this.remember(what, async () => {
-        await api.delete(object);
-        await gone(what, () => api.read({ ...object, metadata: { name: object.metadata?.name ?? '' } }));
+      await this.creating(async () => {
+        await api.create(object).catch((err: unknown) => {
+          throw new Error(`could not create ${what}: ${errorText(err)}`);
+        });
+        // Namespaces and CRDs go in the background (their contents first): wait, so that "removed" is true.
+        this.remember(what, async () => {
+          await api.delete(object);
+          await gone(what, () => api.read({ ...object, metadata: { name: object.metadata?.name ?? '' } }));
+        });
       });
     }
     say(`Created ${objects.map((o) => `${o.kind} ${o.metadata?.name}`).join(', ')}.`);
@@ -239,6 +242,21 @@ export class ExistingCluster extends DemoCluster {
 
   private remember(what: string, remove: () => Promise<unknown>): void {
     this.created.push({ what, remove });
+  }
+
+  /**
+   * A creation and its remember() as one step: stop() waits for the steps under way, so that what one of
+   * them creates while the demo stops (Ctrl-C) is removed too; none starts once stopping.
+   */
+  private async creating<T>(step: () => Promise<T>): Promise<T> {
+    if (this.stopped) throw new Error('stopping');
+    const running = step();
+    this.steps.add(running);
+    try {
+      return await running;
+    } finally {
+      this.steps.delete(running);
+    }
   }
 
   /** KWOK (built into the tool cache if missing, `log` its progress), managing only the demo's nodes. */
@@ -263,7 +281,11 @@ export class ExistingCluster extends DemoCluster {
     return { every: demo, gpu: demo };
   }
 
-  override async registerExtensions(): ReturnType<DemoCluster['registerExtensions']> {
+  override registerExtensions(): ReturnType<DemoCluster['registerExtensions']> {
+    return this.creating(() => this.registerAndRemember());
+  }
+
+  private async registerAndRemember(): ReturnType<DemoCluster['registerExtensions']> {
     const endpoints = await super.registerExtensions();
     for (const endpoint of endpoints.all) {
       const name = endpoint.name;
@@ -284,7 +306,11 @@ export class ExistingCluster extends DemoCluster {
    * its first moment, and a NoSchedule taint of the demo's own that keeps the cluster's pods off a node
    * nobody runs (KWOK plays its kubelet).
    */
-  async createNode(): Promise<void> {
+  createNode(): Promise<void> {
+    return this.creating(() => this.createAndRememberNode());
+  }
+
+  private async createAndRememberNode(): Promise<void> {
     const name = this.nodeName;
     const resources = { cpu: '4', memory: '16Gi', pods: '110' };
     await this.clients().core.createNode({
@@ -341,6 +367,7 @@ export class ExistingCluster extends DemoCluster {
     this.dir = ''; // super.stop() removes the directory; it holds the kubeconfig, needed until the end
     await super.stop();
     await this.kwok?.stop();
+    await Promise.allSettled([...this.steps]);
     const problems: string[] = [];
     for (const { what, remove } of [...this.created].reverse()) {
       await remove()

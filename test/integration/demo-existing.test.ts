@@ -63,8 +63,14 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs `npm start -- --kubeconfig <kubeconfig> --once` to its end; stdout and stderr together. */
-async function runDemo(kubeconfig: string): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs `npm start -- --kubeconfig <kubeconfig> --once` to its end; stdout and stderr together. With
+ * `interruptAt`, sends SIGINT (Ctrl-C) once the output contains it.
+ */
+async function runDemo(
+  kubeconfig: string,
+  interruptAt?: string,
+): Promise<{ code: number | null; output: string }> {
   const started = spawn(
     process.execPath,
     [join(ROOT, 'demo', 'main.ts'), '--kubeconfig', kubeconfig, '--once'],
@@ -76,7 +82,15 @@ async function runDemo(kubeconfig: string): Promise<{ code: number | null; outpu
   );
   children.add(started);
   let output = '';
-  started.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  let interrupted = false;
+  started.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+    // Once: a second Ctrl-C is the demo's "stop now", which leaves what it created (and says so).
+    if (interruptAt && !interrupted && output.includes(interruptAt)) {
+      interrupted = true;
+      started.kill('SIGINT');
+    }
+  });
   started.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
   return { code, output };
@@ -158,6 +172,23 @@ describe('demo on an existing cluster (npm start -- --kubeconfig <path> --once)'
       expect(
         events.items.filter((e) => e.involvedObject.name?.startsWith(DEMO_NODE_PREFIX)).map((e) => e.reason),
       ).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'on Ctrl-C in the middle of the story, removes what it created just the same',
+    async () => {
+      const { code, output } = await runDemo(plane.kubeconfigPath, '✔ PHASE bootstrap-taint:');
+
+      // --once counts an interrupted story as failed.
+      expect(code, output).toBe(1);
+      expect(output).toContain('SIGINT: stopping the demo.');
+      expect(output).toContain('Removed everything the demo created.');
+      expect(await nodecareCrds()).toEqual([]);
+      const namespaces = (await core.listNamespace()).items.map((n) => n.metadata?.name);
+      expect(namespaces.filter((n) => n === COMPONENT_NAMESPACE || n === LEASE_NAMESPACE)).toEqual([]);
+      expect((await core.listNode()).items.map((n) => n.metadata?.name)).toEqual([USER_NODE]);
     },
     TIMEOUT_MS,
   );
