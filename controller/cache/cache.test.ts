@@ -37,6 +37,7 @@ import {
   type CachedLease,
   type CacheEvents,
 } from './index.ts';
+import { ownedByAnotherNode } from '../ingest.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
 
@@ -203,6 +204,17 @@ function setup() {
   const cached = (obj: LeaseObject): CachedLease => toCachedLease(obj)!;
   return { clock, index, ignored, counts, cached };
 }
+
+describe('ownedByAnotherNode (the foreign-lease rule the controller and kubectl nodecare share)', () => {
+  it.each([
+    { name: "owned by the node's UID → believed", ownerUid: 'uid-1', nodeUid: 'uid-1', foreign: false },
+    { name: 'owned by another UID → foreign', ownerUid: 'uid-0', nodeUid: 'uid-1', foreign: true },
+    { name: 'no owner reference → believed', ownerUid: undefined, nodeUid: 'uid-1', foreign: false },
+    { name: "the node's UID unknown → believed", ownerUid: 'uid-0', nodeUid: '', foreign: false },
+  ])('$name', ({ ownerUid, nodeUid, foreign }) => {
+    expect(ownedByAnotherNode(ownerUid === undefined ? {} : { ownerUid }, nodeUid)).toBe(foreign);
+  });
+});
 
 describe('LeaseIndex (regression: the controller believed any Lease)', () => {
   it('a lease claiming node-x for gpu under a wrong name is not filed under node-x, and reported once', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExtensionState } from '../../api/names.ts';
 import { ControllerReason, ProbeReason } from '../../api/reasons.ts';
-import { BREAKER_DEFAULTS, BreakerState, trips, type BreakerInput } from './breaker.ts';
+import { BREAKER_DEFAULTS, BreakerState, trippedOver, trips, type BreakerInput } from './breaker.ts';
 import { NodeState } from './node-state.ts';
 import type { ExtensionVerdict } from './types.ts';
 
@@ -265,5 +265,32 @@ describe('BreakerState.evaluate', () => {
     breaker.apply('a', ready(ExtensionState.Healthy));
     expect(breaker.evaluate()).toEqual({ tripped: new Set(), transitions: [] });
     expect(breaker.count('gpu')).toEqual({ requiring: 2, failing: 0 });
+  });
+});
+
+describe("trippedOver (kubectl nodecare's one pass)", () => {
+  const nodes = (failing: number, healthy: number): Array<[string, BreakerInput]> => [
+    ...Array.from({ length: failing }, (_, i): [string, BreakerInput] => [
+      `f${i}`,
+      ready(ExtensionState.Unhealthy),
+    ]),
+    ...Array.from({ length: healthy }, (_, i): [string, BreakerInput] => [
+      `h${i}`,
+      ready(ExtensionState.Healthy),
+    ]),
+  ];
+
+  it.each([
+    { name: '3 of 4 failing → gpu tripped', failing: 3, healthy: 1, tripped: ['gpu'] },
+    { name: '3 of 6 failing → nothing tripped', failing: 3, healthy: 3, tripped: [] },
+    { name: '2 of 2 failing → nothing tripped (fewer than 3)', failing: 2, healthy: 0, tripped: [] },
+  ])('$name', ({ failing, healthy, tripped }) => {
+    expect(trippedOver(nodes(failing, healthy), BREAKER_DEFAULTS, 0)).toEqual(new Set(tripped));
+  });
+
+  it('uses the thresholds given', () => {
+    expect(trippedOver(nodes(3, 3), { maxUnhealthyFraction: 0.4, minFailing: 3 }, 0)).toEqual(
+      new Set(['gpu']),
+    );
   });
 });
