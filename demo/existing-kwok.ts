@@ -4,10 +4,10 @@
 // user's cluster (a kwokctl one) may be nodes of theirs.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { open, readFile, readdir } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePorts, tail } from '../test/controlplane/controlplane.ts';
-import { ensureTool } from '../test/autoscalers/tools.ts';
+import { ensureTool, kwokArgs, kwokStages } from '../test/autoscalers/tools.ts';
 
 export interface DemoKwok {
   child: ChildProcess;
@@ -27,24 +27,10 @@ export async function startDemoKwok(
   spawned: (child: ChildProcess) => void,
 ): Promise<DemoKwok> {
   const tool = await ensureTool('kwok', log);
-  const stages = (await readdir(join(tool, 'stages')))
-    .sort()
-    .map((f) => `--config=${join(tool, 'stages', f)}`);
   const [port] = await freePorts(1);
   const logPath = join(dir, 'kwok.log');
   const out = await open(logPath, 'a');
-  const args = [
-    `--kubeconfig=${kubeconfig}`,
-    '--manage-all-nodes=false',
-    '--manage-nodes-with-annotation-selector=',
-    `--manage-nodes-with-label-selector=${nodeSelector}`,
-    '--manage-single-node=',
-    '--cidr=10.244.0.0/16',
-    '--node-ip=10.244.0.1',
-    '--node-lease-duration-seconds=40',
-    `--server-address=127.0.0.1:${port}`,
-    ...stages,
-  ];
+  const args = kwokArgs(kubeconfig, await kwokStages(tool), port!, { label: nodeSelector });
   const child = spawn(join(tool, 'kwok'), args, { stdio: ['ignore', out.fd, out.fd] });
   spawned(child);
   const exited = new Promise<string>((resolve) => {

@@ -109,32 +109,40 @@ async function launch(
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node=fake';
 
 /**
- * KWOK with the default stages kwokctl uses (nodes turn Ready and keep a heartbeat Lease, bound pods turn
- * Running, deleted pods are finalised), managing only nodes annotated `kwok.x-k8s.io/node: fake`.
+ * KWOK's flags: the default stages kwokctl uses (nodes turn Ready and keep a heartbeat Lease, bound pods turn
+ * Running, deleted pods are finalised), managing only the nodes `manage` selects (by annotation or by label),
+ * its health and metrics on `port`.
  */
+export function kwokArgs(
+  kubeconfig: string,
+  stages: string[],
+  port: number,
+  manage: { annotation: string } | { label: string },
+): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    '--manage-all-nodes=false',
+    `--manage-nodes-with-annotation-selector=${'annotation' in manage ? manage.annotation : ''}`,
+    `--manage-nodes-with-label-selector=${'label' in manage ? manage.label : ''}`,
+    '--manage-single-node=',
+    '--cidr=10.244.0.0/16',
+    '--node-ip=10.244.0.1',
+    '--node-lease-duration-seconds=40',
+    `--server-address=127.0.0.1:${port}`,
+    ...stages.map((file) => `--config=${file}`),
+  ];
+}
+
+/** KWOK's stage files in the tool's directory, in order. */
+export async function kwokStages(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'stages'))).sort().map((f) => join(dir, 'stages', f));
+}
+
+/** KWOK managing only nodes annotated `kwok.x-k8s.io/node: fake` (the nodes Karpenter's KWOK provider makes). */
 export async function startKwok(dir: string, kubeconfig: string, logDir: string): Promise<ServingTool> {
-  const stages = (await readdir(join(dir, 'stages'))).sort().map((f) => `--config=${join(dir, 'stages', f)}`);
   const [port] = await freePorts(1);
-  const proc = await launch(
-    'kwok',
-    join(dir, 'kwok'),
-    [
-      `--kubeconfig=${kubeconfig}`,
-      '--manage-all-nodes=false',
-      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}`,
-      '--manage-nodes-with-label-selector=',
-      '--manage-single-node=',
-      '--cidr=10.244.0.0/16',
-      '--node-ip=10.244.0.1',
-      '--node-lease-duration-seconds=40',
-      `--server-address=127.0.0.1:${port}`,
-      ...stages,
-    ],
-    {},
-    logDir,
-    `http://127.0.0.1:${port}/healthz`,
-  );
-  return proc;
+  const args = kwokArgs(kubeconfig, await kwokStages(dir), port!, { annotation: KWOK_NODE_ANNOTATION });
+  return launch('kwok', join(dir, 'kwok'), args, {}, logDir, `http://127.0.0.1:${port}/healthz`);
 }
 
 /**
