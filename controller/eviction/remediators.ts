@@ -13,9 +13,9 @@
 // owner reference to its NodeClaim at registration, and DisruptionReason True once a disruption (repair, drift,
 // consolidation, emptiness) is committed to it; Drifted or Consolidatable alone are candidates, not a disruption.
 //
-// A CRD that is not installed (404 on the list) skips its check, with one log line at debug per term. A read
-// refused is logged once (error, with the rule it needs) until it succeeds again; each node it holds is counted by
-// the evictor's skip metric under RemediatorUnreadable.
+// A CRD that is not installed (404 on the list) skips its check, with one log line at debug in the process's
+// life. A read refused is logged once (error, with the rule it needs) until it succeeds again; each node it holds
+// is counted by the evictor's skip metric under RemediatorUnreadable.
 
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';

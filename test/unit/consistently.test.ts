@@ -59,7 +59,8 @@ describe('consistently on the real clock', () => {
   it('passes a check that holds (returning nothing counts as holding), looking more than once', async () => {
     let checks = 0;
     await consistently(() => void checks++, 300, { intervalMs: 50 });
-    expect(checks).toBeGreaterThan(2);
+    // At the start and again once the window is over, however late a loaded machine wakes the timer.
+    expect(checks).toBeGreaterThanOrEqual(2);
   });
 
   it('fails with the failed expect as its cause when the condition breaks mid-window', async () => {
