@@ -40,6 +40,8 @@ export const HoldReason = {
   NodeHealthCheck: 'NodeHealthCheck',
   NodeClaimDisruption: 'NodeClaimDisruption',
   RemediatorUnreadable: 'RemediatorUnreadable',
+  /** The fresh read of the Node itself failed (429, 5xx, a timeout): whose it is cannot be told yet. */
+  NodeUnreadable: 'NodeUnreadable',
 } as const;
 export type HoldReason = (typeof HoldReason)[keyof typeof HoldReason];
 
@@ -55,6 +57,7 @@ export const HOLD_DESCRIPTIONS = {
     'owned by a NodeClaim Karpenter is disrupting (deleting, DisruptionReason, InstanceTerminating or Rebooting)',
   RemediatorUnreadable:
     'not known to be free of another remediator (its NodeHealthCheck or NodeClaim read failed)',
+  NodeUnreadable: 'not read fresh (the API server did not answer its GET), so whose it is cannot be told yet',
 } as const satisfies Record<HoldReason, string>;
 
 /** The parts of a Node the owners table reads; each may be absent (the cache has no annotations but its own). */

@@ -231,6 +231,37 @@ describe('Evictor guards (issue 54): budgets and other owners, as passes see the
     expect(t.events.map((e) => [e.node, e.reason])).toEqual([['bad-1', 'EvictionSkipped']]);
   });
 
+  it('a fresh read that fails (429) holds that node for 30 s with its token back; the pass goes on to the next node', async () => {
+    let failures = 1;
+    const t = guarded({
+      states: fleet(['bad-1', 'bad-2'], 18),
+      freshHold: (name) => {
+        if (name === 'bad-1' && failures-- > 0)
+          throw new KubeError(KubeErrorCode.TooManyRequests, 429, 'GET /api/v1/nodes/bad-1: throttled', 1000);
+        return undefined;
+      },
+    });
+    t.evictor.start();
+    await t.clock.advance(0);
+    await t.clock.advance(1_000); // both qualify; bad-1's read fails, bad-2 still goes in the same pass
+    await t.clock.advance(0);
+    expect(t.reads.slice(0, 2)).toEqual(['bad-1', 'bad-2']);
+    expect(t.evicted).toEqual(['bad-2']);
+    await t.clock.advance(25_000);
+    expect(t.reads.filter((n) => n === 'bad-1')).toHaveLength(1);
+    await t.clock.advance(10_000); // read again after 30 s; it answers now, and the node is evicted from
+    await t.evictor.stop();
+    expect(t.evicted).toEqual(['bad-2', 'bad-1']);
+    expect(await t.skipped()).toEqual([['node', 'NodeUnreadable', 1]]);
+    expect(t.events.filter((e) => e.reason === 'EvictionSkipped')).toEqual([
+      {
+        node: 'bad-1',
+        reason: 'EvictionSkipped',
+        message: expect.stringMatching(/^Did not evict pods yet: node not read fresh/),
+      },
+    ]);
+  });
+
   it('a pod annotated do-not-disrupt: counted and recorded once per spell, and it does not keep the node in flight', async () => {
     const t = guarded({
       states: fleet(['bad-1']),

@@ -5,12 +5,11 @@
 // PodEvicted and EvictionSkipped events, and sleeps until the plan's next deadline.
 
 import { EventReason } from '../../api/reasons.ts';
-import type { Clock, Timer } from '../../lib/clock.ts';
+import type { Timer } from '../../lib/clock.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
-import type { Logger } from '../../lib/log.ts';
 import { NodeState } from '../decide/index.ts';
 import { evictionComplete, SkipReason, type PodEvictionResult } from './evict.ts';
-import { HOLD_DESCRIPTIONS, type HoldReason } from './owners.ts';
+import { HOLD_DESCRIPTIONS, HoldReason } from './owners.ts';
 import { publishEviction, type PublishedEviction } from './published.ts';
 import {
   BlockReason,
@@ -22,8 +21,7 @@ import {
   type EvictionPlan,
   type StormMemory,
 } from './plan.ts';
-import type { ControllerMetrics } from '../metrics.ts';
-import { eventNotRecorded, type EventRecorder } from '../writes/index.ts';
+import { eventNotRecorded } from '../writes/index.ts';
 
 /** What grants eviction its rights (docs/install.md, "RBAC opt-ins: Pod read"). */
 export const EVICTION_RBAC_REMEDY =
@@ -36,54 +34,11 @@ const MAX_IDLE_MS = 5_000;
  */
 export const HOLD_RECHECK_MS = 30_000;
 
-import type { EvictionNodeView } from './view.ts';
-import type { EvictionSettings } from './policy.ts';
+import type { EvictorDeps, Spell } from './deps.ts';
 
+export type { EvictorDeps } from './deps.ts';
 export { evictionNodeView, type EvictionNodeSource, type EvictionNodeView } from './view.ts';
 export type { EvictionSettings } from './policy.ts';
-
-export interface EvictorDeps {
-  /**
-   * Evicts the evictable pods of a node (evictNodePods through the API, with the leadership fence before
-   * every eviction, in production; a fake in unit tests). Rejects when the pass must end.
-   */
-  evict(nodeName: string, dryRun: boolean): Promise<PodEvictionResult[]>;
-  /**
-   * Reads the Node as the API server has it now and says whose it is when not nodecare's (readNodeHold in
-   * production). Called before each pass on a node; undefined: no such read (the cache's view only).
-   */
-  hold?(nodeName: string): Promise<HoldReason | undefined>;
-  clock: Clock;
-  log: Logger;
-  metrics: ControllerMetrics;
-  events: EventRecorder;
-  /** The controller's eviction settings (ControllerConfig's own shape) and its --dry-run. */
-  config: { dryRun: boolean; eviction: EvictionSettings };
-  /**
-   * The node's zone ('' when unknown), its budget group (plan.ts groupOf; its zone's when undefined), whose it is
-   * as the cache shows it (taints, maintenance), and the node to record events on (undefined when it is gone).
-   */
-  node(name: string): EvictionNodeView | undefined;
-  /** Each node's latest decided state. */
-  states(): ReadonlyMap<string, NodeState>;
-  /** Whether a suspension holds the node (nothing is evicted from it). */
-  suspended?(name: string): boolean;
-  breakerTripped(): boolean;
-  /** The guards' state (eviction()) changed: the roll-up writer publishes it in ClusterHealth status.eviction. */
-  published?(): void;
-}
-
-interface Spell {
-  degradedSinceMs: number;
-  lastEvictionMs?: number;
-  evictionComplete?: boolean;
-  /** The last fresh read found the node held: it is not picked again until untilMs. */
-  freshHold?: { reason: HoldReason; untilMs: number };
-  /** The hold last reported (log, metric, event): reported again only when it changes. */
-  reportedHold?: HoldReason;
-  /** Pods skipped for karpenter.sh/do-not-disrupt and reported in this spell (once each). */
-  reportedPods?: Set<string>;
-}
 
 export class Evictor {
   private readonly deps: EvictorDeps;
@@ -225,7 +180,9 @@ export class Evictor {
     log.info({ node: name, reason }, 'Skipped eviction of a node another owner acts on');
     this.event(
       name,
-      `Did not evict pods: node ${HOLD_DESCRIPTIONS[reason]}; nodecare leaves it to that owner.`,
+      reason === HoldReason.NodeUnreadable
+        ? `Did not evict pods yet: node ${HOLD_DESCRIPTIONS[reason]}; nodecare reads it again in ${HOLD_RECHECK_MS / 1000} s.`
+        : `Did not evict pods: node ${HOLD_DESCRIPTIONS[reason]}; nodecare leaves it to that owner.`,
     );
   }
 
@@ -343,7 +300,7 @@ export class Evictor {
   ): Promise<'stopped' | 'held' | 'complete' | 'partial'> {
     const { clock, config } = this.deps;
     const spell = this.spells.get(name);
-    const hold = await this.deps.hold?.(name);
+    const hold = await this.freshHold(name);
     if (!this.running) return 'stopped';
     if (hold) {
       if (spell) {
@@ -363,6 +320,24 @@ export class Evictor {
     if (spell) spell.evictionComplete = evictionComplete(results);
     this.reportResults(name, spell, results);
     return spell?.evictionComplete ? 'complete' : 'partial';
+  }
+
+  /**
+   * The fresh read's verdict. A read that fails (429, 5xx, a timeout) holds this node like a hold, for the
+   * recheck interval, its zone's token given back: the plan's other nodes go on in the same pass, rather than
+   * the whole pass ending with its tokens spent and nothing published.
+   */
+  private async freshHold(name: string): Promise<HoldReason | undefined> {
+    try {
+      return await this.deps.hold?.(name);
+    } catch (err) {
+      if (!this.running) return undefined;
+      this.deps.log.warn(
+        { err, node: name },
+        'Eviction: the fresh read of the node failed; read again later',
+      );
+      return HoldReason.NodeUnreadable;
+    }
   }
 
   /** Counts a pass's outcomes; records PodEvicted events and do-not-disrupt skips (once per pod a spell). */
