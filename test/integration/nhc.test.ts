@@ -4,7 +4,9 @@
 // The NodeHealthCheck is docs/controller.md's: unhealthyConditions on ExtensionsReady False, minHealthy 51%, with a
 // remediation template of a test kind (a remediator's CRD pair, TestRemediationTemplate → TestRemediation).
 // - A node whose critical extension fails past the duration gets one remediation object, named after it, and the
-//   NodeHealthCheck lists it; nodecare's eviction then holds it (RemediatorReads: NodeHealthCheck).
+//   NodeHealthCheck lists it; the evictor's fresh read of it (readNodeHold with RemediatorReads, what an eviction
+//   pass calls before it evicts) answers NodeHealthCheck. The controller here runs with eviction off:
+//   eviction-remediators.test.ts runs the Evictor itself against the real CRDs.
 // - A second node failing leaves 1 of 3 healthy, below minHealthy: NHC's storm guard holds, no second object.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
