@@ -100,9 +100,14 @@ describe('nodeClaimDisrupting (Karpenter v1 NodeClaim)', () => {
   });
 
   it('nodeClaimOf: the karpenter.sh owner reference of kind NodeClaim, or none', () => {
-    expect(nodeClaimOf([{ apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: 'default-abc' }])).toBe(
-      'default-abc',
-    );
+    expect(nodeClaimOf([{ apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: 'default-abc' }])).toEqual({
+      name: 'default-abc',
+      apiVersion: 'karpenter.sh/v1',
+    });
+    expect(nodeClaimOf([{ apiVersion: 'karpenter.sh/v1beta1', kind: 'NodeClaim', name: 'old' }])).toEqual({
+      name: 'old',
+      apiVersion: 'karpenter.sh/v1beta1',
+    });
     expect(nodeClaimOf([{ apiVersion: 'example.com/v1', kind: 'NodeClaim', name: 'x' }])).toBeUndefined();
     expect(nodeClaimOf([{ apiVersion: 'v1', kind: 'Pod', name: 'x' }])).toBeUndefined();
     expect(nodeClaimOf(undefined)).toBeUndefined();
@@ -139,7 +144,29 @@ describe('RemediatorReads (absent CRD skipped, refused read held and logged once
   const forbidden = () => classifyResponse(403, { message: 'forbidden' }, undefined, 'GET');
 
   it.each<{ name: string; answers: Record<string, Answer>; hold: string | undefined }>([
-    { name: 'neither CRD installed (404s) → free', answers: { [NODE_PATH]: owned }, hold: undefined },
+    {
+      name: 'no NodeHealthCheck CRD (404), no NodeClaim owner → free',
+      answers: { [NODE_PATH]: {} },
+      hold: undefined,
+    },
+    {
+      name: 'the NodeClaim the Node names is not there (404: gone, or its CRD not served) → NodeClaimDisruption',
+      answers: { [NODE_PATH]: owned, [NODE_HEALTH_CHECKS_PATH]: { items: [] } },
+      hold: 'NodeClaimDisruption',
+    },
+    {
+      name: 'owned by an older NodeClaim version (v1beta1) → RemediatorUnreadable (fail safe, not judged by v1 rules)',
+      answers: {
+        [NODE_PATH]: {
+          metadata: {
+            ownerReferences: [{ apiVersion: 'karpenter.sh/v1beta1', kind: 'NodeClaim', name: 'claim-a' }],
+          },
+        },
+        [NODE_HEALTH_CHECKS_PATH]: { items: [] },
+        [`${NODE_CLAIMS_PATH}/claim-a`]: { status: { conditions: [] } },
+      },
+      hold: 'RemediatorUnreadable',
+    },
     {
       name: 'a NodeHealthCheck remediating the node → NodeHealthCheck',
       answers: {

@@ -4,8 +4,8 @@
 // | hold reason          | read                                                          | held when                                             |
 // | -------------------- | ------------------------------------------------------------- | ----------------------------------------------------- |
 // | NodeHealthCheck      | LIST nodehealthchecks.remediation.medik8s.io (cluster-scoped) | one lists the node in status.unhealthyNodes with a remediation (or, before v0.7, in status.inFlightRemediations) |
-// | NodeClaimDisruption  | GET nodeclaims.karpenter.sh/<name> the Node's owner reference names | the NodeClaim is being deleted, or its condition DisruptionReason, InstanceTerminating or Rebooting is True |
-// | RemediatorUnreadable | either read refused (403) or failed                           | fail safe: nodecare cannot tell, so it does not evict  |
+// | NodeClaimDisruption  | GET nodeclaims.karpenter.sh/<name> the Node's owner reference names | the NodeClaim is being deleted, is not there (404), or its condition DisruptionReason, InstanceTerminating or Rebooting is True |
+// | RemediatorUnreadable | either read refused (403) or failed, or the owner a NodeClaim of another version than v1 | fail safe: nodecare cannot tell, so it does not evict  |
 //
 // NodeHealthCheck creates its remediation objects (SelfNodeRemediation, FenceAgentsRemediation, ...: any kind, from
 // the template, named after the node) and lists each in status.unhealthyNodes[].remediations: that list is the one
@@ -85,11 +85,16 @@ export function nodeClaimDisrupting(claim: NodeClaimObject): boolean {
   );
 }
 
-/** The NodeClaim a Node's owner references name (karpenter.sh/v1, kind NodeClaim), or undefined. */
-export function nodeClaimOf(owners: readonly OwnerReference[] | undefined): string | undefined {
-  return owners?.find((o) => o.kind === 'NodeClaim' && o.apiVersion?.startsWith('karpenter.sh/') && o.name)
-    ?.name;
+/** The NodeClaim a Node's owner references name (any karpenter.sh version, kind NodeClaim), or undefined. */
+export function nodeClaimOf(
+  owners: readonly OwnerReference[] | undefined,
+): { name: string; apiVersion: string } | undefined {
+  const owner = owners?.find((o) => o.kind === 'NodeClaim' && o.apiVersion?.startsWith('karpenter.sh/'));
+  return owner?.name && owner.apiVersion ? { name: owner.name, apiVersion: owner.apiVersion } : undefined;
 }
+
+/** The NodeClaim version whose conditions nodeClaimDisrupting judges (Karpenter v1). */
+const NODE_CLAIM_API_VERSION = 'karpenter.sh/v1';
 
 export interface RemediatorReadsDeps {
   client: Pick<KubeClient, 'request'>;
@@ -118,14 +123,18 @@ export class RemediatorReads {
     );
     if (check === FAILED) return HoldReason.RemediatorUnreadable;
     if (check !== undefined) return HoldReason.NodeHealthCheck;
-    const claimName = nodeClaimOf(owners);
-    if (claimName === undefined) return undefined;
-    const path = `${NODE_CLAIMS_PATH}/${encodeURIComponent(claimName)}`;
+    const owner = nodeClaimOf(owners);
+    if (owner === undefined) return undefined;
+    // An older Karpenter's NodeClaim (v1beta1) has other conditions: nodecare cannot tell, so it holds.
+    if (owner.apiVersion !== NODE_CLAIM_API_VERSION) return HoldReason.RemediatorUnreadable;
+    const path = `${NODE_CLAIMS_PATH}/${encodeURIComponent(owner.name)}`;
     const claim = await this.read('NodeClaim', path, signal, (c) =>
       nodeClaimDisrupting(c as NodeClaimObject),
     );
     if (claim === FAILED) return HoldReason.RemediatorUnreadable;
-    return claim === true ? HoldReason.NodeClaimDisruption : undefined;
+    // The Node names a NodeClaim that is not there (404): it is gone, and the garbage collector deletes the
+    // Node after it; or its CRD is not served, and nodecare cannot tell. Either way the node is not nodecare's.
+    return claim === true || claim === undefined ? HoldReason.NodeClaimDisruption : undefined;
   }
 
   /** Reads a path: its judgement, undefined when not there (CRD or object absent), FAILED otherwise. */
