@@ -13,18 +13,17 @@ import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
-  EXTENSION_ANNOTATION_PREFIX,
 } from '../../api/index.ts';
 import {
   adminKubeConfig,
   consistently,
   eventually,
-  FAST_PROBING,
   httpEndpoint,
+  readyNodeWithAgent,
   uniqueName,
   type HttpEndpoint,
 } from './helpers.ts';
-import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
+import { startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
 const admin = adminKubeConfig();
@@ -72,30 +71,7 @@ async function healthyNode(prefix: string): Promise<{ name: string; web: HttpEnd
   const name = uniqueName(prefix);
   const web = await httpEndpoint(servers);
   nodes.push(name);
-  const extension = JSON.stringify({
-    probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
-    ...FAST_PROBING,
-  });
-  await core.createNode({
-    body: {
-      metadata: {
-        name,
-        annotations: { [`${EXTENSION_ANNOTATION_PREFIX}web`]: extension },
-        labels: { 'kubernetes.io/hostname': name },
-      },
-      status: {
-        nodeInfo: { bootID: 'boot-1' } as never,
-        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
-      },
-    },
-  });
-  processes.push(
-    await startAgent({
-      kubeconfig,
-      nodeName: name,
-      extraArgs: ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'],
-    }),
-  );
+  processes.push(await readyNodeWithAgent(core, { kubeconfig, name, extension: 'web', web }));
   const controller = startProgram('controller', [
     `--kubeconfig=${kubeconfig}`,
     '--health-port=0',

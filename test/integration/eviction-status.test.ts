@@ -8,16 +8,15 @@ import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXTENSION_ANNOTATION_PREFIX } from '../../api/index.ts';
 import {
   adminKubeConfig,
   consistently,
   eventually,
-  FAST_PROBING,
   httpEndpoint,
+  readyNodeWithAgent,
   uniqueName,
 } from './helpers.ts';
-import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
+import { startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests } from './setup.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -77,31 +76,13 @@ describe('eviction guards published and shown', () => {
       const name = uniqueName(i === 0 ? 'guarded' : 'evs-node');
       names.push(name);
       nodes.push(name);
-      const extension = JSON.stringify({
-        probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
-        ...FAST_PROBING,
-      });
-      await core.createNode({
-        body: {
-          metadata: {
-            name,
-            annotations: {
-              [`${EXTENSION_ANNOTATION_PREFIX}web`]: extension,
-              ...(i === 0 ? { 'karpenter.sh/do-not-disrupt': 'true' } : {}),
-            },
-            labels: { 'kubernetes.io/hostname': name },
-          },
-          status: {
-            nodeInfo: { bootID: 'boot-1' } as never,
-            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
-          },
-        },
-      });
       processes.push(
-        await startAgent({
+        await readyNodeWithAgent(core, {
           kubeconfig,
-          nodeName: name,
-          extraArgs: ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'],
+          name,
+          extension: 'web',
+          web,
+          annotations: i === 0 ? { 'karpenter.sh/do-not-disrupt': 'true' } : {},
         }),
       );
     }

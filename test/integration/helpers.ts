@@ -3,9 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig, type CustomObjectsApi } from '@kubernetes/client-node';
+import { KubeConfig, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { expect, inject } from 'vitest';
+import { EXTENSION_ANNOTATION_PREFIX } from '../../api/index.ts';
+import { startAgent, type ProgramProcess } from './processes.ts';
 
 export function adminKubeConfig(): KubeConfig {
   const kc = new KubeConfig();
@@ -177,4 +179,41 @@ export function elfMachine(path: string): number {
   }
   expect(header.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
   return header.readUInt16LE(18);
+}
+
+/**
+ * A simulated Ready node (its boot ID and Ready True posted as a kubelet would) annotated with one HTTP
+ * extension `extension` probing `web` (FAST_PROBING), and its real agent with a short heartbeat and renewals.
+ */
+export async function readyNodeWithAgent(
+  core: CoreV1Api,
+  options: {
+    kubeconfig: string;
+    name: string;
+    extension: string;
+    web: HttpEndpoint;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  },
+): Promise<ProgramProcess> {
+  const { kubeconfig, name, web } = options;
+  const spec = JSON.stringify({ probe: { http: { url: `http://127.0.0.1:${web.port}/` } }, ...FAST_PROBING });
+  await core.createNode({
+    body: {
+      metadata: {
+        name,
+        annotations: { [`${EXTENSION_ANNOTATION_PREFIX}${options.extension}`]: spec, ...options.annotations },
+        labels: { 'kubernetes.io/hostname': name, ...options.labels },
+      },
+      status: {
+        nodeInfo: { bootID: 'boot-1' } as never,
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
+      },
+    },
+  });
+  return startAgent({
+    kubeconfig,
+    nodeName: name,
+    extraArgs: ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'],
+  });
 }

@@ -17,7 +17,6 @@ import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXTENSION_ANNOTATION_PREFIX } from '../../api/index.ts';
 import { RemediatorReads, readNodeHold } from '../../controller/eviction/index.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
@@ -25,12 +24,12 @@ import {
   adminKubeConfig,
   consistently,
   eventually,
-  FAST_PROBING,
   httpEndpoint,
+  readyNodeWithAgent,
   uniqueName,
   type HttpEndpoint,
 } from './helpers.ts';
-import { startAgent, startProgram, type ProgramProcess } from './processes.ts';
+import { startProgram, type ProgramProcess } from './processes.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
 
 const run = promisify(execFile);
@@ -146,28 +145,13 @@ afterAll(async () => {
 async function nodeWithAgent(web: HttpEndpoint): Promise<string> {
   const name = uniqueName('nhc-node');
   nodes.push(name);
-  const extension = JSON.stringify({
-    probe: { http: { url: `http://127.0.0.1:${web.port}/` } },
-    ...FAST_PROBING,
-  });
-  await core.createNode({
-    body: {
-      metadata: {
-        name,
-        annotations: { [`${EXTENSION_ANNOTATION_PREFIX}device-plugin`]: extension },
-        labels: { 'kubernetes.io/hostname': name, 'nhc-test': label },
-      },
-      status: {
-        nodeInfo: { bootID: 'boot-1' } as never,
-        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated' }],
-      },
-    },
-  });
   processes.push(
-    await startAgent({
+    await readyNodeWithAgent(core, {
       kubeconfig,
-      nodeName: name,
-      extraArgs: ['--heartbeat-duration-seconds=8', '--extension-renew-seconds=5'],
+      name,
+      extension: 'device-plugin',
+      web,
+      labels: { 'nhc-test': label },
     }),
   );
   return name;
