@@ -17,10 +17,9 @@ import { parseArgs } from 'node:util';
 import { buildLease, GROUP_VERSION, LEASE_NAMESPACE, SYSTEM_EXTENSION } from '../../api/index.ts';
 import { readNodeReport } from '../../cli/node-read.ts';
 import { readSnapshot, type Client } from '../../cli/snapshot.ts';
-import { KubeClient } from '../../lib/kube/client.ts';
-import { loadConnection } from '../../lib/kube/config.ts';
+import type { KubeClient } from '../../lib/kube/client.ts';
 import { leasesPath } from '../../lib/kube/paths.ts';
-import { startControlPlane, type ControlPlane } from '../../test/controlplane/controlplane.ts';
+import type { ControlPlane } from '../../test/controlplane/controlplane.ts';
 import {
   build,
   createNode,
@@ -32,7 +31,7 @@ import {
   say,
 } from '../common.ts';
 import type { CreatedNode } from '../common.ts';
-import { SCALE_FLAGS } from '../options.ts';
+import { startScalePlane } from '../phases/setup.ts';
 import { ROOT } from '../procs.ts';
 
 const HEALTH = `/apis/${GROUP_VERSION}/clusterhealths/cluster`;
@@ -221,34 +220,8 @@ async function measureSize(
 }
 
 async function startPlane(): Promise<{ plane: ControlPlane; kube: KubeClient }> {
-  const plane = await startControlPlane({
-    scheduler: false,
-    controllerManager: false,
-    apiserverFlags: SCALE_FLAGS,
-    auditPolicy: false,
-    log: (l) => say(l),
-  });
-  const base = join(ROOT, 'manifests', 'base');
-  const applied = await plane.kubectl([
-    'apply',
-    '--server-side',
-    '-f',
-    join(base, 'namespaces.yaml'),
-    '-f',
-    join(base, 'crds'),
-  ]);
-  if (applied.code !== 0) throw new Error(`kubectl apply failed: ${applied.stderr}`);
-  await plane.kubectl([
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/clusterhealths.nodecare.io',
-  ]);
-  const kube = new KubeClient(await loadConnection(plane.kubeconfigPath), {
-    userAgent: 'nodecare-bench',
-    connections: 64,
-  });
-  return { plane, kube };
+  const { plane, client } = await startScalePlane();
+  return { plane, kube: client };
 }
 
 function render(sizes: readonly SizeResult[]): string {

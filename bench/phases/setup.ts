@@ -5,7 +5,7 @@ import { GROUP_VERSION, SYSTEM_EXTENSION } from '../../api/index.ts';
 import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
-import { startControlPlane } from '../../test/controlplane/controlplane.ts';
+import { startControlPlane, type ControlPlane } from '../../test/controlplane/controlplane.ts';
 import { build, createNode, extensionSpecs, pool, say, type CreatedNode } from '../common.ts';
 import type { SimState } from '../fleet.ts';
 import { Observer } from '../observer.ts';
@@ -15,18 +15,18 @@ import { fmtMs } from '../report.ts';
 import type { BenchCluster, BenchRun } from '../run.ts';
 import { Simulator, type SimulatorInit } from '../simulator.ts';
 
-export async function setUp(run: BenchRun): Promise<BenchCluster> {
-  const { opts, httpPort, heartbeatFile, fleetStartWrites } = run;
-  const { nodes: N, extensions: E } = opts;
-  say('building dist/ (the binaries measured)');
-  await build();
-  const plane = (run.plane = await startControlPlane({
+/**
+ * The control plane tuned for scale (no scheduler, no controller-manager, no audit log), nodecare's namespaces
+ * and CRDs applied and Established, and a client with 64 connections.
+ */
+export async function startScalePlane(): Promise<{ plane: ControlPlane; client: KubeClient }> {
+  const plane = await startControlPlane({
     scheduler: false,
     controllerManager: false,
     apiserverFlags: SCALE_FLAGS,
     auditPolicy: false, // the benchmark reads no audit log; at 5,000 nodes it is 700 more lines a second
     log: (l) => say(l),
-  }));
+  });
   const base = join(ROOT, 'manifests', 'base');
   const applied = await plane.kubectl([
     'apply',
@@ -42,11 +42,23 @@ export async function setUp(run: BenchRun): Promise<BenchCluster> {
     '--for=condition=Established',
     '--timeout=60s',
     'crd/systemextensions.nodecare.io',
+    'crd/clusterhealths.nodecare.io',
   ]);
-  const client = (run.client = new KubeClient(await loadConnection(plane.kubeconfigPath), {
+  const client = new KubeClient(await loadConnection(plane.kubeconfigPath), {
     userAgent: 'nodecare-bench',
     connections: 64,
-  }));
+  });
+  return { plane, client };
+}
+
+export async function setUp(run: BenchRun): Promise<BenchCluster> {
+  const { opts, httpPort, heartbeatFile, fleetStartWrites } = run;
+  const { nodes: N, extensions: E } = opts;
+  say('building dist/ (the binaries measured)');
+  await build();
+  const { plane, client } = await startScalePlane();
+  run.plane = plane;
+  run.client = client;
   const specs = extensionSpecs(E, httpPort, heartbeatFile);
   const extensions = specs.map(([name]) => name);
   for (const [name, probe] of specs) {
