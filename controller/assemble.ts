@@ -1,7 +1,7 @@
 // The controller's object graph, wired once: the cache feeds the work queue, the queue runs the reconciler, the
 // reconciler writes the node book, and the roll-up, the evictor, the metrics and the queue's re-arm read the
-// book; every write is fenced and cut off by the leadership term. `work` is what a term starts and stops. No
-// logic of its own: each part is a room with its tests.
+// book; every request goes through one KubePort (port.ts), its writes fenced, all cut off by the leadership
+// term. `work` is what a term starts and stops. No logic of its own: each part is a room with its tests.
 
 import type { Clock } from '../lib/clock.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -12,17 +12,12 @@ import { publishedPolicy, type ControllerConfig } from './config.ts';
 import { Evictor, RemediatorReads, evictNodePods, evictionNodeView, readNodeHold } from './eviction/index.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
-import { KubeRollupApi, RollupWriter, type RollupSource } from './rollup/index.ts';
+import { KubePort } from './port.ts';
+import { RollupWriter, type RollupSource } from './rollup/index.ts';
 import type { LeadershipTerms, TermWork } from './term.ts';
 import { reconcileQueue } from './reconcile-queue.ts';
 import type { WorkQueue } from '../lib/workqueue/workqueue.ts';
-import {
-  clusterEventRecorder,
-  eventRecorder,
-  KubeNodeApi,
-  withEventLane,
-  type NodeApi,
-} from './writes/index.ts';
+import { clusterEventRecorder, eventRecorder, withEventLane, type NodeApi } from './writes/index.ts';
 
 export interface ControllerParts {
   cache: ClusterCache;
@@ -41,8 +36,12 @@ interface Deps {
 export function assembleController(config: ControllerConfig, deps: Deps): ControllerParts {
   const { clock, client, log, metrics, terms } = deps;
   const { fence } = terms;
-  const port = { timeoutMs: config.requestTimeoutMs, signal: () => terms.signal };
-  const api = eventLaneApi(new KubeNodeApi(client, port), deps);
+  const port = new KubePort(client, {
+    timeoutMs: config.requestTimeoutMs,
+    signal: () => terms.signal,
+    fence,
+  });
+  const api = eventLaneApi(port, deps);
   /** A sweep: every node, behind any node added by itself (a change, a retry) meanwhile. */
   const enqueueAll = (): void => {
     for (const name of cache.nodeNames()) queue.addSweep(name);
@@ -69,7 +68,7 @@ export function assembleController(config: ControllerConfig, deps: Deps): Contro
   const events = eventRecorder(api, config.identity, clock, fence);
   const reconciler = new Reconciler({ cache, api, fence, clock, log, metrics, events, config, book });
   const rollup = new RollupWriter({
-    api: new KubeRollupApi(client, port),
+    api: port,
     source: rollupSource(cache, book),
     ...{ clock, metrics, fence },
     log: log.child({ component: 'rollup' }),
@@ -81,7 +80,10 @@ export function assembleController(config: ControllerConfig, deps: Deps): Contro
     gardenerCluster: config.gardenerCluster,
     gardenerResyncMs: config.gardenerResyncMs,
   });
-  const evictor = evictorOf(config, deps, { cache, book, events, published: () => rollup.markDirty() });
+  const evictor = evictorOf(config, deps, {
+    ...{ port, cache, book, events },
+    published: () => rollup.markDirty(),
+  });
   const queue = reconcileQueue(reconciler, { rearm: book.rearm, clock, log, metrics, config });
   const work: TermWork = {
     synced: () => cache.synced,
@@ -180,14 +182,15 @@ function evictorOf(
   config: ControllerConfig,
   deps: Deps,
   parts: {
+    port: KubePort;
     cache: ClusterCache;
     book: NodeBook;
     events: ReturnType<typeof eventRecorder>;
     published: () => void;
   },
 ): Evictor {
-  const { clock, client, log, metrics, terms } = deps;
-  const { cache, book, events } = parts;
+  const { clock, log, metrics, terms } = deps;
+  const { port: client, cache, book, events } = parts;
   const remediators = new RemediatorReads({
     ...{ client, log: log.child({ component: 'eviction' }) },
     timeoutMs: config.requestTimeoutMs,
@@ -199,17 +202,14 @@ function evictorOf(
         runtimeTaintKey: config.runtimeTaintKey,
         log: log.child({ component: 'eviction' }),
         signal: terms.signal,
-        beforeWrite: terms.fence,
       }),
     // Before each pass on a node: the Node as the API server has it now (another owner's annotations included).
     // Then the NodeHealthChecks and its NodeClaim (eviction/remediators.ts): reads made only here, eviction on.
     hold: (nodeName) =>
       readNodeHold({
-        client,
-        nodeName,
+        ...{ client, nodeName, remediators },
         timeoutMs: config.requestTimeoutMs,
         signal: terms.signal,
-        remediators,
       }),
     ...{ clock, log, metrics, events, config },
     node: (name) => {

@@ -7,6 +7,7 @@ import {
 } from '../../api/names.ts';
 import type { KubeClient, RequestOptions } from '../../lib/kube/client.ts';
 import { classifyResponse } from '../../lib/kube/errors.ts';
+import { NotLeaderError } from '../writes/index.ts';
 import {
   evictionComplete,
   evictNodePods,
@@ -261,6 +262,27 @@ describe('evictNodePods outcomes', () => {
       deleteOptions: { preconditions: { uid: 'uid-ok' } },
     });
     expect(calls.every((c) => c.options.timeoutMs === 5_000)).toBe(true);
+  });
+
+  it("a NotLeaderError from the port (this replica stopped leading) ends the pass: no later pod's eviction is sent", async () => {
+    const { client, calls } = fakeClient(pods, (name) =>
+      name === 'gone' ? new NotLeaderError() : undefined,
+    );
+    await expect(
+      evictNodePods({
+        client,
+        nodeName: 'node-a',
+        runtimeTaintKey: TAINT.key,
+        dryRun: false,
+        log: pino({ level: 'silent' }),
+        timeoutMs: 5_000,
+      }),
+    ).rejects.toBeInstanceOf(NotLeaderError);
+    // Sorted by pod: apf, ds (skipped), gone (refused unsent); ok, pdb and replaced are never tried.
+    expect(calls.filter((c) => c.method === 'POST').map((c) => c.path.split('/')[6])).toEqual([
+      'apf',
+      'gone',
+    ]);
   });
 
   it('dry run → reports wouldEvict and posts nothing', async () => {

@@ -18,6 +18,7 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import { listAll } from '../../lib/kube/list.ts';
 import type { Logger } from '../../lib/log.ts';
+import { NotLeaderError } from '../writes/index.ts';
 import { holdOf, podDoNotDisrupt, type HoldReason, type OwnerFacts } from './owners.ts';
 import type { OwnerReference, RemediatorReads } from './remediators.ts';
 
@@ -88,6 +89,10 @@ export interface PodEvictionResult {
 }
 
 export interface EvictNodePodsOptions {
+  /**
+   * The controller's KubePort in production: it fences each eviction, and its NotLeaderError (this replica
+   * stopped leading, the eviction not sent) ends the pass.
+   */
   client: Pick<KubeClient, 'request'>;
   nodeName: string;
   runtimeTaintKey: string;
@@ -97,8 +102,6 @@ export interface EvictNodePodsOptions {
   /** Deadline of each API request. */
   timeoutMs: number;
   signal?: AbortSignal;
-  /** Called just before each eviction is sent; a throw (this replica stopped leading) ends the pass. */
-  beforeWrite?(): void;
 }
 
 /**
@@ -196,7 +199,6 @@ export async function evictNodePods(options: EvictNodePodsOptions): Promise<PodE
       continue;
     }
     const { namespace = '', name = '', uid } = pod.metadata;
-    options.beforeWrite?.();
     try {
       await client.request(
         'POST',
@@ -215,6 +217,7 @@ export async function evictNodePods(options: EvictNodePodsOptions): Promise<PodE
       log.info({ pod: key }, 'Evicted pod');
       results.push({ pod: key, outcome: EvictionOutcome.evicted, reason: 'Evicted' });
     } catch (err) {
+      if (err instanceof NotLeaderError) throw err;
       results.push(classifyFailure(key, err, log));
     }
   }

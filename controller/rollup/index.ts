@@ -4,5 +4,11 @@
 
 export { evaluateRollup, type RollupResult } from './evaluate.ts';
 export type { AgentNotReportingFact, NodeNotReadyFact, RollupPair, SourcedPair } from './pairs.ts';
-export { KubeRollupApi, type RollupSource } from './store.ts';
+export type {
+  ClusterHealthObject,
+  RollupApi,
+  RollupSource,
+  SystemExtensionCounts,
+  SystemExtensionStatusView,
+} from './store.ts';
 export { GARDENER_RESYNC_MS, ROLLUP_MIN_INTERVAL_MS, RollupWriter } from './writer.ts';

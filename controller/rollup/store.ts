@@ -1,4 +1,5 @@
-// The API calls of the roll-up (docs/conventions.md 5), through one narrow port. ClusterHealth `cluster`: status
+// The API calls of the roll-up (docs/conventions.md 5), through one narrow port (RollupApi; the controller's
+// KubePort, controller/port.ts, against the API server). ClusterHealth `cluster`: status
 // is replaced through the status subresource with the resourceVersion it was computed on (optimistic: 409 when
 // someone wrote meanwhile, and the writer re-reads and re-evaluates); the status label and the owned-types
 // annotation go in a merge patch of the metadata carrying the same precondition. SystemExtension counts go in a
@@ -7,17 +8,7 @@
 
 import type { PublishedPolicy } from '../../api/policy.ts';
 import type { SourcedPair } from './pairs.ts';
-import {
-  API_GROUP,
-  API_VERSION,
-  CLUSTER_HEALTH,
-  GROUP_VERSION,
-  SYSTEM_EXTENSION,
-  type RolloutPolicy,
-} from '../../api/index.ts';
-import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
-import { PatchType, type KubeClient } from '../../lib/kube/client.ts';
-import { portRequest, type KubeNodeApiOptions } from '../writes/index.ts';
+import type { RolloutPolicy } from '../../api/index.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts, MaintenanceCounts } from './evaluate.ts';
 import type {
@@ -101,112 +92,6 @@ export interface RollupApi {
   ): Promise<string>;
   /** A Gardener `extensions.gardener.cloud/v1alpha1` Cluster; undefined when it does not exist. */
   getGardenerCluster(name: string): Promise<unknown>;
-}
-
-const CLUSTER_HEALTH_PATH = `/apis/${API_GROUP}/${API_VERSION}/${CLUSTER_HEALTH.plural}`;
-const SYSTEM_EXTENSIONS_PATH = `/apis/${API_GROUP}/${API_VERSION}/${SYSTEM_EXTENSION.plural}`;
-const GARDENER_CLUSTERS_PATH = '/apis/extensions.gardener.cloud/v1alpha1/clusters';
-
-interface SystemExtensionListItem {
-  metadata: { name: string; resourceVersion?: string };
-  status?: Partial<SystemExtensionCounts>;
-}
-
-function countsOf(status: Partial<SystemExtensionCounts> | undefined): SystemExtensionCounts | undefined {
-  if (!status || typeof status.nodes !== 'number') return undefined;
-  const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
-  return {
-    nodes: status.nodes,
-    healthy: n(status.healthy),
-    progressing: n(status.progressing),
-    unhealthy: n(status.unhealthy),
-    unknown: n(status.unknown),
-    failing: n(status.failing),
-    ...(status.rollout ? { rollout: status.rollout } : {}),
-    ...(typeof status.observedGeneration === 'number'
-      ? { observedGeneration: status.observedGeneration }
-      : {}),
-    ...(Array.isArray(status.conditions) ? { conditions: status.conditions } : {}),
-  };
-}
-
-export class KubeRollupApi implements RollupApi {
-  private readonly client: Pick<KubeClient, 'request'>;
-  private readonly options: KubeNodeApiOptions;
-
-  constructor(client: Pick<KubeClient, 'request'>, options: KubeNodeApiOptions) {
-    this.client = client;
-    this.options = options;
-  }
-
-  private call<T>(method: 'GET' | 'PATCH' | 'POST' | 'PUT', path: string, body?: object, type?: string) {
-    return portRequest<T>(this.client, this.options, method, path, body, type);
-  }
-
-  private async getOrUndefined<T>(path: string): Promise<T | undefined> {
-    try {
-      return await this.call<T>('GET', path);
-    } catch (err) {
-      if (isKubeError(err, KubeErrorCode.NotFound)) return undefined;
-      throw err;
-    }
-  }
-
-  getClusterHealth(): Promise<ClusterHealthObject | undefined> {
-    return this.getOrUndefined(`${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}`);
-  }
-
-  createClusterHealth(metadata: ClusterHealthObject['metadata']): Promise<ClusterHealthObject> {
-    return this.call('POST', CLUSTER_HEALTH_PATH, {
-      apiVersion: GROUP_VERSION,
-      kind: CLUSTER_HEALTH.kind,
-      metadata,
-      spec: {},
-    });
-  }
-
-  replaceClusterHealthStatus(object: ClusterHealthObject): Promise<ClusterHealthObject> {
-    return this.call('PUT', `${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}/status`, object);
-  }
-
-  patchClusterHealthMetadata(
-    resourceVersion: string,
-    metadata: { labels: Record<string, string>; annotations: Record<string, string | null> },
-  ): Promise<ClusterHealthObject> {
-    return this.call(
-      'PATCH',
-      `${CLUSTER_HEALTH_PATH}/${CLUSTER_HEALTH.name}`,
-      { metadata: { resourceVersion, ...metadata } },
-      PatchType.merge,
-    );
-  }
-
-  async listSystemExtensions(): Promise<SystemExtensionStatusView[]> {
-    const list = await this.call<{ items?: SystemExtensionListItem[] }>('GET', SYSTEM_EXTENSIONS_PATH);
-    return (list.items ?? []).map((item) => ({
-      name: item.metadata.name,
-      resourceVersion: item.metadata.resourceVersion ?? '',
-      counts: countsOf(item.status),
-    }));
-  }
-
-  async patchSystemExtensionStatus(
-    name: string,
-    resourceVersion: string,
-    status: SystemExtensionCounts,
-  ): Promise<string> {
-    const written = await this.call<SystemExtensionListItem>(
-      'PATCH',
-      `${SYSTEM_EXTENSIONS_PATH}/${encodeURIComponent(name)}/status`,
-      { metadata: { resourceVersion }, status },
-      PatchType.merge,
-    );
-    return written.metadata.resourceVersion ?? '';
-  }
-
-  getGardenerCluster(name: string): Promise<unknown> {
-    return this.getOrUndefined(`${GARDENER_CLUSTERS_PATH}/${encodeURIComponent(name)}`);
-  }
 }
 
 /** Writes on an object that keeps changing under them are retried this often, then the writer backs off. */

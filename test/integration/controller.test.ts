@@ -750,9 +750,9 @@ describe('node writes against the real API server', () => {
   async function realApi() {
     const { KubeClient } = await import('../../lib/kube/client.ts');
     const { loadConnection } = await import('../../lib/kube/config.ts');
-    const { KubeNodeApi } = await import('../../controller/writes/index.ts');
+    const { KubePort } = await import('../../controller/port.ts');
     const client = new KubeClient(await loadConnection(kubeconfig));
-    return { client, api: new KubeNodeApi(client, { timeoutMs: 10_000 }) };
+    return { client, api: new KubePort(client, { timeoutMs: 10_000 }) };
   }
 
   it('a write decided on a stale read meets a real 409; the reconciler re-reads, re-decides and keeps what another writer did', async () => {

@@ -8,7 +8,8 @@ import { CustomObjectsApi, EventsV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EventReason } from '../../api/reasons.ts';
 import { capMessage } from '../../controller/rollup/pairs.ts';
-import { eventWriter, KubeNodeApi } from '../../controller/writes/index.ts';
+import { KubePort } from '../../controller/port.ts';
+import { eventWriter } from '../../controller/writes/index.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { adminKubeConfig, uniqueName } from './helpers.ts';
@@ -41,7 +42,7 @@ describe('non-ASCII text within the API server byte limits', () => {
     const node = uniqueName('text-limits-node');
     const clock = { now: () => Date.now(), monotonic: () => performance.now() };
     const write = eventWriter(
-      new KubeNodeApi(client, { timeoutMs: 10_000 }),
+      new KubePort(client, { timeoutMs: 10_000 }),
       'text-limits-test',
       clock,
       () => undefined,
