@@ -224,13 +224,12 @@ function prepare(raw: NodeObject, claimed: ReadonlyMap<string, CachedLease[]>, c
   const { policy, now } = ctx;
   const node = toCachedNode(raw);
   const believed = believedLeases(node, claimed.get(node.name) ?? []);
-  const required = [...registrationsOf(node, ctx.sxs, policy).byName.keys()];
   const { input, registrations } = decisionInput({
     node,
     systemExtensions: ctx.sxByName,
     leases: new Map([...believed.leases].map(([name, lease]) => [name, seen(lease, now)])),
     agent: believed.agentLease ? seen(believed.agentLease, now) : undefined,
-    previous: reconstructedMemory(node, required),
+    previous: (resolved) => reconstructedMemory(node, [...resolved.byName.keys()]),
     settings: policy,
     tripped: new Set(),
     rolloutStartMs: (sx) => ctx.rollouts.startMs(sx, now),

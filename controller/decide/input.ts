@@ -35,7 +35,11 @@ export interface NodeInputView {
   /** The node's extension leases by extension name, and its heartbeat. */
   leases: ReadonlyMap<string, SeenLease>;
   agent: SeenLease | undefined;
-  previous: NodeMemory | undefined;
+  /**
+   * The node's memory; or, where it is reconstructed from the node (kubectl nodecare), made from the
+   * registrations resolved here, so that they are resolved once.
+   */
+  previous: NodeMemory | undefined | ((registrations: ResolvedRegistrations) => NodeMemory | undefined);
   settings: DecisionSettings;
   /** The extensions whose correlated failure holds back runtime taints. */
   tripped: ReadonlySet<string>;
@@ -62,7 +66,7 @@ export function decisionInput(view: NodeInputView): {
     leases: view.leases,
     agent: view.agent,
     conflicts: registrations.conflicts,
-    previous: view.previous,
+    previous: typeof view.previous === 'function' ? view.previous(registrations) : view.previous,
     policy: {
       bootstrapTaintKey: settings.bootstrapTaintKey,
       runtimeTaintKey: settings.runtimeTaintKey,
