@@ -236,16 +236,16 @@ describe('evictNodePods outcomes', () => {
     ),
   };
 
-  it('maps each answer to its outcome, with a UID precondition and a deadline on every request', async () => {
-    const { client, calls } = fakeClient(pods, (name) => answers[name]);
-    const results = await evictNodePods({
-      client,
-      nodeName: 'node-a',
-      runtimeTaintKey: TAINT.key,
-      dryRun: false,
+  const evictOn = (client: Pick<KubeClient, 'request'>, dryRun = false) =>
+    evictNodePods({
+      ...{ client, nodeName: 'node-a', runtimeTaintKey: TAINT.key, dryRun },
       log: pino({ level: 'silent' }),
       timeoutMs: 5_000,
     });
+
+  it('maps each answer to its outcome, with a UID precondition and a deadline on every request', async () => {
+    const { client, calls } = fakeClient(pods, (name) => answers[name]);
+    const results = await evictOn(client);
     expect(results.map((r) => [r.pod, r.outcome])).toEqual([
       ['ns/apf', 'error'],
       ['ns/ds', 'skipped'],
@@ -268,16 +268,7 @@ describe('evictNodePods outcomes', () => {
     const { client, calls } = fakeClient(pods, (name) =>
       name === 'gone' ? new NotLeaderError() : undefined,
     );
-    await expect(
-      evictNodePods({
-        client,
-        nodeName: 'node-a',
-        runtimeTaintKey: TAINT.key,
-        dryRun: false,
-        log: pino({ level: 'silent' }),
-        timeoutMs: 5_000,
-      }),
-    ).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(evictOn(client)).rejects.toBeInstanceOf(NotLeaderError);
     // Sorted by pod: apf, ds (skipped), gone (refused unsent); ok, pdb and replaced are never tried.
     expect(calls.filter((c) => c.method === 'POST').map((c) => c.path.split('/')[6])).toEqual([
       'apf',
@@ -287,14 +278,7 @@ describe('evictNodePods outcomes', () => {
 
   it('dry run → reports wouldEvict and posts nothing', async () => {
     const { client, calls } = fakeClient(pods, () => undefined);
-    const results = await evictNodePods({
-      client,
-      nodeName: 'node-a',
-      runtimeTaintKey: TAINT.key,
-      dryRun: true,
-      log: pino({ level: 'silent' }),
-      timeoutMs: 5_000,
-    });
+    const results = await evictOn(client, true);
     expect(calls.map((c) => c.method)).toEqual(['GET']);
     expect(results.filter((r) => r.outcome === 'wouldEvict')).toHaveLength(5);
   });
