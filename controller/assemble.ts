@@ -149,10 +149,10 @@ function cacheReports(deps: Deps): Pick<CacheEvents, 'error' | 'skipped' | 'igno
   };
 }
 
-/** What the roll-up evaluates: the book's pairs and rollout windows, the SystemExtensions as cached. */
+/** What the roll-up evaluates: the book's tally of pairs and rollout windows, the SystemExtensions as cached. */
 function rollupSource(cache: ClusterCache, book: NodeBook): RollupSource {
   return {
-    pairs: () => book.rollupPairs(),
+    tally: () => book.tally,
     systemExtensionNames: function* () {
       for (const sx of cache.systemExtensionList()) yield sx.name;
     },

@@ -11,6 +11,8 @@ import { createLogger } from '../../lib/log.ts';
 import { FakeClock } from '../../lib/testing.ts';
 import { NodeState, type NodeDecision, type NodeEvent } from '../decide/index.ts';
 import { ControllerMetrics } from '../metrics.ts';
+import type { ParsedSystemExtension } from '../../api/registration.ts';
+import { RollupTally } from '../rollup/index.ts';
 import { NodeBook } from './book.ts';
 
 /** A decision on a node requiring one critical SystemExtension `gpu` in `state`. */
@@ -89,6 +91,22 @@ describe('NodeBook', () => {
     expect(ledger.record('a', decided(NodeState.Degraded, ExtensionState.Unhealthy))).toBe(true);
     expect(ledger.record('a', undefined)).toBe(true);
     expect(ledger.record('a', undefined)).toBe(false);
+  });
+
+  it('keeps the roll-up tally equal to the pairs it lists, through changes, removals and a reset', () => {
+    const { ledger } = setup();
+    const sx = [] as ParsedSystemExtension[];
+    const same = () => expect(ledger.tally.sorted()).toEqual(RollupTally.of(ledger.rollupPairs()).sorted());
+    ledger.record('a', decided(NodeState.Ready, ExtensionState.Healthy));
+    ledger.record('b', decided(NodeState.Degraded, ExtensionState.Unhealthy));
+    ledger.record('a', decided(NodeState.Degraded, ExtensionState.Unknown, ControllerReason.LeaseExpired));
+    same();
+    expect(ledger.tally.sorted().counts.get('gpu')).toMatchObject({ healthy: 0, unhealthy: 1, unknown: 1 });
+    ledger.record('b', undefined);
+    same();
+    expect(ledger.tally.sorted().counts.get('gpu')).toMatchObject({ unhealthy: 0, unknown: 1 });
+    ledger.reset(sx);
+    expect(ledger.tally.sorted().counts.size).toBe(0);
   });
 
   it('lists the roll-up pairs with the agent-not-reporting fact only on the pairs it explains', () => {
@@ -183,3 +201,23 @@ function settled(fixedMs: number): NodeDecision {
     deadlines: { leases: [], fixedMs },
   } as unknown as NodeDecision;
 }
+
+describe('NodeBook.requirementsChanged', () => {
+  const sx = (name: string, generation: number) =>
+    ({ name, uid: `uid-${name}`, generation, createdMs: 1000 }) as unknown as ParsedSystemExtension;
+
+  it('is true once for another spec, and false for the same objects or a status-only copy', () => {
+    const { ledger } = setup();
+    const gpu = sx('gpu', 1);
+    const csi = sx('csi', 1);
+    ledger.reset([gpu]);
+    expect(ledger.requirementsChanged([gpu])).toBe(false);
+    expect(ledger.requirementsChanged([gpu, csi])).toBe(true);
+    expect(ledger.requirementsChanged([gpu, csi])).toBe(false);
+    // A status write: a new object of the same generation.
+    expect(ledger.requirementsChanged([sx('gpu', 1), csi])).toBe(false);
+    expect(ledger.requirementsChanged([csi, sx('gpu', 1)])).toBe(false);
+    expect(ledger.requirementsChanged([sx('gpu', 2), csi])).toBe(true);
+    expect(ledger.requirementsChanged([csi])).toBe(true);
+  });
+});

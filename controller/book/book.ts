@@ -22,7 +22,7 @@ import {
   type NodeState,
 } from '../decide/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
-import type { SourcedPair } from '../rollup/index.ts';
+import { RollupTally, type SourcedPair } from '../rollup/index.ts';
 import {
   clusterEventRecorder,
   eventNotRecorded,
@@ -79,10 +79,14 @@ export class NodeBook {
   private readonly deps: NodeBookDeps;
   private readonly records = new Map<string, NodeRecord>();
   private readonly breaker: BreakerCounts;
+  /** Every (node, extension) pair as last decided, counted for the roll-up (swapped in record()). */
+  readonly tally = new RollupTally();
   /** When each SystemExtension's rollout window started (the roll-up records it in its status). */
   private readonly rollouts = new RolloutWindows();
   /** The SystemExtensions every node was last decided on at once (requirementsKey). */
   private requirements = '';
+  /** The objects that key was last checked on: the same ones again need no key (requirementsChanged). */
+  private requirementsSeen: readonly ParsedSystemExtension[] = [];
 
   constructor(deps: NodeBookDeps) {
     this.deps = deps;
@@ -104,7 +108,9 @@ export class NodeBook {
     metrics.nodeConditions.reset();
     metrics.suspendedNodes.reset();
     metrics.releasedNodes.reset();
+    this.tally.clear();
     this.requirements = requirementsKey(systemExtensions);
+    this.requirementsSeen = systemExtensions;
     this.rollouts.retain(systemExtensions);
   }
 
@@ -113,6 +119,12 @@ export class NodeBook {
    * be decided on them at once (Reconciler). The rollout windows of those that are gone are forgotten.
    */
   requirementsChanged(systemExtensions: readonly ParsedSystemExtension[]): boolean {
+    // Asked on every reconcile: the cache holds the same objects until a watch event replaces one, and the key
+    // (a sorted JSON of every SystemExtension) is built only then.
+    const seen = this.requirementsSeen;
+    if (seen.length === systemExtensions.length && seen.every((sx, i) => sx === systemExtensions[i]))
+      return false;
+    this.requirementsSeen = systemExtensions;
     const key = requirementsKey(systemExtensions);
     if (key === this.requirements) return false;
     this.requirements = key;
@@ -153,6 +165,9 @@ export class NodeBook {
     if (!next) this.records.delete(name);
     else if (record) record.contribution = next;
     else this.records.set(name, { contribution: next });
+    // Every time, not only when rollupChanged: the tally holds the pairs exactly as rollupPairs() lists them.
+    if (old) for (const pair of pairsOf(name, old)) this.tally.remove(pair);
+    if (next) for (const pair of pairsOf(name, next)) this.tally.add(pair);
     return rollupChanged(old, next);
   }
 
@@ -291,27 +306,29 @@ export class NodeBook {
       for (const e of contribution?.extensions ?? []) yield { extension: e.name, state: e.state };
   }
 
-  /** Every (node, extension) pair as last decided: what the roll-up evaluates. */
+  /** Every (node, extension) pair as last decided: what the roll-up evaluates (as `tally` counts them). */
   *rollupPairs(): Generator<SourcedPair> {
-    for (const [node, { contribution: c }] of this.records) {
-      if (!c) continue;
-      for (const e of c.extensions)
-        yield {
-          node,
-          extension: e.name,
-          conditionType: e.conditionType,
-          state: e.state,
-          reason: e.reason,
-          ...(e.source ? { source: e.source } : {}),
-          ...(c.notReady ? { nodeNotReady: c.notReady } : {}),
-          ...(c.maintenance ? { maintenance: c.maintenance } : {}),
-          ...(c.maintenancePlanned ? { maintenancePlanned: true } : {}),
-          ...(c.agentNotReporting && e.reason === ControllerReason.AgentNotReporting
-            ? { agentNotReporting: c.agentNotReporting }
-            : {}),
-        };
-    }
+    for (const [node, { contribution }] of this.records) if (contribution) yield* pairsOf(node, contribution);
   }
+}
+
+/** The (node, extension) pairs a node's contribution brings to the roll-up. */
+function* pairsOf(node: string, c: Contribution): Generator<SourcedPair> {
+  for (const e of c.extensions)
+    yield {
+      node,
+      extension: e.name,
+      conditionType: e.conditionType,
+      state: e.state,
+      reason: e.reason,
+      ...(e.source ? { source: e.source } : {}),
+      ...(c.notReady ? { nodeNotReady: c.notReady } : {}),
+      ...(c.maintenance ? { maintenance: c.maintenance } : {}),
+      ...(c.maintenancePlanned ? { maintenancePlanned: true } : {}),
+      ...(c.agentNotReporting && e.reason === ControllerReason.AgentNotReporting
+        ? { agentNotReporting: c.agentNotReporting }
+        : {}),
+    };
 }
 
 /**

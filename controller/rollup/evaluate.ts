@@ -7,7 +7,6 @@
 // progressing pair → Progressing / HealthCheckProgressing; else True / HealthCheckSuccessful.
 
 import { BUILTIN_CONDITION_TYPES } from '../../api/extension.ts';
-import { ExtensionState } from '../../api/names.ts';
 import {
   failedCondition,
   initCondition,
@@ -36,10 +35,10 @@ export const DEFAULT_THRESHOLDS_MS: Readonly<Record<string, number>> = {
 export const SUCCESS_MESSAGE = 'All health checks successful';
 export const HIBERNATED_MESSAGE = 'Shoot is hibernated';
 
+import { RollupTally, type ExtensionCounts, type TypeBucket } from './tally.ts';
 import {
   MAX_CONDITIONS,
   MAX_EXTENSION_ROWS,
-  classifyPair,
   isConfigurationProblem,
   itemsMessage,
   unevaluableMessage,
@@ -62,18 +61,11 @@ export {
   type RollupPair,
 } from './pairs.ts';
 
-export interface ExtensionCounts {
-  name: string;
-  /** The condition type the extension feeds (its registrations may disagree across nodes: the first wins). */
-  conditionType: string;
-  healthy: number;
-  progressing: number;
-  unhealthy: number;
-  unknown: number;
-}
+export { COUNT_FIELD, RollupTally, type ExtensionCounts, type SortedPairs } from './tally.ts';
 
 export interface RollupInput {
-  pairs: Iterable<RollupPair>;
+  /** Every (node, extension) pair, listed or as kept by a tally (the controller's, as nodes change). */
+  pairs: Iterable<RollupPair> | RollupTally;
   /** The conditions as they are on the object now (foreign types included: they are kept). */
   previous: readonly RollupCondition[];
   /** The condition types the last write owned: one of them no longer in use is removed, others are kept. */
@@ -123,28 +115,10 @@ function byTypePriority(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-interface TypeBucket {
-  unevaluable: RollupPair[];
-  failing: RollupPair[];
-  progressing: RollupPair[];
-}
-
-function emptyCounts(name: string, conditionType: string): ExtensionCounts {
-  return { name, conditionType, healthy: 0, progressing: 0, unhealthy: 0, unknown: 0 };
-}
-
-/** The count each extension state adds to (ClusterHealth `extensions`, SystemExtension status). */
-export const COUNT_FIELD = {
-  [ExtensionState.Healthy]: 'healthy',
-  [ExtensionState.Progressing]: 'progressing',
-  [ExtensionState.Unhealthy]: 'unhealthy',
-  [ExtensionState.Unknown]: 'unknown',
-} as const satisfies Record<ExtensionState, 'healthy' | 'progressing' | 'unhealthy' | 'unknown'>;
-
 export function evaluateRollup(input: RollupInput): RollupResult {
   const { nowMs } = input;
   const thresholds = { ...DEFAULT_THRESHOLDS_MS, ...input.thresholdsMs };
-  const sorted = sortPairs(input.pairs);
+  const sorted = (input.pairs instanceof RollupTally ? input.pairs : RollupTally.of(input.pairs)).sorted();
   const ownedBefore = new Set(input.ownedBefore);
   const { owned, droppedTypes } = ownedTypes(input, sorted.buckets, ownedBefore);
   const previousByType = new Map(input.previous.map((c) => [c.type, c]));
@@ -179,39 +153,8 @@ export function evaluateRollup(input: RollupInput): RollupResult {
     label: statusLabel(conditions),
     droppedTypes,
     droppedExtensions: Math.max(0, extensions.length - MAX_EXTENSION_ROWS),
-    maintenance: { inProgress: sorted.maintained.size, planned: sorted.planned.size },
+    maintenance: { inProgress: sorted.maintained, planned: sorted.planned },
   };
-}
-
-/** The pairs by condition type (those that are not healthy), counted by extension, and the maintained nodes. */
-function sortPairs(pairs: RollupInput['pairs']): {
-  buckets: Map<string, TypeBucket>;
-  counts: Map<string, ExtensionCounts>;
-  maintained: Set<string>;
-  planned: Set<string>;
-} {
-  const buckets = new Map<string, TypeBucket>();
-  const counts = new Map<string, ExtensionCounts>();
-  const maintained = new Set<string>();
-  const planned = new Set<string>();
-  for (const pair of pairs) {
-    if (pair.maintenance) maintained.add(pair.node);
-    if (pair.maintenancePlanned) planned.add(pair.node);
-    let bucket = buckets.get(pair.conditionType);
-    if (!bucket) {
-      bucket = { unevaluable: [], failing: [], progressing: [] };
-      buckets.set(pair.conditionType, bucket);
-    }
-    const verdict = classifyPair(pair);
-    if (verdict !== 'healthy') bucket[verdict].push(pair);
-    let count = counts.get(pair.extension);
-    if (!count) {
-      count = emptyCounts(pair.extension, pair.conditionType);
-      counts.set(pair.extension, count);
-    }
-    count[COUNT_FIELD[pair.state]] += 1;
-  }
-  return { buckets, counts, maintained, planned };
 }
 
 /** The condition types this controller writes (by name), and those in use that got no room. */

@@ -10,6 +10,7 @@ import { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError } from '../writes/index.ts';
 import { SystemExtensionCountsWriter, rolloutStatus } from './extension-counts.ts';
 import type { SourcedPair } from './pairs.ts';
+import { RollupTally } from './tally.ts';
 import { FakeRollupApi } from './testing.ts';
 
 const pair = (node: string, state: SourcedPair['state'], source: SourcedPair['source'] = 'systemExtension') =>
@@ -40,7 +41,7 @@ describe('SystemExtensionCountsWriter', () => {
       pair('c', ExtensionState.Unknown),
       pair('d', ExtensionState.Healthy, 'annotation'),
     ];
-    await writer.write(pairs, 0);
+    await writer.write(RollupTally.of(pairs), 0);
     expect(api.systemExtensions.get('gpu')).toEqual({
       nodes: 3,
       healthy: 1,
@@ -50,13 +51,13 @@ describe('SystemExtensionCountsWriter', () => {
       failing: 2,
     });
     const patches = api.writes.length;
-    await writer.write(pairs, 0);
+    await writer.write(RollupTally.of(pairs), 0);
     expect(api.writes).toHaveLength(patches);
   });
 
   it('a status written meanwhile (409) is listed again and written over', async () => {
     const { api, writer } = setup();
-    await writer.write([pair('a', ExtensionState.Healthy)], 0);
+    await writer.write(RollupTally.of([pair('a', ExtensionState.Healthy)]), 0);
     api.putSystemExtensionStatus('gpu', {
       nodes: 9,
       healthy: 9,
@@ -65,7 +66,7 @@ describe('SystemExtensionCountsWriter', () => {
       unknown: 0,
       failing: 0,
     });
-    await writer.write([pair('a', ExtensionState.Unhealthy)], 0);
+    await writer.write(RollupTally.of([pair('a', ExtensionState.Unhealthy)]), 0);
     expect(api.calls.filter((c) => c === 'listSystemExtensions')).toHaveLength(2);
     expect(api.systemExtensions.get('gpu')?.unhealthy).toBe(1);
   });
@@ -73,15 +74,17 @@ describe('SystemExtensionCountsWriter', () => {
   it('a patch refused as invalid is handed on once and not retried until the counts change', async () => {
     const { api, writer, invalid } = setup();
     api.failNext('patchSystemExtensionStatus', new KubeError(KubeErrorCode.Invalid, 422, 'invalid'));
-    await writer.write([pair('a', ExtensionState.Healthy)], 0);
-    await writer.write([pair('a', ExtensionState.Healthy)], 0);
+    await writer.write(RollupTally.of([pair('a', ExtensionState.Healthy)]), 0);
+    await writer.write(RollupTally.of([pair('a', ExtensionState.Healthy)]), 0);
     expect(invalid).toEqual(['gpu']);
     expect(api.calls.filter((c) => c === 'patchSystemExtensionStatus')).toHaveLength(1);
   });
 
   it('writes nothing once this replica no longer leads', async () => {
     const { api, writer } = setup(() => false);
-    await expect(writer.write([pair('a', ExtensionState.Healthy)], 0)).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(writer.write(RollupTally.of([pair('a', ExtensionState.Healthy)]), 0)).rejects.toBeInstanceOf(
+      NotLeaderError,
+    );
     expect(api.writes).toEqual([]);
   });
 });
@@ -140,18 +143,18 @@ describe('SystemExtensionCountsWriter: conditions', () => {
       invalid: () => undefined,
     });
     const T0 = Date.parse('2026-12-01T10:00:00Z');
-    await writer.write([], T0);
+    await writer.write(RollupTally.of([]), T0);
     const status = () => api.systemExtensions.get('gpu')!;
     expect(status().observedGeneration).toBe(1);
     expect(
       status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
     ).toEqual(['Valid=True/SpecValid@2026-12-01T10:00:00Z', 'InForce=True/Enforced@2026-12-01T10:00:00Z']);
     const writes = api.writes.length;
-    await writer.write([], T0 + 30_000);
+    await writer.write(RollupTally.of([]), T0 + 30_000);
     expect(api.writes).toHaveLength(writes);
 
     spec = { ...spec, generation: 2, problems: ['probe: expected exactly one probe kind'] };
-    await writer.write([], T0 + 60_000);
+    await writer.write(RollupTally.of([]), T0 + 60_000);
     expect(status().observedGeneration).toBe(2);
     expect(
       status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
@@ -162,7 +165,7 @@ describe('SystemExtensionCountsWriter: conditions', () => {
     expect(status().conditions?.[0]?.message).toContain('probe: expected exactly one probe kind');
 
     spec = { ...spec, generation: 3, problems: [], suspend: true };
-    await writer.write([], T0 + 120_000);
+    await writer.write(RollupTally.of([]), T0 + 120_000);
     expect(
       status().conditions?.map((c) => `${c.type}=${c.status}/${c.reason}@${c.lastTransitionTime}`),
     ).toEqual(['Valid=True/SpecValid@2026-12-01T10:02:00Z', 'InForce=False/Suspended@2026-12-01T10:01:00Z']);

@@ -1,5 +1,5 @@
 // Each SystemExtension's counts (nodes, healthy, progressing, unhealthy, unknown, failing) in its status, from
-// the roll-up's pairs: patched only when they changed, each patch against the resourceVersion it was computed
+// the roll-up's tally of the pairs each registered: patched only when they changed, each patch against the resourceVersion it was computed
 // on, so an old leader's late write is refused (409: list again) or noticed (its watch event: forget).
 
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
@@ -7,9 +7,8 @@ import type { ControllerMetrics } from '../metrics.ts';
 import { NotLeaderError, type Fence } from '../writes/index.ts';
 import { RolloutMode } from '../../api/index.ts';
 import { apiTime } from './condition.ts';
-import { COUNT_FIELD } from './evaluate.ts';
 import { systemExtensionConditions } from './extension-conditions.ts';
-import type { SourcedPair } from './pairs.ts';
+import type { RollupTally } from './tally.ts';
 import {
   MAX_CONFLICT_RETRIES,
   type RollupApi,
@@ -93,20 +92,15 @@ export class SystemExtensionCountsWriter {
   }
 
   /**
-   * Writes every SystemExtension's counts (and rollout) from `pairs` that differ from its status. Resolves with
-   * the earliest future moment a rollout's phase changes by time alone (a Grace window ending), if any.
+   * Writes every SystemExtension's counts (and rollout) from the pairs it registered that differ from its
+   * status. Resolves with the earliest future moment a rollout's phase changes by time alone (a Grace window
+   * ending), if any.
    */
-  async write(pairs: readonly SourcedPair[], nowMs: number): Promise<number | undefined> {
+  async write(tally: Pick<RollupTally, 'registeredCounts'>, nowMs: number): Promise<number | undefined> {
     const { api, fence, metrics, source } = this.deps;
     const desired = new Map<string, SystemExtensionCounts>();
-    for (const name of source.systemExtensionNames()) desired.set(name, zeroCounts());
-    for (const pair of pairs) {
-      if (pair.source !== 'systemExtension') continue;
-      const counts = desired.get(pair.extension);
-      if (!counts) continue;
-      counts.nodes += 1;
-      counts[COUNT_FIELD[pair.state]] += 1;
-    }
+    for (const name of source.systemExtensionNames())
+      desired.set(name, { ...zeroCounts(), ...tally.registeredCounts(name) });
     let nextDeadlineMs: number | undefined;
     for (const [name, counts] of desired) {
       counts.failing = counts.unhealthy + counts.unknown;

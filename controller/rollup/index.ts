@@ -1,8 +1,10 @@
 // The roll-up room (docs/rollup.md): the pure evaluation of every (node, extension) pair into Gardener-style
-// conditions and counts (evaluate.ts, pairs.ts, condition.ts, gardener.ts), and its writer of ClusterHealth and
-// the SystemExtension counts through one port (writer.ts, extension-counts.ts, store.ts).
+// conditions and counts (evaluate.ts, on the pairs as tally.ts keeps them counted; pairs.ts, condition.ts,
+// gardener.ts), and its writer of ClusterHealth and the SystemExtension counts through one port (writer.ts,
+// extension-counts.ts, store.ts).
 
 export { evaluateRollup, type RollupResult } from './evaluate.ts';
+export { RollupTally } from './tally.ts';
 export type { AgentNotReportingFact, NodeNotReadyFact, RollupPair, SourcedPair } from './pairs.ts';
 export type {
   ClusterHealthObject,

@@ -7,10 +7,10 @@
 // unit-test double.
 
 import type { PublishedPolicy } from '../../api/policy.ts';
-import type { SourcedPair } from './pairs.ts';
 import type { RolloutPolicy } from '../../api/index.ts';
 import type { RollupCondition } from './condition.ts';
 import type { ExtensionCounts, MaintenanceCounts } from './evaluate.ts';
+import type { RollupTally } from './tally.ts';
 import type {
   SystemExtensionCondition,
   SystemExtensionRolloutStatus,
@@ -99,7 +99,8 @@ export const MAX_CONFLICT_RETRIES = 5;
 
 /** What the roll-up reads: the reconciler's latest verdicts and the SystemExtensions in the cache. */
 export interface RollupSource {
-  pairs(): Iterable<SourcedPair>;
+  /** Every (node, extension) pair as last decided, kept counted (the node book's tally). */
+  tally(): RollupTally;
   systemExtensionNames(): Iterable<string>;
   /** The rollout of a SystemExtension in the cache: its policy, generation, requirement and window start. */
   systemExtensionRollout?(name: string): SystemExtensionRollout | undefined;

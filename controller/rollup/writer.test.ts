@@ -12,6 +12,7 @@ import { NotLeaderError } from '../writes/index.ts';
 import { RollupReason, RollupStatus, type RollupCondition } from './condition.ts';
 import { ERR_CONFIGURATION_PROBLEM, HIBERNATED_MESSAGE, SUCCESS_MESSAGE } from './evaluate.ts';
 import { OWNED_TYPES_ANNOTATION } from './store.ts';
+import { RollupTally } from './tally.ts';
 import { FakeRollupApi } from './testing.ts';
 import {
   GARDENER_RESYNC_MS,
@@ -56,7 +57,7 @@ function setup(
   const make = (policy = options.policy) =>
     new RollupWriter({
       api,
-      source: { pairs: () => world.pairs, systemExtensionNames: () => world.sx },
+      source: { tally: () => RollupTally.of(world.pairs), systemExtensionNames: () => world.sx },
       clock,
       log: createLogger({ level: 'silent', name: 'test' }),
       metrics,
@@ -185,9 +186,9 @@ describe('RollupWriter', () => {
   });
 
   it('spaces evaluations by the loop time they hold: one that took 300 ms is followed by none for 3 s (ADR 0009)', async () => {
-    // Each reading of the loop clock is 150 ms after the last: reading the pairs and evaluating take 150 ms each.
+    // Each reading of the loop clock is 300 ms after the last: an evaluation (read around it) takes 300 ms.
     let loopMs = 0;
-    const { api, world, writer, step } = setup({ elapsedMs: () => (loopMs += 150) });
+    const { api, world, writer, step } = setup({ elapsedMs: () => (loopMs += 300) });
     writer.start();
     await step(0);
     const writes = api.writes.length;

@@ -34,9 +34,9 @@ import {
   type ClusterHealthChange,
 } from './cluster-health.ts';
 import { SystemExtensionCountsWriter } from './extension-counts.ts';
-import type { SourcedPair } from './pairs.ts';
 import { evaluateRollup, type RollupResult } from './evaluate.ts';
 import { NO_SHOOT, shootFromCluster, type ShootFacts } from './gardener.ts';
+import type { RollupTally } from './tally.ts';
 import {
   MAX_CONFLICT_RETRIES,
   type RollupSource,
@@ -48,7 +48,7 @@ import {
 /** At most one evaluation this often (a burst of node changes is one write). */
 export const ROLLUP_MIN_INTERVAL_MS = 1_000;
 /**
- * An evaluation that held the event loop for c ms (reading every pair, evaluating the conditions) is followed
+ * An evaluation that held the event loop for c ms (evaluating the conditions on the tally) is followed
  * by none sooner than this × c: however large the fleet, the roll-up takes at most a tenth of the loop while
  * changes come, and the node decisions the rest (docs/adr/0009). Below 100 ms an evaluation, the interval
  * stays ROLLUP_MIN_INTERVAL_MS.
@@ -184,11 +184,11 @@ export class RollupWriter {
     const { log } = this.deps;
     try {
       await this.refreshShoot();
-      const read = this.elapsedMs();
-      const pairs = [...this.deps.source.pairs()];
-      this.costMs = this.elapsedMs() - read;
-      await this.writeClusterHealth(pairs);
-      const rolloutEndsMs = await this.extensionCounts.write(pairs, this.deps.clock.now());
+      // The tally is kept as nodes change: what an evaluation holds the loop for is its own cost (evaluate).
+      this.costMs = 0;
+      const tally = this.deps.source.tally();
+      await this.writeClusterHealth(tally);
+      const rolloutEndsMs = await this.extensionCounts.write(tally, this.deps.clock.now());
       // A Grace window ending changes a status by time alone: evaluate again then (+1 s: past its second).
       if (rolloutEndsMs !== undefined)
         this.deadlineAt(
@@ -244,13 +244,13 @@ export class RollupWriter {
     });
   }
 
-  private async writeClusterHealth(pairs: readonly SourcedPair[]): Promise<void> {
+  private async writeClusterHealth(tally: RollupTally): Promise<void> {
     const { api, clock, metrics, policy, eviction } = this.deps;
     for (let attempt = 0; ; attempt++) {
       if (this.current === undefined) this.current = (await api.getClusterHealth()) ?? null;
       const object = this.current ?? undefined;
       const nowMs = clock.now();
-      const result = this.evaluate(pairs, object, nowMs);
+      const result = this.evaluate(tally, object, nowMs);
       const change = clusterHealthChange(object, result, policy, eviction?.());
       if (!change.metadataChanged && !change.statusChanged) return;
       try {
@@ -279,11 +279,7 @@ export class RollupWriter {
   }
 
   /** Evaluates the roll-up on `object`: measured, with its metrics, what was left out and its deadlines. */
-  private evaluate(
-    pairs: readonly SourcedPair[],
-    object: ClusterHealthObject | undefined,
-    nowMs: number,
-  ): RollupResult {
+  private evaluate(pairs: RollupTally, object: ClusterHealthObject | undefined, nowMs: number): RollupResult {
     const { metrics, thresholdsMs } = this.deps;
     const started = this.elapsedMs();
     const result = evaluateRollup({

@@ -12,6 +12,7 @@
 
 import type { Clock, Timer } from '../clock.ts';
 import { DueHeap, type DueRecord } from '../due-heap.ts';
+import { Fifo } from './fifo.ts';
 
 export interface ReconcileResult {
   /** Process the key again after this many ms (a deadline at which the answer may change). */
@@ -62,9 +63,9 @@ interface Pending extends DueRecord {
 export class WorkQueue {
   private readonly options: WorkQueueOptions;
   private readonly reconcile: ReconcileFn;
-  private readonly queue: string[] = [];
+  private readonly queue = new Fifo<string>();
   /** Swept keys, in order; an entry whose key is no longer in `swept` was promoted or ran: skipped. */
-  private readonly sweepQueue: string[] = [];
+  private readonly sweepQueue = new Fifo<string>();
   /** Keys queued by a sweep only (a subset of `queued`). */
   private readonly swept = new Set<string>();
   private readonly queued = new Set<string>();
@@ -134,8 +135,7 @@ export class WorkQueue {
   /** The next key to run: one added by itself first, then the sweep's; undefined when none is queued. */
   private next(): string | undefined {
     if (this.queue.length > 0) return this.queue.shift();
-    while (this.sweepQueue.length > 0) {
-      const key = this.sweepQueue.shift() as string;
+    for (let key = this.sweepQueue.shift(); key !== undefined; key = this.sweepQueue.shift()) {
       if (this.swept.delete(key)) return key;
     }
     return undefined;
@@ -266,8 +266,8 @@ export class WorkQueue {
     this.timerAt = Number.POSITIVE_INFINITY;
     this.delayed.clear();
     this.due.clear();
-    this.queue.length = 0;
-    this.sweepQueue.length = 0;
+    this.queue.clear();
+    this.sweepQueue.clear();
     this.swept.clear();
     this.queued.clear();
     this.deadlineOnly.clear();
