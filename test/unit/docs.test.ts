@@ -83,6 +83,7 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'optimize-for-size',
   'v8-pool-size',
   'cpu-prof',
+  'cpu-prof-interval',
   'jitless',
   'no-opt',
   'no-maglev',
