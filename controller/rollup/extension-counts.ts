@@ -1,6 +1,7 @@
 // Each SystemExtension's counts (nodes, healthy, progressing, unhealthy, unknown, failing) in its status, from
-// the roll-up's tally of the pairs each registered: patched only when they changed, each patch against the resourceVersion it was computed
-// on, so an old leader's late write is refused (409: list again) or noticed (its watch event: forget).
+// the roll-up's tally of the pairs each registered: patched only when they changed, each patch against the
+// resourceVersion it was computed on, so an old leader's late write is refused (409: list again) or noticed
+// (its watch event: forget).
 
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { ControllerMetrics } from '../metrics.ts';

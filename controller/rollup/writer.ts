@@ -279,11 +279,11 @@ export class RollupWriter {
   }
 
   /** Evaluates the roll-up on `object`: measured, with its metrics, what was left out and its deadlines. */
-  private evaluate(pairs: RollupTally, object: ClusterHealthObject | undefined, nowMs: number): RollupResult {
+  private evaluate(tally: RollupTally, object: ClusterHealthObject | undefined, nowMs: number): RollupResult {
     const { metrics, thresholdsMs } = this.deps;
     const started = this.elapsedMs();
     const result = evaluateRollup({
-      pairs,
+      pairs: tally,
       previous: object?.status?.conditions ?? [],
       ownedBefore: ownedTypesOf(object),
       thresholdsMs,
