@@ -105,7 +105,15 @@ export async function runController(
     recordFeatures(reports, metrics.featureAvailable),
   );
   cache.start();
-  const settle = firstSettle(deps.settled, clock);
+  const settled = deps.settled;
+  const settle = firstSettle(
+    settled &&
+      (() => {
+        settled();
+        log.info({ leading: terms.leading }, 'Settled: steady-state memory settings on');
+      }),
+    clock,
+  );
   terms.run({
     ...work,
     synced: () => {
