@@ -6,7 +6,15 @@ import { AGENT_OPTIONS } from '../../agent/config.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
 import { startControlPlane, type ControlPlane } from '../../test/controlplane/controlplane.ts';
-import { build, createNode, extensionSpecs, pool, say, type CreatedNode } from '../common.ts';
+import {
+  build,
+  createNode,
+  extensionSpecs,
+  pool,
+  registeredNodeBody,
+  say,
+  type CreatedNode,
+} from '../common.ts';
 import type { SimState } from '../fleet.ts';
 import { Observer } from '../observer.ts';
 import { FLEET_REQUEST_TIMEOUT_MS, FLEET_START_CONCURRENCY, SCALE_FLAGS } from '../options.ts';
@@ -71,7 +79,12 @@ export async function setUp(run: BenchRun): Promise<BenchCluster> {
   const names = Array.from({ length: N }, (_, i) => `bench-node-${String(i).padStart(5, '0')}`);
   const created: CreatedNode[] = [];
   const c = client;
-  await pool(names, 32, async (name) => void created.push(await createNode(c, name)));
+  // Registered as kubelets register them (with the bootstrap taint, about 9 KB each): the fresh fleet the
+  // `conv` row starts the controller on (issue 53 item 5).
+  const index = new Map(names.map((name, i) => [name, i]));
+  await pool(names, 32, async (name) => {
+    created.push(await createNode(c, name, registeredNodeBody(name, index.get(name) ?? 0)));
+  });
   created.sort((a, b) => (a.name < b.name ? -1 : 1));
   const S = opts.samples;
   const cohort = created.slice(0, S); // Bootstrapping at the start: their last extension is Progressing

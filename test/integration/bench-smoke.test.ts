@@ -132,6 +132,15 @@ describe('npm run bench -- --smoke', () => {
     },
   );
 
+  it('conv: a fresh fleet of kubelet-sized Nodes with the bootstrap taint, converged on measured controller CPU', () => {
+    const conv = rowValues('conv');
+    expect(conv.notConverged).toBe(0);
+    expect(conv.cpuMs).toBeGreaterThan(0);
+    // registeredNodeBody's Node as the API server returned it: about 9 KB, as a kubelet's (issue 53 item 5).
+    expect(conv.nodeBytes).toBeGreaterThan(8_000);
+    expect(conv.nodeBytes).toBeLessThan(12_000);
+  });
+
   it("P4: the quiet window read the control plane's own CPU (the load its figures were taken under)", () => {
     const p4 = rowValues('P4');
     expect(p4.apiserverCores).toBeGreaterThan(0);

@@ -1,0 +1,25 @@
+// The benchmark's fresh-fleet row (bench/phases/convergence.ts): judged at the size issue 53 item 5 names, on
+// both of its figures, and reported without a verdict at every other size.
+import { describe, expect, it } from 'vitest';
+import { convergenceRow, FRESH_FLEET_GOAL } from '../../bench/phases/convergence.ts';
+
+const { nodes, extensions } = FRESH_FLEET_GOAL;
+
+describe('convergenceRow', () => {
+  it('passes at 1,000 × 5 only when both the time and the CPU are within the goal', () => {
+    const row = (convergedMs: number | undefined, cpuMs: number | undefined) =>
+      convergenceRow(nodes, extensions, { convergedMs, cpuMs, nodeBytes: 9_100 }, convergedMs ? 0 : 3);
+    expect(row(4_900, 2_900).pass).toBe(true);
+    expect(row(5_100, 2_900).pass).toBe(false);
+    expect(row(4_900, 3_100).pass).toBe(false);
+    expect(row(4_900, undefined).pass).toBe(false);
+    expect(row(undefined, 2_000)).toMatchObject({ pass: false, measured: 'not converged: 3 nodes left' });
+    expect(row(4_900, 2_900).measured).toBe('4900 ms (controller CPU 2900 ms, Nodes of 8.9 KiB)');
+  });
+
+  it('reports other sizes without a verdict', () => {
+    const row = convergenceRow(5_000, 5, { convergedMs: 30_000, cpuMs: 9_000, nodeBytes: undefined }, 0);
+    expect(row).toMatchObject({ pass: null, goal: 'none (reported)' });
+    expect(row.values).toEqual({ convergedMs: 30_000, cpuMs: 9_000, nodeBytes: null, notConverged: 0 });
+  });
+});
