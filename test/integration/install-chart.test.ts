@@ -666,14 +666,15 @@ describe('charts/nodecare', () => {
       [5_000, 177],
       [10_000, 226],
       [20_000, 388],
-      [50_000, 695],
+      [50_000, 803],
+      [100_000, 1287],
     ] as const) {
       const { request, limit } = await memory(nodes);
       expect(steadyMiB / parseInt(limit, 10), `${nodes} nodes: ${limit}`).toBeLessThanOrEqual(0.7);
       expect(parseInt(request, 10), `${nodes} nodes`).toBeGreaterThanOrEqual(steadyMiB);
     }
-    expect(await memory(50_000)).toEqual({ request: '832Mi', limit: '1152Mi' });
-    expect(await memory(100_000)).toEqual({ request: '1408Mi', limit: '2048Mi' });
+    expect(await memory(50_000)).toEqual({ request: '896Mi', limit: '1280Mi' });
+    expect(await memory(100_000)).toEqual({ request: '1664Mi', limit: '2304Mi' });
     const refused = await run(helmBin, ['template', 'x', CHART, '--set', 'controller.fleetSize=-1']);
     expect(refused.stderr).toContain('fleetSize');
   });

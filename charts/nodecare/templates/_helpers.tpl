@@ -181,16 +181,16 @@ namespace.
 {{- /*
 The controller's resources: controller.resources, with the memory request and limit sized from
 controller.fleetSize when it is above 0. The benchmark's steady RSS of the controller alone with 5 extensions a
-node (docs/install.md, "Controller memory by fleet size") lies under the line 136 MiB + 13 KiB per node at every
-size measured (1,000 to 50,000 nodes). The request is that line, the limit the line divided by 0.7 (steady at
+node (docs/install.md, "Controller memory by fleet size") lies under the line 136 MiB + 15 KiB per node at every
+size measured (1,000 to 100,000 nodes). The request is that line, the limit the line divided by 0.7 (steady at
 most 70% of the limit), each rounded up to 64 MiB and never below the values' own.
-Integer MiB arithmetic: ceil(n * 13 / 1024) = (n * 13 + 1023) / 1024.
+Integer MiB arithmetic: ceil(n * 15 / 1024) = (n * 15 + 1023) / 1024.
 */}}
 {{- define "nodecare.controllerResources" -}}
 {{- $resources := deepCopy .Values.controller.resources }}
 {{- $nodes := int64 .Values.controller.fleetSize }}
 {{- if gt $nodes 0 }}
-{{- $steady := add 136 (div (add (mul $nodes 13) 1023) 1024) }}
+{{- $steady := add 136 (div (add (mul $nodes 15) 1023) 1024) }}
 {{- $limit := div (add (mul $steady 10) 6) 7 }}
 {{- $roundUp := dict "request" (mul (div (add $steady 63) 64) 64) "limit" (mul (div (add $limit 63) 64) 64) }}
 {{- $requests := $resources.requests | default dict }}
