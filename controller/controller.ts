@@ -13,7 +13,6 @@ import type { Logger } from '../lib/log.ts';
 import { assembleController } from './assemble.ts';
 import type { ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
-import { firstSettle } from './settled.ts';
 import { LeadershipTerms } from './term.ts';
 
 /** Leader election as the controller uses it (lib/leader/elector.ts implements it on a Lease). */
@@ -58,11 +57,8 @@ export interface ControllerDeps {
   registry: Registry;
   client: KubeClient;
   elector: Elector;
-  /**
-   * Called once, when this replica first settled (controller/settled.ts): the program's V8 settings for
-   * steady state.
-   */
-  settled?(): void;
+  /** Called once, when the caches first synced (the program's V8 settings for steady state). */
+  cachesSynced?(): void;
 }
 
 export interface RunningController {
@@ -105,25 +101,16 @@ export async function runController(
     recordFeatures(reports, metrics.featureAvailable),
   );
   cache.start();
-  const settled = deps.settled;
-  const settle = firstSettle(
-    settled &&
-      (() => {
-        settled();
-        log.info({ leading: terms.leading }, 'Settled: steady-state memory settings on');
-      }),
-    clock,
-  );
+  let firstSync = deps.cachesSynced;
   terms.run({
     ...work,
     synced: () => {
       const synced = work.synced();
-      if (synced) settle.synced();
+      if (synced && firstSync) {
+        firstSync();
+        firstSync = undefined;
+      }
       return synced;
-    },
-    start: () => {
-      work.start();
-      settle.termStarted(queue.idle());
     },
   });
   elector.start(terms.elected);
@@ -133,7 +120,6 @@ export async function runController(
     idle: () => queue.idle(),
     async stop(budgetMs = DEFAULT_STOP_BUDGET_MS) {
       stopped = true;
-      settle.stop();
       // Drains in-flight work (onStoppedLeading), then releases the lease, all by the deadline.
       await terms.stop(clock.monotonic() + budgetMs - STOP_MARGIN_MS, (deadlineMs) =>
         elector.stop({ deadlineMs }),

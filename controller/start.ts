@@ -58,7 +58,7 @@ runProgram<ControllerConfig>({
       registry: new Registry(),
       client,
       elector,
-      settled: optimizeForSize,
+      cachesSynced: optimizeForSize,
     });
     return {
       async stop(budgetMs) {
