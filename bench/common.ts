@@ -121,6 +121,15 @@ export function nodeBody(name: string): Record<string, unknown> {
   };
 }
 
+/** The 24 images every registered node reports cached (status.images), the same for each node. */
+const CACHED_IMAGES = Array.from({ length: 24 }, (_, i) => ({
+  names: [
+    `registry.bench.invalid/team-${i % 7}/workload-${i}@sha256:${createHash('sha256').update(`${i}`).digest('hex')}`,
+    `registry.bench.invalid/team-${i % 7}/workload-${i}:v1.${i}.0`,
+  ],
+  sizeBytes: 20_000_000 + i * 1_234_567,
+}));
+
 /**
  * A Node as a kubelet registers it in the whole-cluster benchmark (issue 53 item 5, the fresh fleet): the
  * bootstrap taint from `--register-with-taints` (docs/install.md), a cloud node's labels, annotations and
@@ -138,13 +147,6 @@ export function registeredNodeBody(name: string, index: number): Record<string, 
     ...{ type, status, reason, message },
     lastHeartbeatTime: at,
     lastTransitionTime: at,
-  });
-  const image = (i: number) => ({
-    names: [
-      `registry.bench.invalid/team-${i % 7}/workload-${i}@sha256:${createHash('sha256').update(`${i}`).digest('hex')}`,
-      `registry.bench.invalid/team-${i % 7}/workload-${i}:v1.${i}.0`,
-    ],
-    sizeBytes: 20_000_000 + i * 1_234_567,
   });
   return {
     ...body,
@@ -196,7 +198,7 @@ export function registeredNodeBody(name: string, index: number): Record<string, 
         condition('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
         condition('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status'),
       ],
-      images: Array.from({ length: 24 }, (_, i) => image(i)),
+      images: CACHED_IMAGES,
     },
   };
 }

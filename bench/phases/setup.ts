@@ -81,9 +81,8 @@ export async function setUp(run: BenchRun): Promise<BenchCluster> {
   const c = client;
   // Registered as kubelets register them (with the bootstrap taint, about 9 KB each): the fresh fleet the
   // `conv` row starts the controller on (issue 53 item 5).
-  const index = new Map(names.map((name, i) => [name, i]));
-  await pool(names, 32, async (name) => {
-    created.push(await createNode(c, name, registeredNodeBody(name, index.get(name) ?? 0)));
+  await pool([...names.entries()], 32, async ([i, name]) => {
+    created.push(await createNode(c, name, registeredNodeBody(name, i)));
   });
   created.sort((a, b) => (a.name < b.name ? -1 : 1));
   const S = opts.samples;
