@@ -7,6 +7,7 @@ import { closeSync, createWriteStream, openSync, readSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { inCgroup, type MemoryCgroup } from './cgroup.ts';
 
 export const ROOT = join(import.meta.dirname, '..');
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every Linux Node.js supports). */
@@ -29,6 +30,7 @@ export function startBinary(
   args: string[],
   logDir: string,
   env: Record<string, string> = {},
+  memory?: MemoryCgroup,
 ): Program {
   const logPath = join(logDir, `${name}.log`);
   // The program writes its stdout straight into its log file, as a container's runtime takes its output, and
@@ -36,7 +38,9 @@ export function startBinary(
   // full, and pino's synchronous stdout write waited (atomic-sleep: about 0.2 s of a restarted controller's
   // main thread at 5,000 nodes). The file is read back here as it grows (LogTail).
   const out = openSync(logPath, 'a');
-  const child = spawn(process.execPath, [join(ROOT, 'dist', entry, 'main.js'), ...args], {
+  const argv = [process.execPath, join(ROOT, 'dist', entry, 'main.js'), ...args];
+  const [command, commandArgs] = memory ? inCgroup(memory, argv) : [argv[0]!, argv.slice(1)];
+  const child = spawn(command, commandArgs, {
     env: { ...process.env, ...env },
     stdio: ['ignore', out, 'pipe'],
   });
@@ -63,6 +67,7 @@ export function startBinary(
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
       tail.close();
+      memory?.remove();
       resolve(code);
     }),
   );

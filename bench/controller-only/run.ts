@@ -30,6 +30,7 @@ import { build, describeMachine, load1, measuredCode, say, sleep } from '../comm
 import { freePorts } from '../../test/controlplane/controlplane.ts';
 import type { Options } from '../options.ts';
 import { reconcileCounts } from '../phases/steady.ts';
+import { memoryCgroup, type MemoryCgroup } from '../cgroup.ts';
 import { loggedAfterMs, procCpuMs, procMemory, startBinary, unlessExited, type Program } from '../procs.ts';
 import { fmtCode, fmtMs, percentile, type MeasuredCode } from '../report.ts';
 import {
@@ -40,6 +41,7 @@ import {
   type SinkInit,
   type SinkStats,
 } from './sink.ts';
+import { chartMemoryLimitBytes } from './chart-limit.ts';
 
 /** Bootstrapping at the start (their last extension Progressing), as in `npm run bench`: 5 % of the nodes. */
 const COHORT_SHARE = 0.05;
@@ -58,6 +60,8 @@ export interface SizeResult {
   cpuToConvergeMs: number;
   peakRssBytes: number;
   steadyRssBytes: number;
+  /** The memory limit the controller ran under (its cgroup), null when it ran without one. */
+  memoryLimitBytes: number | null;
   idleMilliCpu: number;
   renewalsPerSecond: number;
   renewalMilliCpu: number;
@@ -256,6 +260,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       controllerArgs(),
       logDir,
       controllerEnv(),
+      limitedMemory(nodes),
     );
     const pid = controller.child.pid ?? 0;
     let convergedMs: number | null = null;
@@ -325,6 +330,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       controllerArgs(),
       logDir,
       controllerEnv(),
+      limitedMemory(nodes),
     );
     const { atEpochMs: reconvergedAt } = await unlessExited(reconverged, controller, 'converging');
     const restartMs = reconvergedAt - restartedAt;
@@ -341,6 +347,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       cpuToConvergeMs,
       peakRssBytes,
       steadyRssBytes,
+      memoryLimitBytes: memoryLimitProblem === undefined ? chartMemoryLimitBytes(nodes) : null,
       idleMilliCpu,
       renewalsPerSecond: renewals / windowS,
       renewalMilliCpu,
@@ -370,6 +377,19 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
   }
 }
 
+/**
+ * The controller's container as the chart sizes it for `nodes` (chartMemoryLimitBytes), a cgroup of its own
+ * for each start; undefined, said once, where this machine gives none (the run's `memoryLimit` says why).
+ */
+function limitedMemory(nodes: number): MemoryCgroup | undefined {
+  const cgroup = memoryCgroup('nodecare-bench-controller', chartMemoryLimitBytes(nodes));
+  if (typeof cgroup !== 'string') return cgroup;
+  if (memoryLimitProblem === undefined) say(`the controller runs without a memory limit: ${cgroup}`);
+  memoryLimitProblem = cgroup;
+  return undefined;
+}
+let memoryLimitProblem: string | undefined;
+
 /** Node options for the controller only, as `npm run bench` takes them (none by default: the binary as shipped). */
 function controllerEnv(): Record<string, string> {
   const options = process.env.BENCH_CONTROLLER_NODE_OPTIONS;
@@ -384,7 +404,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     'leases',
     'converge',
     'CPU to converge',
-    'RSS peak / steady',
+    'RSS peak / steady / limit',
     'no renewals',
     'renewals',
     'CPU/renewal',
@@ -401,7 +421,7 @@ export function renderControllerOnly(results: ControllerOnlyResults): string {
     String(s.leases),
     fmtMs(s.convergedMs),
     fmtMs(s.cpuToConvergeMs),
-    `${mib(s.peakRssBytes)} / ${mib(s.steadyRssBytes)}`,
+    `${mib(s.peakRssBytes)} / ${mib(s.steadyRssBytes)} / ${s.memoryLimitBytes ? mib(s.memoryLimitBytes) : 'none'}`,
     `${s.idleMilliCpu.toFixed(1)} mCPU`,
     `${s.renewalsPerSecond.toFixed(0)}/s, ${s.renewalMilliCpu.toFixed(0)} mCPU`,
     `${s.cpuPerRenewalMs.toFixed(3)} ms`,
@@ -509,6 +529,9 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
       cohortShare: COHORT_SHARE,
       controllerWorkers: opts.controllerWorkers ?? 'default',
       controllerEnv: controllerEnv(),
+      // The controller's memory limit at each size: the chart's for that fleet (bench/controller-only/
+      // chart-limit.ts), or why it ran without one.
+      memoryLimit: memoryLimitProblem ?? 'the chart limit for each fleet size (memoryLimitBytes)',
       fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
     },

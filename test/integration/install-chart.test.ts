@@ -13,6 +13,7 @@ import {
   DEFAULT_BOOTSTRAP_TAINT_KEY as BOOTSTRAP,
   DEFAULT_RUNTIME_TAINT_KEY as RUNTIME,
 } from '../../api/index.ts';
+import { chartMemoryLimitBytes } from '../../bench/controller-only/chart-limit.ts';
 import { kubernetesMinor } from './helpers.ts';
 import { applyBaseManifests, kubectl } from './setup.ts';
 
@@ -675,6 +676,11 @@ describe('charts/nodecare', () => {
     }
     expect(await memory(50_000)).toEqual({ request: '896Mi', limit: '1280Mi' });
     expect(await memory(100_000)).toEqual({ request: '1664Mi', limit: '2304Mi' });
+    // The controller-only benchmark runs the controller under the limit the chart gives its fleet.
+    for (const nodes of [200, 1_000, 10_000, 20_000, 33_333, 50_000, 100_000]) {
+      const { limit } = await memory(nodes);
+      expect(`${chartMemoryLimitBytes(nodes) / 1048576}Mi`, `${nodes} nodes`).toBe(limit);
+    }
     const refused = await run(helmBin, ['template', 'x', CHART, '--set', 'controller.fleetSize=-1']);
     expect(refused.stderr).toContain('fleetSize');
   });
