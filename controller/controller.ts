@@ -13,6 +13,7 @@ import type { Logger } from '../lib/log.ts';
 import { assembleController } from './assemble.ts';
 import type { ControllerConfig } from './config.ts';
 import { ControllerMetrics } from './metrics.ts';
+import { firstSettle } from './settled.ts';
 import { LeadershipTerms } from './term.ts';
 
 /** Leader election as the controller uses it (lib/leader/elector.ts implements it on a Lease). */
@@ -57,8 +58,11 @@ export interface ControllerDeps {
   registry: Registry;
   client: KubeClient;
   elector: Elector;
-  /** Called once, when the caches first synced (the program's V8 settings for steady state). */
-  cachesSynced?(): void;
+  /**
+   * Called once, when this replica first settled (controller/settled.ts): the program's V8 settings for
+   * steady state.
+   */
+  settled?(): void;
 }
 
 export interface RunningController {
@@ -101,16 +105,25 @@ export async function runController(
     recordFeatures(reports, metrics.featureAvailable),
   );
   cache.start();
-  let firstSync = deps.cachesSynced;
+  const settled = deps.settled;
+  const settle = firstSettle(
+    settled &&
+      (() => {
+        settled();
+        log.info({ leading: terms.leading }, 'Settled: steady-state memory settings on');
+      }),
+    clock,
+  );
   terms.run({
     ...work,
     synced: () => {
       const synced = work.synced();
-      if (synced && firstSync) {
-        firstSync();
-        firstSync = undefined;
-      }
+      if (synced) settle.synced();
       return synced;
+    },
+    start: () => {
+      work.start();
+      settle.termStarted(queue.idle());
     },
   });
   elector.start(terms.elected);
@@ -120,6 +133,7 @@ export async function runController(
     idle: () => queue.idle(),
     async stop(budgetMs = DEFAULT_STOP_BUDGET_MS) {
       stopped = true;
+      settle.stop();
       // Drains in-flight work (onStoppedLeading), then releases the lease, all by the deadline.
       await terms.stop(clock.monotonic() + budgetMs - STOP_MARGIN_MS, (deadlineMs) =>
         elector.stop({ deadlineMs }),

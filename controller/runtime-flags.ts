@@ -8,22 +8,36 @@
 //   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
 //   depends on the machine's memory. At 1 MiB scavenges took much of the event loop at 5,000 nodes
 //   (docs/adr/0007, addendum 2026-11-28).
+// - `--max-old-space-size` at three quarters of the container's memory limit, where it has one
+//   (controller/heap-ceiling.ts): Node.js would give the old generation half of it.
 // - `--v8-pool-size=1`: one V8 background thread instead of four. Their work is the garbage collector's
 //   concurrent and parallel parts, and the Deployment gives the controller at most one core, where four of
 //   them beside the event loop only take turns (measured: docs/adr/0007, addendum 2026-11-29).
-// - `--optimize-for-size`, set from the program once the caches first synced (optimizeForSize): V8 grows
-//   the old generation by a small factor over what survived the last full collection, not by up to four
-//   times while the program allocates fast; without it the old generation after a start is mostly garbage.
-//   Not on the command line: there it also caps the semi-spaces at 1 MiB, which is what the first flag
-//   avoids. Not before the first sync: while the caches fill, every small growth step ends in a full
-//   collection of everything listed so far, and a controller start waits for that CPU (measured: docs/adr/0007,
-//   the Results and the addenda of 2026-11-28).
+// - `--optimize-for-size`, set from the program once the replica first settled (optimizeForSize; when:
+//   controller/settled.ts): V8 grows the old generation by a small factor over what survived the last full
+//   collection, not by up to four times while the program allocates fast; without it the old generation
+//   after a start is mostly garbage. Not on the command line: there it also caps the semi-spaces at 1 MiB,
+//   which is what the first flag avoids. Not while the caches fill or the first convergence runs: then
+//   every small growth step ends in a full collection of everything held so far, and a controller start
+//   waits for that CPU (measured: docs/adr/0007, the Results and the addenda of 2026-11-28; docs/adr/0009,
+//   addenda of 2026-12-03).
 import { setFlagsFromString } from 'node:v8';
+import type * as Os from 'node:os';
 import type * as Vm from 'node:vm';
 import { reexecWithFlags } from '../lib/reexec.ts';
+import { oldGenerationCeiling } from './heap-ceiling.ts';
 
 const reexec = reexecWithFlags(
-  ['--max-semi-space-size=16', '--v8-pool-size=1'],
+  [
+    '--max-semi-space-size=16',
+    '--v8-pool-size=1',
+    ...oldGenerationCeiling({
+      constrainedBytes: process.constrainedMemory(),
+      totalBytes: (process.getBuiltinModule('node:os') as typeof Os).totalmem(),
+      execArgv: process.execArgv,
+      nodeOptions: process.env.NODE_OPTIONS,
+    }),
+  ],
   'NODECARE_CONTROLLER_REEXECUTED',
 );
 
@@ -38,7 +52,7 @@ const fullCollection = typeof collect === 'function' ? (collect as () => void) :
  * Turns on `--optimize-for-size` (above) and runs one full collection right away: the old generation's limit,
  * set by the last collection while the caches filled, would otherwise stay as loose as it was until the next
  * one, and the convergence after a start grew into it (measured: docs/adr/0007, addenda of 2026-11-28).
- * Called once the caches first synced; again is harmless.
+ * Called once the replica first settled; again is harmless.
  */
 export function optimizeForSize(): void {
   setFlagsFromString('--optimize-for-size');

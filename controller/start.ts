@@ -58,7 +58,7 @@ runProgram<ControllerConfig>({
       registry: new Registry(),
       client,
       elector,
-      cachesSynced: optimizeForSize,
+      settled: optimizeForSize,
     });
     return {
       async stop(budgetMs) {
