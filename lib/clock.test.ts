@@ -2,7 +2,7 @@
 // a far deadline (a lease duration of 25 days) a hot loop. vitest's fake timers reproduce that overflow.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TIMER_DELAY_MS, systemClock, timeoutSignal } from './clock.ts';
+import { deadlineSignal, MAX_TIMER_DELAY_MS, systemClock, timeoutSignal } from './clock.ts';
 import { consistently } from '../test/integration/helpers.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -111,5 +111,51 @@ describe('timeoutSignal', () => {
   it('a delay beyond what AbortSignal.timeout takes waits the maximum, without throwing', () => {
     expect(() => timeoutSignal(Infinity)).not.toThrow();
     expect(timeoutSignal(2 ** 40).aborted).toBe(false);
+  });
+});
+
+describe('deadlineSignal', () => {
+  beforeEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('aborts with a TimeoutError when due', async () => {
+    const { signal } = deadlineSignal(20.4);
+    expect(signal.aborted).toBe(false);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    expect((signal.reason as Error).name).toBe('TimeoutError');
+  });
+
+  it("aborts with the caller's reason when the caller's signal aborts first, or had already", () => {
+    const caller = new AbortController();
+    const { signal } = deadlineSignal(60_000, caller.signal);
+    const reason = new Error('stopping');
+    caller.abort(reason);
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBe(reason);
+    expect(deadlineSignal(60_000, caller.signal).signal.reason).toBe(reason);
+  });
+
+  it('done() retires it: the deadline passes and the caller aborts, and it stays unaborted', async () => {
+    const caller = new AbortController();
+    const deadline = deadlineSignal(10, caller.signal);
+    deadline.done();
+    caller.abort(new Error('later'));
+    await consistently(() => expect(deadline.signal.aborted).toBe(false), 50, {
+      intervalMs: 5,
+      what: 'the retired signal stayed unaborted',
+    });
+  });
+
+  it('NaN and negative delays abort at once; Infinity does not abort soon', async () => {
+    const soon = [deadlineSignal(NaN).signal, deadlineSignal(-5).signal];
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(soon.map((s) => s.aborted)).toEqual([true, true]);
+    const never = deadlineSignal(Infinity);
+    await consistently(() => expect(never.signal.aborted).toBe(false), 50, {
+      intervalMs: 5,
+      what: 'no abort',
+    });
+    never.done();
   });
 });

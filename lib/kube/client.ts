@@ -4,7 +4,7 @@
 // (transport.ts): undici by default, node:https with a pool of its own for the agent (docs/adr/0006).
 
 import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
-import { timeoutSignal } from '../clock.ts';
+import { deadlineSignal } from '../clock.ts';
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
 import {
@@ -17,6 +17,9 @@ import {
   watchRefused,
 } from './body.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
+
+/** The signal of a request with neither a deadline nor a caller's signal: it never aborts. */
+const NEVER = new AbortController().signal;
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** The transports' connect timeout when the request deadline is no shorter (TransportOptions.connectTimeoutMs). */
@@ -195,12 +198,29 @@ export class KubeClient {
   async request<T>(method: HttpMethod, path: string, options: RequestOptions = {}): Promise<T> {
     const what = `${method} ${path}`;
     const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
-    // No timer at all for no deadline: one longer than 2^31-1 ms would fire at once (Node's setTimeout).
-    const signals = [
-      ...(timeoutMs === undefined ? [] : [timeoutSignal(timeoutMs)]),
-      ...(options.signal ? [options.signal] : []),
-    ];
-    const signal = signals.length === 1 ? (signals[0] as AbortSignal) : AbortSignal.any(signals);
+    // No timer at all for no deadline; one that ends with the request (deadlineSignal) otherwise.
+    const deadline = timeoutMs === undefined ? undefined : deadlineSignal(timeoutMs, options.signal);
+    try {
+      return await this.requestOnce<T>(
+        method,
+        path,
+        what,
+        options,
+        deadline?.signal ?? options.signal ?? NEVER,
+      );
+    } finally {
+      deadline?.done();
+    }
+  }
+
+  /** request() on `signal`: the call, its answer read and parsed. */
+  private async requestOnce<T>(
+    method: HttpMethod,
+    path: string,
+    what: string,
+    options: RequestOptions,
+    signal: AbortSignal,
+  ): Promise<T> {
     const hasBody = options.body !== undefined;
     this.listener?.request(requestKind(method, path));
     let response: TransportResponse;
