@@ -3,19 +3,12 @@
 // models are not deserialized: callers strip what they keep (docs/adr/0001). The pool is a transport
 // (transport.ts): undici by default, node:https with a pool of its own for the agent (docs/adr/0006).
 
-import { classifyResponse, classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
+import { classifyTransportError, KubeError, KubeErrorCode } from './errors.ts';
 import { deadlineSignal } from '../clock.ts';
 import type { Connection } from './config.ts';
 import { requestKind, type RequestKind } from './paths.ts';
-import {
-  answerError,
-  LineSplitter,
-  parseJson,
-  readBytes,
-  UNREADABLE_LINE_PREFIX_BYTES,
-  watchFailure,
-  watchRefused,
-} from './body.ts';
+import { answerError, parseJson, readBytes, watchFailure, watchRefused } from './body.ts';
+import { watchLines, type WatchEvent, type WatchOptions } from './watch-lines.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
 /** The signal of a request with neither a deadline nor a caller's signal: it never aborts. */
@@ -70,30 +63,8 @@ export interface RequestOptions {
   maxBodyBytes?: number;
 }
 
-/** How a watch is read (KubeClient.watch). */
-export interface WatchOptions {
-  /** Read the stream in batches, at most this much later (TransportRequest.coalesceMs). */
-  coalesceMs?: number;
-  /** Parse each event without `metadata.managedFields` (managed-fields.ts). */
-  withoutManagedFields?: boolean;
-  /** A line (one event) longer than this is not buffered past its first bytes. Default: the client's. */
-  maxLineBytes?: number;
-  /**
-   * Told of a line that is over `maxLineBytes` or is not JSON, with its first bytes (at most
-   * UNREADABLE_LINE_PREFIX_BYTES), instead of the watch failing with Malformed: one object that cannot be
-   * read then need not end the watch (reflector.ts). A throw from it fails the watch with what it threw.
-   */
-  unreadable?: (prefix: string, err: KubeError) => void;
-}
-
+export type { WatchEvent, WatchEventType, WatchOptions } from './watch-lines.ts';
 export { UNREADABLE_LINE_PREFIX_BYTES } from './body.ts';
-
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-
-export interface WatchEvent<T> {
-  type: WatchEventType;
-  object: T;
-}
 
 export const PatchType = {
   merge: 'application/merge-patch+json',
@@ -375,37 +346,4 @@ export class KubeClient {
     this.transportPromise = undefined;
     if (transport) await (await transport).close();
   }
-}
-
-/**
- * A watch's stream read as events, one a line: each parsed (without managedFields when asked) and handed to
- * `onEvent`; an ERROR event fails the watch with its Status. A line that is not JSON, or longer than
- * `maxLineBytes`, fails it too, unless `options.unreadable` is told of it instead.
- */
-function watchLines<T>(
-  what: string,
-  maxLineBytes: number,
-  options: WatchOptions,
-  onEvent: (event: WatchEvent<T>) => void,
-): LineSplitter {
-  const unreadable = (prefix: Buffer, err: KubeError): void => {
-    if (!options.unreadable) throw err;
-    options.unreadable(prefix.subarray(0, UNREADABLE_LINE_PREFIX_BYTES).toString('utf8'), err);
-  };
-  const onLine = (line: Buffer): void => {
-    if (line.length === 0) return;
-    let event: WatchEvent<T>;
-    try {
-      event = parseJson(line.toString('utf8'), options.withoutManagedFields) as WatchEvent<T>;
-    } catch {
-      unreadable(line, new KubeError(KubeErrorCode.Malformed, 200, `${what}: a watch line is not JSON`));
-      return;
-    }
-    if (event.type === 'ERROR') {
-      const status = event.object as { code?: number };
-      throw classifyResponse(status.code ?? 500, event.object, undefined, what);
-    }
-    onEvent(event);
-  };
-  return new LineSplitter(maxLineBytes, what, onLine, options.unreadable ? unreadable : undefined);
 }
