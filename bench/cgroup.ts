@@ -5,6 +5,7 @@
 // cluster. cgroup v1 (a `memory` hierarchy) or v2 (the unified one, with the memory controller on for the
 // children of this process's cgroup); a machine without either, or a user who may not write there, gets the
 // reason instead, and the run says that its programs ran without a limit.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -79,8 +80,16 @@ export function memoryCgroup(name: string, limitBytes: number): MemoryCgroup | s
   } catch (err) {
     return `cannot make a memory cgroup under ${hierarchy.dir} (${(err as Error).message})`;
   }
+  const procsFile = join(dir, 'cgroup.procs');
+  // A process may be refused entry where the directory could be made (delegation rules): tried once with a
+  // shell that enters and exits, so that a program is never started into a cgroup it cannot enter.
+  const trial = spawnSync('/bin/sh', ['-c', 'echo $$ > "$0"', procsFile], { encoding: 'utf8' });
+  if (trial.status !== 0) {
+    rmdirSync(dir, { recursive: false });
+    return `cannot enter the memory cgroup ${dir} (${(trial.stderr || trial.error?.message || `exit ${trial.status}`).trim()})`;
+  }
   return {
-    procsFile: join(dir, 'cgroup.procs'),
+    procsFile,
     limitBytes,
     remove: () => {
       try {
