@@ -45,19 +45,22 @@ function memoryHierarchy(): Hierarchy | string {
       if (path !== undefined) return { version: 1, dir: join(mountPoint, path) };
     }
     if (fstype === 'cgroup2') {
-      const controllers = (() => {
-        try {
-          return readFileSync(join(mountPoint, 'cgroup.controllers'), 'utf8');
-        } catch {
-          return '';
-        }
-      })();
+      const controllers = readOrEmpty(join(mountPoint, 'cgroup.controllers'));
       const path = /^0::(.*)$/m.exec(own)?.[1];
       if (controllers.split(/\s+/).includes('memory') && path !== undefined)
         return { version: 2, dir: join(mountPoint, path) };
     }
   }
   return 'no cgroup hierarchy with the memory controller is mounted';
+}
+
+/** A file's text, or '' when it cannot be read. */
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** A new cgroup with `limitBytes` of memory (and no swap beyond it), or why there is none. */
@@ -80,16 +83,8 @@ export function memoryCgroup(name: string, limitBytes: number): MemoryCgroup | s
   } catch (err) {
     return `cannot make a memory cgroup under ${hierarchy.dir} (${(err as Error).message})`;
   }
-  const procsFile = join(dir, 'cgroup.procs');
-  // A process may be refused entry where the directory could be made (delegation rules): tried once with a
-  // shell that enters and exits, so that a program is never started into a cgroup it cannot enter.
-  const trial = spawnSync('/bin/sh', ['-c', 'echo $$ > "$0"', procsFile], { encoding: 'utf8' });
-  if (trial.status !== 0) {
-    rmdirSync(dir, { recursive: false });
-    return `cannot enter the memory cgroup ${dir} (${(trial.stderr || trial.error?.message || `exit ${trial.status}`).trim()})`;
-  }
-  return {
-    procsFile,
+  const cgroup: MemoryCgroup = {
+    procsFile: join(dir, 'cgroup.procs'),
     limitBytes,
     remove: () => {
       try {
@@ -99,6 +94,14 @@ export function memoryCgroup(name: string, limitBytes: number): MemoryCgroup | s
       }
     },
   };
+  // A process may be refused entry where the directory could be made (delegation rules): tried once, the way
+  // a program enters (inCgroup), with `true`, so that no program is started into a cgroup it cannot enter.
+  const trial = spawnSync(...inCgroup(cgroup, ['true']), { encoding: 'utf8' });
+  if (trial.status !== 0) {
+    cgroup.remove();
+    return `cannot enter the memory cgroup ${dir} (${(trial.stderr || trial.error?.message || `exit ${trial.status}`).trim()})`;
+  }
+  return cgroup;
 }
 
 /** The command that enters `cgroup` and then runs `argv` in the same process (its pid is the program's). */

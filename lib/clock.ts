@@ -74,8 +74,12 @@ export const systemClock: Clock = {
  * maximum (49 days).
  */
 export function timeoutSignal(delayMs: number): AbortSignal {
-  const wholeMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(Math.ceil(delayMs), 0), MAX_ABORT_TIMEOUT_MS);
-  return AbortSignal.timeout(wholeMs);
+  return AbortSignal.timeout(wholeTimeoutMs(delayMs));
+}
+
+/** `delayMs` as timeoutSignal and deadlineSignal wait it: whole ms, rounded up, from 0 to MAX_ABORT_TIMEOUT_MS. */
+function wholeTimeoutMs(delayMs: number): number {
+  return Number.isNaN(delayMs) ? 0 : Math.min(Math.max(Math.ceil(delayMs), 0), MAX_ABORT_TIMEOUT_MS);
 }
 
 /** A signal for one piece of work with a deadline (deadlineSignal); `done()` once the work has ended. */
@@ -95,10 +99,9 @@ export interface Deadline {
  */
 export function deadlineSignal(delayMs: number, parent?: AbortSignal): Deadline {
   const controller = new AbortController();
-  const wholeMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(Math.ceil(delayMs), 0), MAX_ABORT_TIMEOUT_MS);
   const timer = setTimeout(
     () => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-    wholeMs,
+    wholeTimeoutMs(delayMs),
   );
   timer.unref();
   const onAbort = (): void => controller.abort(parent?.reason);

@@ -254,13 +254,14 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       '--leader-elect=false',
       ...(opts.controllerWorkers === undefined ? [] : [`--workers=${opts.controllerWorkers}`]),
     ];
+    const memory = limitedMemory(nodes);
     controller = startBinary(
       `controller-only-${nodes}`,
       'controller',
       controllerArgs(),
       logDir,
       controllerEnv(),
-      limitedMemory(nodes),
+      memory,
     );
     const pid = controller.child.pid ?? 0;
     let convergedMs: number | null = null;
@@ -347,7 +348,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       cpuToConvergeMs,
       peakRssBytes,
       steadyRssBytes,
-      memoryLimitBytes: memoryLimitProblem === undefined ? chartMemoryLimitBytes(nodes) : null,
+      memoryLimitBytes: memory?.limitBytes ?? null,
       idleMilliCpu,
       renewalsPerSecond: renewals / windowS,
       renewalMilliCpu,

@@ -11,9 +11,6 @@ import { answerError, parseJson, readBytes, watchFailure, watchRefused } from '.
 import { watchLines, type WatchEvent, type WatchOptions } from './watch-lines.ts';
 import { createTransport, type Transport, type TransportKind, type TransportResponse } from './transport.ts';
 
-/** The signal of a request with neither a deadline nor a caller's signal: it never aborts. */
-const NEVER = new AbortController().signal;
-
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** The transports' connect timeout when the request deadline is no shorter (TransportOptions.connectTimeoutMs). */
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -177,7 +174,8 @@ export class KubeClient {
         path,
         what,
         options,
-        deadline?.signal ?? options.signal ?? NEVER,
+        // Neither a deadline nor a caller's signal: one of its own that never aborts, as every request has one.
+        deadline?.signal ?? options.signal ?? new AbortController().signal,
       );
     } finally {
       deadline?.done();
