@@ -16,7 +16,7 @@ const CONTROLS =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
   /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
 
-/** `text` with every control character (CONTROLS) but those in `keep` written as a visible `\uXXXX` escape. */
+/** `text` with every control character (CONTROLS) but those in `keep` written as a visible escape (`\u` and 4 hex digits). */
 export function escapeControls(text: string, keep = ''): string {
   return text.replace(CONTROLS, (c) =>
     keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
