@@ -1,6 +1,6 @@
 // The old generation's ceiling from the memory limit (controller/heap-ceiling.ts).
 import { describe, expect, it } from 'vitest';
-import { oldGenerationCeiling, type MemoryFacts } from './heap-ceiling.ts';
+import { oldGenerationCeiling, semiSpaceSize, type MemoryFacts } from './heap-ceiling.ts';
 
 const MIB = 1024 * 1024;
 const facts = (over: Partial<MemoryFacts>): MemoryFacts => ({
@@ -43,5 +43,24 @@ describe('oldGenerationCeiling', () => {
     expect(oldGenerationCeiling(facts({ nodeOptions: '--max-semi-space-size=8' }))).toEqual([
       '--max-old-space-size=384',
     ]);
+  });
+});
+
+describe('semiSpaceSize', () => {
+  it('16 MiB without a limit and under one below 1 GiB (the chart up to about 40,000 nodes)', () => {
+    expect(semiSpaceSize(facts({}))).toBe('--max-semi-space-size=16');
+    expect(semiSpaceSize(facts({ constrainedBytes: 640 * MIB }))).toBe('--max-semi-space-size=16');
+    expect(semiSpaceSize(facts({ constrainedBytes: 1023 * MIB }))).toBe('--max-semi-space-size=16');
+    expect(semiSpaceSize(facts({ constrainedBytes: 0 }))).toBe('--max-semi-space-size=16');
+    expect(semiSpaceSize(facts({ constrainedBytes: 2 ** 64 - 1 }))).toBe('--max-semi-space-size=16');
+    expect(semiSpaceSize(facts({ constrainedBytes: Number.NaN }))).toBe('--max-semi-space-size=16');
+  });
+
+  it('64 MiB under a limit of 1 GiB or more that is below the machine', () => {
+    expect(semiSpaceSize(facts({ constrainedBytes: 1024 * MIB }))).toBe('--max-semi-space-size=64');
+    expect(semiSpaceSize(facts({ constrainedBytes: 1280 * MIB }))).toBe('--max-semi-space-size=64');
+    expect(semiSpaceSize(facts({ constrainedBytes: 2304 * MIB }))).toBe('--max-semi-space-size=64');
+    // A "limit" at the machine's memory is none.
+    expect(semiSpaceSize(facts({ constrainedBytes: 24 * 1024 * MIB }))).toBe('--max-semi-space-size=16');
   });
 });

@@ -3,12 +3,12 @@
 // same at default settings however it is started and whatever memory its machine has. Imported by main.ts
 // after the Node.js version check and before start.ts, which imports it first too: it runs before any other
 // module loads. Measured in docs/adr/0007.
-// - `--max-semi-space-size=64`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the
-//   heap): the young generation may grow to 2 × 64 MiB when scavenges find many survivors (the watch
-//   streams and in-flight reconciles keep objects alive across them), and no further. V8's own limit
-//   depends on the machine's memory. At 1 MiB scavenges took much of the event loop at 5,000 nodes
-//   (docs/adr/0007, addendum 2026-11-28); at 16 MiB a start at 50,000 nodes still ran a scavenge every
-//   50 ms and promoted what the next one would have freed (docs/adr/0009, addendum 2026-12-07 (night)).
+// - `--max-semi-space-size`, through a re-exec (lib/reexec.ts; V8 reads it only when it creates the heap):
+//   the young generation may grow to 2 × 16 MiB, or 2 × 64 MiB under a memory limit of 1 GiB or more
+//   (controller/heap-ceiling.ts, semiSpaceSize), when scavenges find many survivors (the watch streams and
+//   in-flight reconciles keep objects alive across them), and no further. V8's own limit depends on the
+//   machine's memory. At 1 MiB scavenges took much of the event loop at 5,000 nodes (docs/adr/0007, addenda
+//   2026-11-28 and 2026-12-07 (afternoon)).
 // - `--max-old-space-size` at three quarters of the container's memory limit, where it has one
 //   (controller/heap-ceiling.ts): Node.js would give the old generation half of it.
 // - `--v8-pool-size=1`: one V8 background thread instead of four. Their work is the garbage collector's
@@ -26,19 +26,16 @@ import { setFlagsFromString } from 'node:v8';
 import type * as Os from 'node:os';
 import type * as Vm from 'node:vm';
 import { reexecWithFlags } from '../lib/reexec.ts';
-import { oldGenerationCeiling } from './heap-ceiling.ts';
+import { oldGenerationCeiling, semiSpaceSize, type MemoryFacts } from './heap-ceiling.ts';
 
+const memory: MemoryFacts = {
+  constrainedBytes: process.constrainedMemory(),
+  totalBytes: (process.getBuiltinModule('node:os') as typeof Os).totalmem(),
+  execArgv: process.execArgv,
+  nodeOptions: process.env.NODE_OPTIONS,
+};
 const reexec = reexecWithFlags(
-  [
-    '--max-semi-space-size=64',
-    '--v8-pool-size=1',
-    ...oldGenerationCeiling({
-      constrainedBytes: process.constrainedMemory(),
-      totalBytes: (process.getBuiltinModule('node:os') as typeof Os).totalmem(),
-      execArgv: process.execArgv,
-      nodeOptions: process.env.NODE_OPTIONS,
-    }),
-  ],
+  [semiSpaceSize(memory), '--v8-pool-size=1', ...oldGenerationCeiling(memory)],
   'NODECARE_CONTROLLER_REEXECUTED',
 );
 

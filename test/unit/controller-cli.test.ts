@@ -148,7 +148,7 @@ describe('nodecare-controller command line', () => {
 });
 
 describe('the self re-exec with V8 flags (controller/runtime-flags.ts)', () => {
-  it('re-executes itself with --max-semi-space-size=64 and --v8-pool-size=1 (same pid) and warns of nothing', async () => {
+  it('re-executes itself with --max-semi-space-size=16 and --v8-pool-size=1 (same pid) and warns of nothing', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'nodecare-controller-cli-'));
     const kubeconfig = join(dir, 'kubeconfig');
     // Nothing listens on port 1: the controller starts, and retries its lists in the background.
@@ -170,7 +170,7 @@ describe('the self re-exec with V8 flags (controller/runtime-flags.ts)', () => {
       const cmdline = started ? await readFile(`/proc/${child.pid}/cmdline`, 'utf8') : '';
       expect(started, lines.join('\n')).toBe(true);
       expect(cmdline.split('\0')).toEqual(
-        expect.arrayContaining(['--max-semi-space-size=64', '--v8-pool-size=1']),
+        expect.arrayContaining(['--max-semi-space-size=16', '--v8-pool-size=1']),
       );
       expect(lines.filter((l) => l.includes('Running without the runtime flags'))).toEqual([]);
     } finally {
