@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AGENT_OPTIONS } from '../agent/config.ts';
 import { ROOT } from './procs.ts';
+import { chartMemoryLimitBytes } from './controller-only/chart-limit.ts';
 import { defaultFleetProcesses, NODES_PER_FLEET_PROCESS } from './simulator.ts';
 
 /**
@@ -185,6 +186,7 @@ export function settingsOf(
   opts: Options,
   recorded: {
     controllerEnv: Record<string, string>;
+    controllerMemory: { problem: string | undefined };
     fleetStartWrites: Record<string, number>;
     plane?: { version: string };
   },
@@ -206,6 +208,8 @@ export function settingsOf(
     fleetRequestTimeoutMs: FLEET_REQUEST_TIMEOUT_MS,
     fleetProcesses: opts.fleetProcesses,
     controllerEnv: recorded.controllerEnv,
+    // Every controller ran in a memory cgroup of the chart's limit for the fleet, or none and why.
+    controllerMemoryLimitBytes: recorded.controllerMemory.problem ?? chartMemoryLimitBytes(opts.nodes),
     fleetStartWrites: recorded.fleetStartWrites,
   };
 }

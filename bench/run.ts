@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { ControlPlane } from '../test/controlplane/controlplane.ts';
 import { load1, say, type CreatedNode } from './common.ts';
+import { ChartMemory } from './controller-memory.ts';
 import type { Observer } from './observer.ts';
 import type { Options } from './options.ts';
 import type { Program } from './procs.ts';
@@ -23,6 +24,8 @@ export interface BenchRun {
   programs: Program[];
   /** Node options for the controller processes only (none by default); recorded with the results. */
   controllerEnv: Record<string, string>;
+  /** Each controller's memory limit: the chart's for the fleet (bench/controller-memory.ts). */
+  controllerMemory: ChartMemory;
   /** The local targets of the measured agent's probes. */
   httpPort: number;
   heartbeatFile: string;
@@ -71,6 +74,7 @@ export async function openRun(opts: Options): Promise<{ run: BenchRun; close(): 
   const env = process.env;
   const run: BenchRun = {
     ...{ opts, logDir, heartbeatFile, rows: [], programs: [], fleetStartWrites: {} },
+    controllerMemory: new ChartMemory(),
     httpPort: (http.address() as AddressInfo).port,
     // Node options for the controller processes only (default none: the binary as shipped); for experiments.
     controllerEnv: {

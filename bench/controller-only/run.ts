@@ -30,7 +30,7 @@ import { build, describeMachine, load1, measuredCode, say, sleep } from '../comm
 import { freePorts } from '../../test/controlplane/controlplane.ts';
 import type { Options } from '../options.ts';
 import { reconcileCounts } from '../phases/steady.ts';
-import { memoryCgroup, type MemoryCgroup } from '../cgroup.ts';
+import { ChartMemory } from '../controller-memory.ts';
 import { loggedAfterMs, procCpuMs, procMemory, startBinary, unlessExited, type Program } from '../procs.ts';
 import { fmtCode, fmtMs, percentile, type MeasuredCode } from '../report.ts';
 import {
@@ -41,7 +41,6 @@ import {
   type SinkInit,
   type SinkStats,
 } from './sink.ts';
-import { chartMemoryLimitBytes } from './chart-limit.ts';
 
 /** Bootstrapping at the start (their last extension Progressing), as in `npm run bench`: 5 % of the nodes. */
 const COHORT_SHARE = 0.05;
@@ -254,7 +253,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       '--leader-elect=false',
       ...(opts.controllerWorkers === undefined ? [] : [`--workers=${opts.controllerWorkers}`]),
     ];
-    const memory = limitedMemory(nodes);
+    const memory = chartMemory.for(nodes);
     controller = startBinary(
       `controller-only-${nodes}`,
       'controller',
@@ -331,7 +330,7 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
       controllerArgs(),
       logDir,
       controllerEnv(),
-      limitedMemory(nodes),
+      chartMemory.for(nodes),
     );
     const { atEpochMs: reconvergedAt } = await unlessExited(reconverged, controller, 'converging');
     const restartMs = reconvergedAt - restartedAt;
@@ -378,18 +377,8 @@ async function measureSize(opts: Options, nodes: number, logDir: string): Promis
   }
 }
 
-/**
- * The controller's container as the chart sizes it for `nodes` (chartMemoryLimitBytes), a cgroup of its own
- * for each start; undefined, said once, where this machine gives none (the run's `memoryLimit` says why).
- */
-function limitedMemory(nodes: number): MemoryCgroup | undefined {
-  const cgroup = memoryCgroup('nodecare-bench-controller', chartMemoryLimitBytes(nodes));
-  if (typeof cgroup !== 'string') return cgroup;
-  if (memoryLimitProblem === undefined) say(`the controller runs without a memory limit: ${cgroup}`);
-  memoryLimitProblem = cgroup;
-  return undefined;
-}
-let memoryLimitProblem: string | undefined;
+/** The controller's memory limit, the chart's for each fleet size (bench/controller-memory.ts). */
+const chartMemory = new ChartMemory();
 
 /** Node options for the controller only, as `npm run bench` takes them (none by default: the binary as shipped). */
 function controllerEnv(): Record<string, string> {
@@ -532,7 +521,7 @@ export async function runControllerOnly(opts: Options): Promise<ControllerOnlyRe
       controllerEnv: controllerEnv(),
       // The controller's memory limit at each size: the chart's for that fleet (bench/controller-only/
       // chart-limit.ts), or why it ran without one.
-      memoryLimit: memoryLimitProblem ?? 'the chart limit for each fleet size (memoryLimitBytes)',
+      memoryLimit: chartMemory.problem ?? 'the chart limit for each fleet size (memoryLimitBytes)',
       fleetHeartbeatSeconds: AGENT_OPTIONS['heartbeat-duration-seconds'].default,
       fleetExtensionRenewSeconds: AGENT_OPTIONS['extension-renew-seconds'].default,
     },

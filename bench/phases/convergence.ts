@@ -33,6 +33,7 @@ export async function converge(run: BenchRun, cluster: BenchCluster): Promise<Be
     controllerArgs('bench-controller-a', metricsPortA),
     logDir,
     controllerEnv,
+    run.controllerMemory.for(N),
   );
   programs.push(controllerA);
   const convergence = await observer.converged(expected, 180_000 + N * 60);

@@ -29,6 +29,7 @@ export async function measureFailover(
       controllerArgs(standbyIdentity),
       logDir,
       controllerEnv,
+      run.controllerMemory.for(opts.nodes),
     );
     programs.push(standby);
     await standby.waitForLog('Caches synced', 10 * 60_000);

@@ -233,7 +233,14 @@ async function restartOnce(
   const startedAtMs = Date.now();
   // controller-d, -e, -f, ...: one log and identity per round.
   const name = `controller-${String.fromCharCode(100 + round)}`;
-  const restarted = startBinary(name, 'controller', leader.args(`bench-${name}`), logDir, controllerEnv);
+  const restarted = startBinary(
+    name,
+    'controller',
+    leader.args(`bench-${name}`),
+    logDir,
+    controllerEnv,
+    run.controllerMemory.for(opts.nodes),
+  );
   programs.push(restarted);
   const convergence = await observer.converged(expected, 120_000 + opts.nodes * 20);
   const ms = convergence.atMs === undefined ? undefined : convergence.atMs - t0;

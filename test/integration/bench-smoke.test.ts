@@ -30,7 +30,11 @@ interface ResultsFile {
   scale: { nodes: number; extensions: number };
   machine: string;
   code?: { commit: string; uncommittedFiles: number };
-  settings: { fleetProcesses: number; fleetStartWrites: Record<string, number> };
+  settings: {
+    fleetProcesses: number;
+    fleetStartWrites: Record<string, number>;
+    controllerMemoryLimitBytes: number | string;
+  };
   rows: Array<{
     id: string;
     measure: string;
@@ -110,6 +114,10 @@ describe('npm run bench -- --smoke', () => {
     // (a heartbeat and 5 extensions each): more than one process's 300.
     expect(results.settings.fleetProcesses).toBe(2);
     expect(results.settings.fleetStartWrites.create_ok).toBeGreaterThan(300);
+    // Every controller ran under the chart's limit for 100 nodes (512 Mi), or the run says why it could not.
+    const limit = results.settings.controllerMemoryLimitBytes;
+    if (typeof limit === 'string') expect(limit).toMatch(/cgroup/);
+    else expect(limit).toBe(512 * 1024 * 1024);
   });
 
   it('reports every row, in order, and prints the table', () => {
