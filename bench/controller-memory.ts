@@ -18,4 +18,9 @@ export class ChartMemory {
     this.problem = cgroup;
     return undefined;
   }
+
+  /** What a run records of the limit for `nodes`: the chart's, in bytes, or why its controllers ran without one. */
+  recorded(nodes: number): number | string {
+    return this.problem ?? chartMemoryLimitBytes(nodes);
+  }
 }

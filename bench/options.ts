@@ -4,7 +4,6 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AGENT_OPTIONS } from '../agent/config.ts';
 import { ROOT } from './procs.ts';
-import { chartMemoryLimitBytes } from './controller-only/chart-limit.ts';
 import { defaultFleetProcesses, NODES_PER_FLEET_PROCESS } from './simulator.ts';
 
 /**
@@ -186,7 +185,7 @@ export function settingsOf(
   opts: Options,
   recorded: {
     controllerEnv: Record<string, string>;
-    controllerMemory: { problem: string | undefined };
+    controllerMemory: { recorded(nodes: number): number | string };
     fleetStartWrites: Record<string, number>;
     plane?: { version: string };
   },
@@ -209,7 +208,7 @@ export function settingsOf(
     fleetProcesses: opts.fleetProcesses,
     controllerEnv: recorded.controllerEnv,
     // Every controller ran in a memory cgroup of the chart's limit for the fleet, or none and why.
-    controllerMemoryLimitBytes: recorded.controllerMemory.problem ?? chartMemoryLimitBytes(opts.nodes),
+    controllerMemoryLimitBytes: recorded.controllerMemory.recorded(opts.nodes),
     fleetStartWrites: recorded.fleetStartWrites,
   };
 }

@@ -6,9 +6,9 @@
 // of heap in a 512 Mi container, 688 MiB in a 1280 Mi one (measured with v8.getHeapStatistics()
 // .heap_size_limit: docs/adr/0009, addendum 2026-12-07). The controller's memory is nearly all heap, so the
 // other half is more than it needs beside it: the young generation (2 × 16 MiB), code, Node.js's own
-// native memory (the empty-process floor, 47 MiB) and buffers (at the largest semi-spaces below, 2 × 64 MiB of
-// young generation, under a limit of at least 1 GiB, still leave about 130 MiB of it). Three quarters of the limit goes to the old
-// generation instead; below 256 MiB of limit Node.js's own share is kept. A ceiling set on purpose wins:
+// native memory (the empty-process floor, 47 MiB) and buffers; at the largest semi-spaces below (2 × 64 MiB,
+// under a limit of at least 1 GiB) about 130 MiB still remains for those. Three quarters of the limit goes to
+// the old generation instead; below 256 MiB of limit Node.js's own share is kept. A ceiling set on purpose wins:
 // `--max-old-space-size` on the command line or in NODE_OPTIONS.
 
 const MIB = 1024 * 1024;
@@ -26,24 +26,28 @@ export interface MemoryFacts {
   nodeOptions: string | undefined;
 }
 
+/** The container's memory limit in whole MiB; undefined without one (none reported, or at or above the machine's). */
+function limitMiB(facts: MemoryFacts): number | undefined {
+  const limit = facts.constrainedBytes;
+  return limit > 0 && limit < facts.totalBytes ? Math.floor(limit / MIB) : undefined;
+}
+
 /** `--max-old-space-size=<MiB>` for the limit in `facts`, or nothing (no limit, a small one, or set already). */
 export function oldGenerationCeiling(facts: MemoryFacts): string[] {
   const setAlready = [...facts.execArgv, ...(facts.nodeOptions ?? '').split(/\s+/)].some((arg) =>
     /^--max[-_]old[-_]space[-_]size(=|$)/.test(arg),
   );
-  const limit = facts.constrainedBytes;
-  if (setAlready || !(limit > 0) || limit >= facts.totalBytes) return [];
-  const limitMiB = Math.floor(limit / MIB);
-  if (limitMiB < SMALLEST_LIMIT_MIB) return [];
-  return [`--max-old-space-size=${Math.floor(limitMiB * OLD_GENERATION_SHARE)}`];
+  const limit = limitMiB(facts);
+  if (setAlready || limit === undefined || limit < SMALLEST_LIMIT_MIB) return [];
+  return [`--max-old-space-size=${Math.floor(limit * OLD_GENERATION_SHARE)}`];
 }
 
-/** The semi-space size, in MiB, under a memory limit below LARGE_LIMIT_MIB, with none, or with a small one. */
-export const SEMI_SPACE_MIB = 16;
+/** The semi-space size, in MiB, without a memory limit or under one below LARGE_LIMIT_MIB. */
+const SEMI_SPACE_MIB = 16;
 /** The semi-space size, in MiB, under a memory limit of at least LARGE_LIMIT_MIB. */
-export const LARGE_SEMI_SPACE_MIB = 64;
+const LARGE_SEMI_SPACE_MIB = 64;
 /** From this limit on (the chart's for a fleet of about 40,000 nodes and more) the semi-spaces may grow to 64 MiB. */
-export const LARGE_LIMIT_MIB = 1024;
+const LARGE_LIMIT_MIB = 1024;
 
 /**
  * `--max-semi-space-size=<MiB>` for the limit in `facts`: how far the young generation may grow when scavenges
@@ -54,8 +58,6 @@ export const LARGE_LIMIT_MIB = 1024;
  * converged in 35.5–36.1 s against 27.7 s at 64 (docs/adr/0007, addendum 2026-12-07 (afternoon)).
  */
 export function semiSpaceSize(facts: MemoryFacts): string {
-  const limit = facts.constrainedBytes;
-  const limited = limit > 0 && limit < facts.totalBytes;
-  const mib = limited && limit / MIB >= LARGE_LIMIT_MIB ? LARGE_SEMI_SPACE_MIB : SEMI_SPACE_MIB;
-  return `--max-semi-space-size=${mib}`;
+  const large = (limitMiB(facts) ?? 0) >= LARGE_LIMIT_MIB;
+  return `--max-semi-space-size=${large ? LARGE_SEMI_SPACE_MIB : SEMI_SPACE_MIB}`;
 }

@@ -19,15 +19,17 @@ export const COMPLETION_TIMEOUT_MS = 2000;
 export type NodeNames = (values: OptionValues, io: CliIo) => Promise<string[]>;
 
 /** The deadline of a node listing for completion: a --request-timeout typed among the words, else COMPLETION_TIMEOUT_MS. */
-export function completionDeadlineMs(values: OptionValues): number {
+export function completionDeadlineMs(
+  values: OptionValues,
+  { requestTimeoutMs } = connectionSettings(values),
+): number {
   const typed = values['request-timeout'] !== CONNECTION_OPTIONS['request-timeout'].default;
-  const requestTimeoutMs = connectionSettings(values).requestTimeoutMs;
   return typed && requestTimeoutMs > 0 ? requestTimeoutMs : COMPLETION_TIMEOUT_MS;
 }
 
 export const listNodeNames: NodeNames = async (values, io) => {
   const settings = connectionSettings(values);
-  const deadlineMs = completionDeadlineMs(values);
+  const deadlineMs = completionDeadlineMs(values, settings);
   const client = new KubeClient(await connect(settings, io), {
     userAgent: 'kubectl-nodecare/complete',
     connections: 1,
