@@ -82,7 +82,14 @@ const SAMPLE_CHANGES = [
 
 interface DaemonSet {
   metadata: { name: string; namespace: string };
-  spec: { template: { spec: { containers: { image: string }[]; tolerations?: object[] } } };
+  spec: {
+    template: {
+      spec: {
+        containers: { image: string }[];
+        tolerations?: { key?: string; operator?: string; effect?: string }[];
+      };
+    };
+  };
 }
 
 /** The stub's control socket (stub-plugin/main.go), reached through the node's directory on this machine. */
@@ -467,6 +474,37 @@ describe.skipIf(notRun !== '')(
       log(
         'nodecare re-applied with the kustomize component extension-daemonset-tolerations (MutatingAdmissionPolicy)',
       );
+      // The API server loads a new policy a moment after it is written (its admission plugin watches
+      // policies and bindings): a DaemonSet write before that is admitted as written. In force once a
+      // server-side dry run of a write to this DaemonSet shows the tolerations (the CI run of 26431b2
+      // restarted it too soon and got none).
+      const inForce = Date.now();
+      await until(
+        'the DaemonSet tolerations policy in force',
+        async () => {
+          const dryRun = JSON.parse(
+            await kubectl([
+              'patch',
+              'daemonset',
+              '-n',
+              'kube-system',
+              sampleDaemonSet.metadata.name,
+              '--type=merge',
+              '-p',
+              JSON.stringify({
+                metadata: { annotations: { 'nodecare.test/policy-probe': String(Date.now()) } },
+              }),
+              '--dry-run=server',
+              '-o',
+              'json',
+            ]),
+          ) as DaemonSet;
+          const keys = (dryRun.spec.template.spec.tolerations ?? []).map((t) => t.key);
+          return keys.includes(BOOTSTRAP) && keys.includes(RUNTIME) ? true : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      log(`the policy was in force ${((Date.now() - inForce) / 1000).toFixed(1)}s after the apply returned`);
       await kubectl(['rollout', 'restart', 'daemonset', '-n', 'kube-system', sampleDaemonSet.metadata.name]);
       const template = await getJson<DaemonSet>([
         'get',
