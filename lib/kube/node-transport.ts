@@ -254,6 +254,7 @@ export class NodeTransport implements Transport {
         // A reset while nobody reads the body must not end the process; a reader sees the error itself.
         res.on('error', () => {});
         const body = readBody(res, signal);
+        const coalesceMs = req.streaming ? (req.coalesceMs ?? 0) : 0;
         resolve({
           statusCode: res.statusCode ?? 0,
           headers: res.headers,
@@ -263,6 +264,7 @@ export class NodeTransport implements Transport {
             for await (const chunk of body) chunks.push(chunk);
             return Buffer.concat(chunks).toString('utf8');
           },
+          consume: (onChunk) => consumeBody(res, signal, coalesceMs, onChunk),
         });
       });
       out.end(req.body);
@@ -282,4 +284,63 @@ async function* readBody(res: IncomingMessage, signal: AbortSignal): AsyncGenera
   } catch (err) {
     throw signal.aborted ? abortReason(signal) : err;
   }
+}
+
+/**
+ * TransportResponse.consume: each chunk to `onChunk` from the response's own 'data' event (no promise per
+ * chunk). With `coalesceMs`, a stream read in batches as the undici transport reads it (CoalescedBody there):
+ * a chunk that arrives while the stream flows is handed on and pauses the response for `coalesceMs`. Paused,
+ * the response buffers up to its high-water mark and then stops reading its socket, so what arrives meanwhile
+ * waits in the kernel; on resume all of it is read and handed on in that turn of the event loop (until
+ * setImmediate), and the next chunk after that pauses the stream again. An event after a quiet spell is
+ * handed on at once, one during a pause at most `coalesceMs` later. A throw from `onChunk` destroys the
+ * response and rejects with what it threw; an abort rejects with the signal's reason.
+ */
+function consumeBody(
+  res: IncomingMessage,
+  signal: AbortSignal,
+  coalesceMs: number,
+  onChunk: (chunk: Buffer) => void,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let state: 'flowing' | 'paused' | 'draining' = 'flowing';
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const finish = (err?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      res.off('data', onData);
+      if (err === undefined) resolve();
+      else reject(signal.aborted ? abortReason(signal) : err);
+    };
+    const onData = (chunk: Buffer): void => {
+      try {
+        onChunk(chunk);
+      } catch (err) {
+        finish(err);
+        res.destroy(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      if (coalesceMs <= 0 || state !== 'flowing' || settled) return;
+      state = 'paused';
+      res.pause();
+      timer = setTimeout(() => {
+        timer = undefined;
+        state = 'draining';
+        res.resume();
+        setImmediate(() => {
+          if (state === 'draining') state = 'flowing';
+        });
+      }, coalesceMs);
+    };
+    res.on('data', onData);
+    res.once('end', () => finish());
+    res.once('error', (err) => finish(err));
+    // A response destroyed without an error (the socket closed under it) ends neither way.
+    res.once('close', () => {
+      if (!res.complete) finish(new Error('the response closed before its end'));
+      else finish();
+    });
+  });
 }
