@@ -31,7 +31,7 @@ export interface TransportRequest {
   /**
    * A stream that may be read in batches: after each read of its socket the next one waits this long, so what
    * arrives meanwhile comes in one read: one event-loop wake-up instead of one per watch event, for at most
-   * this much delay (docs/adr/0011). A transport that cannot do this reads at once.
+   * this much delay (docs/adr/0011). Both transports do (undici-transport.ts, CoalescedBody; node-transport.ts, consumeBody).
    */
   coalesceMs?: number;
 }
