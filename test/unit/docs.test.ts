@@ -87,6 +87,8 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'jitless',
   'no-opt',
   'no-maglev',
+  'max-opt',
+  'no-wasm-tier-up',
   'single-threaded',
   'single-threaded-gc',
   'lite-mode',
