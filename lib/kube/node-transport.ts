@@ -322,16 +322,14 @@ function consumeBody(
         res.destroy(err instanceof Error ? err : new Error(String(err)));
         return;
       }
-      if (coalesceMs <= 0 || state !== 'flowing' || settled) return;
+      if (coalesceMs <= 0 || state !== 'flowing') return;
       state = 'paused';
       res.pause();
       timer = setTimeout(() => {
         timer = undefined;
         state = 'draining';
         res.resume();
-        setImmediate(() => {
-          if (state === 'draining') state = 'flowing';
-        });
+        setImmediate(() => (state = 'flowing'));
       }, coalesceMs);
     };
     res.on('data', onData);

@@ -482,23 +482,19 @@ describe.skipIf(notRun !== '')(
       await until(
         'the DaemonSet tolerations policy in force',
         async () => {
-          const dryRun = JSON.parse(
-            await kubectl([
-              'patch',
-              'daemonset',
-              '-n',
-              'kube-system',
-              sampleDaemonSet.metadata.name,
-              '--type=merge',
-              '-p',
-              JSON.stringify({
-                metadata: { annotations: { 'nodecare.test/policy-probe': String(Date.now()) } },
-              }),
-              '--dry-run=server',
-              '-o',
-              'json',
-            ]),
-          ) as DaemonSet;
+          const dryRun = await getJson<DaemonSet>([
+            'patch',
+            'daemonset',
+            '-n',
+            'kube-system',
+            sampleDaemonSet.metadata.name,
+            '--type=merge',
+            '-p',
+            JSON.stringify({
+              metadata: { annotations: { 'nodecare.test/policy-probe': String(Date.now()) } },
+            }),
+            '--dry-run=server',
+          ]);
           const keys = (dryRun.spec.template.spec.tolerations ?? []).map((t) => t.key);
           return keys.includes(BOOTSTRAP) && keys.includes(RUNTIME) ? true : undefined;
         },
