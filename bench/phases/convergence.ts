@@ -5,7 +5,7 @@
 import { bootstrapping, load1, ready, say } from '../common.ts';
 import type { SeenNode } from '../observer.ts';
 import { freePorts } from '../../test/controlplane/controlplane.ts';
-import { procCpuMs, procMemory, startBinary } from '../procs.ts';
+import { loggedAfterMs, procCpuMs, procMainThreadSchedMs, procMemory, startBinary } from '../procs.ts';
 import { fmtMiB, fmtMs, type Row } from '../report.ts';
 import type { BenchCluster, BenchLeader, BenchRun } from '../run.ts';
 
@@ -27,6 +27,7 @@ export async function converge(run: BenchRun, cluster: BenchCluster): Promise<Be
   for (const n of others) expected.set(n.name, ready);
   say('starting controller A; waiting for every node to converge');
   const t0 = performance.now();
+  const startedAtMs = Date.now();
   const controllerA = startBinary(
     'controller-a',
     'controller',
@@ -39,16 +40,30 @@ export async function converge(run: BenchRun, cluster: BenchCluster): Promise<Be
   const convergence = await observer.converged(expected, 180_000 + N * 60);
   const convergedMs = convergence.atMs === undefined ? undefined : convergence.atMs - t0;
   const pid = controllerA.child.pid ?? 0;
-  const [afterStart, cpuMs, nodeBytes] = await Promise.all([
+  const [afterStart, cpuMs, sched, nodeBytes] = await Promise.all([
     procMemory(pid),
     procCpuMs(pid).catch(() => undefined),
+    procMainThreadSchedMs(pid),
     cluster.client
       .request<unknown>('GET', `/api/v1/nodes/${others[0]?.name ?? cohort[0]?.name}`)
       .then((node) => Buffer.byteLength(JSON.stringify(node)))
       .catch(() => undefined),
   ]);
+  // Where the time went: the controller's own milestones (its log times) and its event loop's share of a core.
+  const phases: ConvergencePhases = {
+    syncedMs: await loggedAfterMs(controllerA, 'Caches synced', startedAtMs),
+    leadingMs: await loggedAfterMs(controllerA, 'Reconciling as leader', startedAtMs),
+    firstTaintChangeMs: await loggedAfterMs(controllerA, 'Changing taints', startedAtMs),
+    mainRunMs: sched?.runMs,
+    mainWaitMs: sched?.waitMs,
+  };
   rows.push(
-    convergenceRow(N, opts.extensions, { convergedMs, cpuMs, nodeBytes }, convergence.missing.length),
+    convergenceRow(
+      N,
+      opts.extensions,
+      { convergedMs, cpuMs, nodeBytes, ...phases },
+      convergence.missing.length,
+    ),
   );
   say(`converged in ${fmtMs(convergedMs)}; controller peak RSS ${fmtMiB(afterStart.peakRssBytes)}`);
   return {
@@ -70,7 +85,11 @@ export const FRESH_FLEET_GOAL = { nodes: 1_000, extensions: 5, ms: 5_000, cpuMs:
 export function convergenceRow(
   nodes: number,
   extensions: number,
-  measured: { convergedMs: number | undefined; cpuMs: number | undefined; nodeBytes: number | undefined },
+  measured: {
+    convergedMs: number | undefined;
+    cpuMs: number | undefined;
+    nodeBytes: number | undefined;
+  } & Partial<ConvergencePhases>,
   notConverged: number,
 ): Row {
   const { convergedMs, cpuMs, nodeBytes } = measured;
@@ -84,7 +103,7 @@ export function convergenceRow(
     measured:
       convergedMs === undefined
         ? `not converged: ${notConverged} nodes left`
-        : `${fmtMs(convergedMs)} (controller CPU ${cpuMs === undefined ? '?' : fmtMs(cpuMs)}${size})`,
+        : `${fmtMs(convergedMs)} (controller CPU ${cpuMs === undefined ? '?' : fmtMs(cpuMs)}${size}${phasesText(measured)})`,
     pass: judged
       ? convergedMs !== undefined && cpuMs !== undefined && convergedMs <= goal.ms && cpuMs <= goal.cpuMs
       : null,
@@ -94,6 +113,36 @@ export function convergenceRow(
       cpuMs: cpuMs ?? null,
       nodeBytes: nodeBytes ?? null,
       notConverged,
+      ...(measured.leadingMs === undefined
+        ? {}
+        : {
+            syncedMs: measured.syncedMs ?? null,
+            leadingMs: measured.leadingMs,
+            firstTaintChangeMs: measured.firstTaintChangeMs ?? null,
+            mainRunMs: measured.mainRunMs ?? null,
+            mainWaitMs: measured.mainWaitMs ?? null,
+          }),
     },
   };
+}
+
+/** The controller's milestones from its start (ms), and its event loop's time on and waiting for a core. */
+export interface ConvergencePhases {
+  syncedMs: number | undefined;
+  leadingMs: number | undefined;
+  /** Its first 'Changing taints' line: the first node write it decided. */
+  firstTaintChangeMs: number | undefined;
+  mainRunMs: number | undefined;
+  mainWaitMs: number | undefined;
+}
+
+/** `; caches synced after …, leading after …, first taint change after …; its event loop ran … and waited …`. */
+function phasesText(p: Partial<ConvergencePhases>): string {
+  if (p.leadingMs === undefined) return '';
+  const milestones = `; caches synced after ${fmtMs(p.syncedMs)}, leading after ${fmtMs(p.leadingMs)}, first taint change after ${fmtMs(p.firstTaintChangeMs)}`;
+  const loop =
+    p.mainRunMs === undefined || p.mainWaitMs === undefined
+      ? ''
+      : `; its event loop ran ${fmtMs(p.mainRunMs)} and waited ${fmtMs(p.mainWaitMs)} for a core`;
+  return milestones + loop;
 }

@@ -17,6 +17,38 @@ describe('convergenceRow', () => {
     expect(row(4_900, 2_900).measured).toBe('4900 ms (controller CPU 2900 ms, Nodes of 8.9 KiB)');
   });
 
+  it("says where the time went: the controller's milestones and its event loop's share of a core", () => {
+    const row = convergenceRow(
+      nodes,
+      extensions,
+      {
+        convergedMs: 4_800,
+        cpuMs: 2_500,
+        nodeBytes: 9_100,
+        syncedMs: 900,
+        leadingMs: 950,
+        firstTaintChangeMs: 1_400,
+        mainRunMs: 2_100,
+        mainWaitMs: 700,
+      },
+      0,
+    );
+    expect(row.measured).toBe(
+      '4800 ms (controller CPU 2500 ms, Nodes of 8.9 KiB; caches synced after 900 ms, leading after 950 ms, ' +
+        'first taint change after 1400 ms; its event loop ran 2100 ms and waited 700 ms for a core)',
+    );
+    expect(row.values).toMatchObject({ leadingMs: 950, firstTaintChangeMs: 1_400, mainWaitMs: 700 });
+    // A controller that never said when it led (an older one): no milestones, and no verdict changes.
+    const quiet = convergenceRow(
+      nodes,
+      extensions,
+      { convergedMs: 4_800, cpuMs: 2_500, nodeBytes: 9_100 },
+      0,
+    );
+    expect(quiet.measured).toBe('4800 ms (controller CPU 2500 ms, Nodes of 8.9 KiB)');
+    expect(quiet.pass).toBe(true);
+  });
+
   it('reports other sizes without a verdict', () => {
     const row = convergenceRow(5_000, 5, { convergedMs: 30_000, cpuMs: 9_000, nodeBytes: undefined }, 0);
     expect(row).toMatchObject({ pass: null, goal: 'none (reported)' });
