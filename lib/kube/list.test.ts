@@ -41,6 +41,26 @@ describe('listAll', () => {
     expect(page?.query.get('limit')).toBe('500');
   });
 
+  it('lists the whole collection again, in one request, when a continue token expired while paging (410)', async () => {
+    api.serve(PATH, nodes(7));
+    api.expireContinueTokens = 1;
+    const client = api.client();
+    const items = await listAll<{ metadata?: { name?: string } }>(client, PATH, {
+      pageSize: 3,
+      query: { labelSelector: 'a=b' },
+    });
+    await client.close();
+    // Every item once: the first page's are not kept beside the whole list's.
+    expect(names(items)).toEqual(names(nodes(7)));
+    const pages = api.listRequests(PATH);
+    expect(pages.map((r) => [r.query.get('limit'), r.query.get('continue')])).toEqual([
+      ['3', null],
+      ['3', Buffer.from('3').toString('base64url')],
+      [null, null],
+    ]);
+    expect(pages.every((r) => r.query.get('labelSelector') === 'a=b')).toBe(true);
+  });
+
   it('gives an empty collection as no items, and a failed page as its error', async () => {
     api.serve(PATH, []);
     const client = api.client();

@@ -3,6 +3,8 @@
 // The reflector (reflector.ts) pages on its own, one page ahead and bounded in bytes. Nothing here imports
 // the client: client.ts → protobuf.ts → list.ts would be a circle.
 
+import { isKubeError, KubeErrorCode } from './errors.ts';
+
 /** A LIST response as its readers take it (JSON's shape; protobuf.ts decodes Leases into the same). */
 export interface ListBody<R> {
   metadata?: { resourceVersion?: string; continue?: string };
@@ -40,7 +42,10 @@ export interface ListAllOptions extends ListRequestOptions {
 
 /**
  * Every item of the collection at `path`, asked for `pageSize` at a time and followed through the continue
- * tokens: `query` goes with every page (`limit` and `continue` are listAll's). A failed page fails the list.
+ * tokens: `query` goes with every page (`limit` and `continue` are listAll's). A failed page fails the list,
+ * but for one: a continue token that expired while paging (410: the resourceVersion it lists at was
+ * compacted) is answered as client-go's pager answers it, with the whole collection listed again in one
+ * request, so the list stays consistent (the 410's own token would continue an inconsistent one).
  */
 export async function listAll<T>(
   client: ListClient,
@@ -51,10 +56,17 @@ export async function listAll<T>(
   const items: T[] = [];
   let token: string | undefined;
   do {
-    const page = await client.request<ListBody<T>>('GET', path, {
-      ...request,
-      query: { ...query, limit: pageSize, continue: token },
-    });
+    let page: ListBody<T>;
+    try {
+      page = await client.request<ListBody<T>>('GET', path, {
+        ...request,
+        query: { ...query, limit: pageSize, continue: token },
+      });
+    } catch (err) {
+      if (token === undefined || !isKubeError(err, KubeErrorCode.Gone)) throw err;
+      const whole = await client.request<ListBody<T>>('GET', path, { ...request, query: { ...query } });
+      return whole.items ?? [];
+    }
     items.push(...(page.items ?? []));
     token = page.metadata?.continue || undefined;
   } while (token);

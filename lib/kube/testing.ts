@@ -33,6 +33,12 @@ export class FakeApiServer {
   readonly requests: ServedRequest[] = [];
   /** How each WATCH is answered; the default streams emitted events until the test ends it. */
   watchBehaviour: 'stream' | 'end-at-once' = 'stream';
+  /**
+   * The next this many LIST pages asked for with a continue token answer 410 Expired, as the API server does
+   * once the resourceVersion the token lists at is compacted (its Status, with the token for an inconsistent
+   * remainder).
+   */
+  expireContinueTokens = 0;
   private readonly server: Server;
   private readonly collections = new Map<string, Collection>();
   /** Fixed answers to GET, by path (discovery documents). */
@@ -135,6 +141,23 @@ export class FakeApiServer {
     if (!collection || req.method !== 'GET') {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'not found' }));
+      return;
+    }
+    if (!watch && url.searchParams.has('continue') && this.expireContinueTokens > 0) {
+      this.expireContinueTokens -= 1;
+      res.writeHead(410, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: { continue: url.searchParams.get('continue') },
+          status: 'Failure',
+          message:
+            'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+          reason: 'Expired',
+          code: 410,
+        }),
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' });
