@@ -113,14 +113,29 @@ async function setHealth(failingNet: number): Promise<void> {
     'GET',
     HEALTH_PATH,
   );
+  // The shared control plane keeps what earlier test files left: a controller's published policy (one run
+  // with --node-selector makes explain read the whole cluster, rightly) and SystemExtensions that may select
+  // these nodes too. This test's ClusterHealth says neither: no policy (the defaults), and no failing node for
+  // any other SystemExtension.
+  const { policy: _policy, ...kept } = fresh.status ?? {};
+  const listed = await kube.request<{ items?: Array<{ metadata: { name: string } }> }>(
+    'GET',
+    '/apis/nodecare.io/v1alpha1/systemextensions',
+  );
+  const others = (listed.items ?? [])
+    .map((sx) => sx.metadata.name)
+    .filter((name) => name !== NET && name !== LOGS && name !== DNS);
   await kube.request('PUT', `${HEALTH_PATH}/status`, {
     body: {
       ...fresh,
       status: {
-        ...fresh.status,
-        extensions: [row(DNS, 0), row(LOGS, 0), row(NET, failingNet)].sort((a, b) =>
-          a.name < b.name ? -1 : 1,
-        ),
+        ...kept,
+        extensions: [
+          row(DNS, 0),
+          row(LOGS, 0),
+          row(NET, failingNet),
+          ...others.map((name) => row(name, 0)),
+        ].sort((a, b) => (a.name < b.name ? -1 : 1)),
       },
     },
   });
@@ -143,6 +158,25 @@ async function nodeAnswer(node: string, now: number) {
   const { client, requests } = recording();
   const read = await readNodeReport(client, VALUES, node, now);
   return { ...answer(explainView(read.report, read.tripped, [], 10, now), now), read: read.read, requests };
+}
+
+/** What explain judged the whole-cluster read on, for a failure message: ClusterHealth's policy and rows, the SystemExtensions. */
+async function readInputs(): Promise<string> {
+  const health = await kube
+    .request<{ status?: { policy?: unknown; extensions?: Array<{ name?: string }> } }>('GET', HEALTH_PATH)
+    .catch((err: unknown) => ({ error: String(err) }));
+  const listed = await kube
+    .request<{ items?: Array<{ metadata: { name: string } }> }>(
+      'GET',
+      '/apis/nodecare.io/v1alpha1/systemextensions',
+    )
+    .catch(() => ({ items: [] }));
+  const status = 'status' in health ? health.status : health;
+  return JSON.stringify({
+    policy: status && 'policy' in status ? status.policy : undefined,
+    rows: status && 'extensions' in status ? status.extensions?.map((r) => r.name) : undefined,
+    systemExtensions: listed.items?.map((sx) => sx.metadata.name),
+  });
 }
 
 const isNodeList = (r: Recorded): boolean => r.method === 'GET' && r.path === '/api/v1/nodes';
@@ -219,7 +253,7 @@ describe('kubectl nodecare explain <node> on the real control plane (issue 51 it
       const now = Date.now();
       const one = await nodeAnswer(node, now);
       const whole = await wholeAnswer(kube, node, now);
-      expect(one.read).toBe('node');
+      expect(one.read, await readInputs()).toBe('node');
       expect(one.view).toEqual(whole.view);
       expect(one.text).toEqual(whole.text);
       // Only that node: the Node by name, never the list of nodes…
@@ -277,7 +311,7 @@ describe('kubectl nodecare explain <node> on the real control plane (issue 51 it
     // reads only the node and cannot see the breaker (the answer then differs from the whole read's).
     await setHealth(2);
     const undercounted = await nodeAnswer(NODES[5]!, now);
-    expect(undercounted.read).toBe('node');
+    expect(undercounted.read, await readInputs()).toBe('node');
     expect(undercounted.view.extensions.find((e) => e.name === NET)?.breakerTripped).toBe(false);
     expect(undercounted.view).not.toEqual(whole.view);
   });
