@@ -7,6 +7,10 @@ const PATH = '/api/v1/nodes';
 const nodes = (n: number) => Array.from({ length: n }, (_, i) => ({ metadata: { name: `node-${i}` } }));
 const names = (items: Array<{ metadata?: { name?: string } }>) => items.map((item) => item.metadata?.name);
 
+/** Each LIST page asked for: its limit and continue token. */
+const pagesAsked = (api: FakeApiServer) =>
+  api.listRequests(PATH).map((r) => [r.query.get('limit'), r.query.get('continue')]);
+
 describe('listAll', () => {
   let api: FakeApiServer;
   beforeEach(async () => {
@@ -22,8 +26,7 @@ describe('listAll', () => {
     const items = await listAll<{ metadata?: { name?: string } }>(client, PATH, { pageSize: 3 });
     await client.close();
     expect(names(items)).toEqual(names(nodes(7)));
-    const pages = api.listRequests(PATH);
-    expect(pages.map((r) => [r.query.get('limit'), r.query.get('continue')])).toEqual([
+    expect(pagesAsked(api)).toEqual([
       ['3', null],
       ['3', Buffer.from('3').toString('base64url')],
       ['3', Buffer.from('6').toString('base64url')],
@@ -52,13 +55,12 @@ describe('listAll', () => {
     await client.close();
     // Every item once: the first page's are not kept beside the whole list's.
     expect(names(items)).toEqual(names(nodes(7)));
-    const pages = api.listRequests(PATH);
-    expect(pages.map((r) => [r.query.get('limit'), r.query.get('continue')])).toEqual([
+    expect(pagesAsked(api)).toEqual([
       ['3', null],
       ['3', Buffer.from('3').toString('base64url')],
       [null, null],
     ]);
-    expect(pages.every((r) => r.query.get('labelSelector') === 'a=b')).toBe(true);
+    expect(api.listRequests(PATH).every((r) => r.query.get('labelSelector') === 'a=b')).toBe(true);
   });
 
   it('gives an empty collection as no items, and a failed page as its error', async () => {

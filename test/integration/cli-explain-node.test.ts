@@ -164,18 +164,17 @@ async function nodeAnswer(node: string, now: number) {
 async function readInputs(): Promise<string> {
   const health = await kube
     .request<{ status?: { policy?: unknown; extensions?: Array<{ name?: string }> } }>('GET', HEALTH_PATH)
-    .catch((err: unknown) => ({ error: String(err) }));
+    .catch(() => undefined);
   const listed = await kube
     .request<{ items?: Array<{ metadata: { name: string } }> }>(
       'GET',
       '/apis/nodecare.io/v1alpha1/systemextensions',
     )
-    .catch(() => ({ items: [] }));
-  const status = 'status' in health ? health.status : health;
+    .catch(() => undefined);
   return JSON.stringify({
-    policy: status && 'policy' in status ? status.policy : undefined,
-    rows: status && 'extensions' in status ? status.extensions?.map((r) => r.name) : undefined,
-    systemExtensions: listed.items?.map((sx) => sx.metadata.name),
+    policy: health?.status?.policy,
+    rows: health?.status?.extensions?.map((r) => r.name),
+    systemExtensions: listed?.items?.map((sx) => sx.metadata.name),
   });
 }
 
