@@ -130,7 +130,10 @@ export function convergenceRow(
 export interface ConvergencePhases {
   syncedMs: number | undefined;
   leadingMs: number | undefined;
-  /** Its first 'Changing taints' line: the first node write it decided. */
+  /**
+   * Its first 'Changing taints' line: the first write that changes a taint. Writes of the label, annotation or
+   * condition alone log no such line, so earlier writes may have gone out (docs/benchmark.md, fresh fleet).
+   */
   firstTaintChangeMs: number | undefined;
   mainRunMs: number | undefined;
   mainWaitMs: number | undefined;
