@@ -211,24 +211,27 @@ export class Observer {
 
   /**
    * Resolves with the arrival time at which every node in `expected` satisfied its predicate, or undefined
-   * after `timeoutMs` (with the names still waiting in `missing`).
+   * after `timeoutMs` (with the names still waiting in `missing`), and the arrival time of the first node change
+   * seen after the call (`firstChangeAtMs`: the first node write that reached this watch).
    */
   async converged(
     expected: Map<string, (node: SeenNode) => boolean>,
     timeoutMs: number,
-  ): Promise<{ atMs: number | undefined; missing: string[] }> {
+  ): Promise<{ atMs: number | undefined; missing: string[]; firstChangeAtMs: number | undefined }> {
     const pending = new Set<string>();
     for (const [name, test] of expected) {
       const node = this.nodes.get(name);
       if (!node || !test(node)) pending.add(name);
     }
-    if (pending.size === 0) return { atMs: performance.now(), missing: [] };
+    if (pending.size === 0) return { atMs: performance.now(), missing: [], firstChangeAtMs: undefined };
+    let firstChangeAtMs: number | undefined;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.nodes.listen(undefined);
-        resolve({ atMs: undefined, missing: [...pending] });
+        resolve({ atMs: undefined, missing: [...pending], firstChangeAtMs });
       }, timeoutMs);
       this.nodes.listen((node, atMs) => {
+        firstChangeAtMs ??= atMs;
         const test = expected.get(node.name);
         if (!test) return;
         if (test(node)) pending.delete(node.name);
@@ -236,7 +239,7 @@ export class Observer {
         if (pending.size === 0) {
           clearTimeout(timer);
           this.nodes.listen(undefined);
-          resolve({ atMs, missing: [] });
+          resolve({ atMs, missing: [], firstChangeAtMs });
         }
       });
     });

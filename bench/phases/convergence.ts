@@ -53,6 +53,8 @@ export async function converge(run: BenchRun, cluster: BenchCluster): Promise<Be
   const phases: ConvergencePhases = {
     syncedMs: await loggedAfterMs(controllerA, 'Caches synced', startedAtMs),
     leadingMs: await loggedAfterMs(controllerA, 'Reconciling as leader', startedAtMs),
+    firstNodeChangeMs:
+      convergence.firstChangeAtMs === undefined ? undefined : convergence.firstChangeAtMs - t0,
     firstTaintChangeMs: await loggedAfterMs(controllerA, 'Changing taints', startedAtMs),
     mainRunMs: sched?.runMs,
     mainWaitMs: sched?.waitMs,
@@ -118,6 +120,7 @@ export function convergenceRow(
         : {
             syncedMs: measured.syncedMs ?? null,
             leadingMs: measured.leadingMs,
+            firstNodeChangeMs: measured.firstNodeChangeMs ?? null,
             firstTaintChangeMs: measured.firstTaintChangeMs ?? null,
             mainRunMs: measured.mainRunMs ?? null,
             mainWaitMs: measured.mainWaitMs ?? null,
@@ -130,6 +133,8 @@ export function convergenceRow(
 export interface ConvergencePhases {
   syncedMs: number | undefined;
   leadingMs: number | undefined;
+  /** The first node change the benchmark's watch saw after the start: the first node write, as it arrived. */
+  firstNodeChangeMs: number | undefined;
   /**
    * Its first 'Changing taints' line: the first write that changes a taint. Writes of the label, annotation or
    * condition alone log no such line, so earlier writes may have gone out (docs/benchmark.md, fresh fleet).
@@ -139,10 +144,13 @@ export interface ConvergencePhases {
   mainWaitMs: number | undefined;
 }
 
-/** `; caches synced after …, leading after …, first taint change after …; its event loop ran … and waited …`. */
+/**
+ * `; caches synced after …, leading after …, first node write seen after …, first taint change after …; its event
+ * loop ran … and waited …`.
+ */
 function phasesText(p: Partial<ConvergencePhases>): string {
   if (p.leadingMs === undefined) return '';
-  const milestones = `; caches synced after ${fmtMs(p.syncedMs)}, leading after ${fmtMs(p.leadingMs)}, first taint change after ${fmtMs(p.firstTaintChangeMs)}`;
+  const milestones = `; caches synced after ${fmtMs(p.syncedMs)}, leading after ${fmtMs(p.leadingMs)}, first node write seen after ${fmtMs(p.firstNodeChangeMs)}, first taint change after ${fmtMs(p.firstTaintChangeMs)}`;
   const loop =
     p.mainRunMs === undefined || p.mainWaitMs === undefined
       ? ''

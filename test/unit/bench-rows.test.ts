@@ -27,6 +27,7 @@ describe('convergenceRow', () => {
         nodeBytes: 9_100,
         syncedMs: 900,
         leadingMs: 950,
+        firstNodeChangeMs: 1_010,
         firstTaintChangeMs: 1_400,
         mainRunMs: 2_100,
         mainWaitMs: 700,
@@ -35,9 +36,14 @@ describe('convergenceRow', () => {
     );
     expect(row.measured).toBe(
       '4800 ms (controller CPU 2500 ms, Nodes of 8.9 KiB; caches synced after 900 ms, leading after 950 ms, ' +
-        'first taint change after 1400 ms; its event loop ran 2100 ms and waited 700 ms for a core)',
+        'first node write seen after 1010 ms, first taint change after 1400 ms; its event loop ran 2100 ms and waited 700 ms for a core)',
     );
-    expect(row.values).toMatchObject({ leadingMs: 950, firstTaintChangeMs: 1_400, mainWaitMs: 700 });
+    expect(row.values).toMatchObject({
+      leadingMs: 950,
+      firstNodeChangeMs: 1_010,
+      firstTaintChangeMs: 1_400,
+      mainWaitMs: 700,
+    });
     // A controller that never said when it led (an older one): no milestones, and no verdict changes.
     const quiet = convergenceRow(
       nodes,
