@@ -64,7 +64,7 @@ export async function listAll<T>(
       });
     } catch (err) {
       if (token === undefined || !isKubeError(err, KubeErrorCode.Gone)) throw err;
-      const whole = await client.request<ListBody<T>>('GET', path, { ...request, query: { ...query } });
+      const whole = await client.request<ListBody<T>>('GET', path, { ...request, query });
       return whole.items ?? [];
     }
     items.push(...(page.items ?? []));
