@@ -74,7 +74,7 @@ export class ControllerMetrics {
     });
     this.nodeWrites = new Counter({
       name: 'nodecare_controller_node_writes_total',
-      help: 'Writes to Nodes by kind (node: taints/label/annotation; condition) and result.',
+      help: 'Writes to Nodes by kind (node: taints/label/annotation; condition: the status patch, with the label/annotation when no taint changes) and result.',
       labelNames: ['kind', 'result'],
       registers,
     });

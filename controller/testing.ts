@@ -91,24 +91,31 @@ export class FakeNodeApi implements NodeApi {
     await this.enter('patchNode', name, patch);
     const node = this.existing(name);
     const { metadata = {}, spec } = this.checked(node, patch);
-    node.metadata = {
-      ...node.metadata,
-      labels: { ...node.metadata?.labels, ...metadata.labels },
-      // JSON merge patch: null removes.
-      annotations: Object.fromEntries(
-        Object.entries({ ...node.metadata?.annotations, ...metadata.annotations }).filter(
-          ([, v]) => v !== null,
-        ),
-      ) as Record<string, string>,
-    };
+    FakeNodeApi.mergeMetadata(node, metadata);
     if (spec?.taints) node.spec = { ...node.spec, taints: spec.taints };
     return this.stamp(node);
+  }
+
+  /** Labels and annotations merged as both patch types do: a key set to null is removed. */
+  private static mergeMetadata(node: NodeObject, metadata: NonNullable<MergePatch['metadata']>): void {
+    const merged = (current?: Record<string, string>, patch?: Record<string, string | null>) =>
+      Object.fromEntries(Object.entries({ ...current, ...patch }).filter(([, v]) => v !== null)) as Record<
+        string,
+        string
+      >;
+    node.metadata = {
+      ...node.metadata,
+      labels: merged(node.metadata?.labels, metadata.labels),
+      annotations: merged(node.metadata?.annotations, metadata.annotations),
+    };
   }
 
   async patchNodeStatus(name: string, patch: object): Promise<NodeObject> {
     await this.enter('patchNodeStatus', name, patch);
     const node = this.existing(name);
-    const { status } = this.checked(node, patch);
+    // As the API server's status strategy: metadata is kept, spec is dropped.
+    const { metadata = {}, status } = this.checked(node, patch);
+    FakeNodeApi.mergeMetadata(node, metadata);
     // Strategic merge on the condition type: other conditions stay.
     const conditions = [...(node.status?.conditions ?? [])];
     for (const condition of status?.conditions ?? []) {

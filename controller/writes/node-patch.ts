@@ -1,7 +1,8 @@
 // Everything the controller writes to a Node, as differences only. Taints, the status label and the bootstrap
 // annotation go in one merge patch; the ExtensionsReady condition goes through the status subresource with a
 // strategic merge on the condition type (other conditions are untouched), only when its status, reason or
-// message change. Both carry a resourceVersion precondition: a write decided on a stale node gets 409, and
+// message change; when no taint changes, the label and annotation go with the condition in that one status
+// patch (withMetadata). Both carry a resourceVersion precondition: a write decided on a stale node gets 409, and
 // the writer re-reads and re-decides. nodecare never alters a taint it does not own: the taint list is the
 // observed list, field for field, with only ours changed.
 
@@ -98,6 +99,23 @@ export function nodePatch(node: CachedNode, change: NodeChange): object {
       ...(change.annotations ? { annotations: change.annotations } : {}),
     },
     ...(change.taints ? { spec: { taints: change.taints } } : {}),
+  };
+}
+
+/**
+ * `statusPatch` carrying `change`'s label and annotation too, for a change that writes no taints. The status
+ * subresource keeps metadata and drops spec, so a change with taints never goes this way.
+ */
+export function withMetadata(statusPatch: object, change: NodeChange): object {
+  if (change.taints) throw new Error('a taint change cannot go through the status subresource');
+  const patch = statusPatch as { metadata: Record<string, unknown> };
+  return {
+    ...patch,
+    metadata: {
+      ...patch.metadata,
+      ...(change.labels ? { labels: change.labels } : {}),
+      ...(change.annotations ? { annotations: change.annotations } : {}),
+    },
   };
 }
 

@@ -1,9 +1,15 @@
-// The node writer against FakeNodeApi: taints before the condition, each write fenced, counted and noted;
-// a 409 is thrown for the reconciler to retry; taint events only for what a patch really changed.
+// The node writer against FakeNodeApi: taints before the condition (one status patch when no taint changes),
+// each write fenced, counted and noted; a 409 is thrown for the reconciler to retry; taint events only for
+// what a patch really changed.
 
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { NODE_CONDITION_TYPE, NODE_STATUS_LABEL, RUNTIME_TAINT_VALUE } from '../../api/index.ts';
+import {
+  NODE_CONDITION_TYPE,
+  NODE_STATUS_LABEL,
+  NodeAnnotation,
+  RUNTIME_TAINT_VALUE,
+} from '../../api/index.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { createLogger } from '../../lib/log.ts';
 import { FakeClock } from '../../lib/testing.ts';
@@ -13,6 +19,7 @@ import type { NodeDecision, NodeEvent } from '../decide/index.ts';
 import { ControllerMetrics } from '../metrics.ts';
 import { FakeNodeApi } from '../testing.ts';
 import { NodeWriter, NotLeaderError } from './index.ts';
+import { withMetadata } from './node-patch.ts';
 
 const keys = { bootstrap: 'startup/meta', runtime: 'status/meta' };
 const log = createLogger({ level: 'silent', name: 'test' });
@@ -118,11 +125,66 @@ describe('NodeWriter', () => {
     expect(api.writes()).toEqual([]);
   });
 
-  it('in a dry run writes the label and condition but no taint', async () => {
+  it('in a dry run writes the label and condition but no taint, in one status patch', async () => {
     const { api, node, writer } = setup({ dryRun: true });
     const written = await write(writer, node, runtimeTainted());
+    expect(api.writes().map((w) => w.op)).toEqual(['patchNodeStatus']);
     expect(api.node('n')!.spec?.taints).toEqual([]);
     expect(api.node('n')!.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
     expect(written.taintEvents).toEqual([]);
+  });
+
+  it('when no taint changes, sends the label, the annotations and the condition in one status patch', async () => {
+    const { api, writer, writes, noted } = setup();
+    // Already tainted as decided, with a maintenance annotation the decision removes (null in the patch).
+    const node = api.putNode({
+      ...rawNode([{ key: 'status/meta', effect: 'NoSchedule' }]),
+      metadata: { name: 'n', uid: 'u', labels: {}, annotations: { [NodeAnnotation.maintenance]: 'drain' } },
+    });
+    const decision = {
+      ...runtimeTainted(),
+      desiredAnnotations: { bootstrappedBootId: 'boot-1', maintenance: null },
+    } as unknown as NodeDecision;
+    const written = await write(writer, node, decision);
+    expect(api.writes().map((w) => w.op)).toEqual(['patchNodeStatus']);
+    const body = api.writes()[0]!.body as { metadata: object; spec?: object };
+    expect(body.metadata).toEqual({
+      resourceVersion: node.resourceVersion,
+      labels: { [NODE_STATUS_LABEL]: 'unhealthy' },
+      annotations: { [NodeAnnotation.bootstrappedBootId]: 'boot-1', [NodeAnnotation.maintenance]: null },
+    });
+    expect(body.spec).toBeUndefined();
+    const stored = api.node('n')!;
+    expect(stored.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
+    expect(stored.metadata?.annotations).toEqual({ [NodeAnnotation.bootstrappedBootId]: 'boot-1' });
+    expect(stored.status?.conditions?.map((c) => [c.type, c.status])).toEqual([
+      [NODE_CONDITION_TYPE, 'False'],
+    ]);
+    expect(written.taintEvents).toEqual([]);
+    expect(noted).toHaveLength(1);
+    expect([await writes('node', 'ok'), await writes('condition', 'ok')]).toEqual([0, 1]);
+  });
+
+  it('when no taint changes and the condition already matches, patches the label alone', async () => {
+    const { api, writer } = setup();
+    await write(writer, api.putNode(api.node('n')!), runtimeTainted());
+    const current = api.putNode({
+      ...api.node('n')!,
+      metadata: { ...api.node('n')!.metadata, labels: {} },
+    });
+    const before = api.writes().length;
+    await write(writer, current, runtimeTainted());
+    expect(
+      api
+        .writes()
+        .slice(before)
+        .map((w) => w.op),
+    ).toEqual(['patchNode']);
+    expect(api.node('n')!.metadata?.labels?.[NODE_STATUS_LABEL]).toBe('unhealthy');
+  });
+
+  it('a taint change never goes through the status subresource, which would drop it', () => {
+    const change = { taints: [], taintSummary: ['remove x:NoSchedule'] };
+    expect(() => withMetadata({ metadata: { resourceVersion: '1' } }, change)).toThrow(/status subresource/);
   });
 });

@@ -1,14 +1,23 @@
 // Writes one node's decision: the taints, label and annotation first (what the scheduler and the autoscaler act
-// on, docs/adr/0008), then the condition on the node that patch returned. Every write is fenced by the
-// leadership term, counted by outcome and noted in the cache. One attempt: a 409 is the reconciler's to retry
-// (it reads the node live and decides again, up to MAX_CONFLICT_RETRIES times).
+// on, docs/adr/0008), then the condition on the node that patch returned. When the taints stay as they are, the
+// label and annotation ride with the condition in one status patch (the API server keeps metadata sent to
+// nodes/status and drops spec there, docs/adr/0008's addendum): one write instead of two. Every write is
+// fenced by the leadership term, counted by outcome and noted in the cache. One attempt: a 409 is the
+// reconciler's to retry (it reads the node live and decides again, up to MAX_CONFLICT_RETRIES times).
 
 import { isKubeError, KubeErrorCode } from '../../lib/kube/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import { toCachedNode, type CachedNode, type NodeObject } from '../cache/index.ts';
 import { sameCondition, type NodeDecision, type NodeEvent } from '../decide/index.ts';
 import type { ControllerMetrics } from '../metrics.ts';
-import { conditionPatch, nodeChange, nodePatch, writtenTaintEvents, type TaintKeys } from './node-patch.ts';
+import {
+  conditionPatch,
+  nodeChange,
+  nodePatch,
+  withMetadata,
+  writtenTaintEvents,
+  type TaintKeys,
+} from './node-patch.ts';
 import type { Fence, NodeApi } from './port.ts';
 
 /** Writes decided on a node that keeps changing under them are retried this often, then the queue backs off. */
@@ -51,7 +60,7 @@ export class NodeWriter {
 
   /**
    * One attempt at writing `decision` against `node`: taints, label and annotation, then the condition, each
-   * against the node it was computed on. The taint events it made are pushed to `taintEvents` as each patch
+   * against the node it was computed on; a single status patch when no taint changes. The taint events it made are pushed to `taintEvents` as each patch
    * returns: a taint patch that went through before the condition patch met a 409 happened.
    */
   async apply(
@@ -63,13 +72,21 @@ export class NodeWriter {
     const { api, clock, keys, dryRun } = this.deps;
     let current = node;
     const change = nodeChange(current, decision, keys, !dryRun);
-    if (change) {
-      if (change.taintSummary.length > 0) {
-        log.info(
-          { state: decision.state, taints: change.taintSummary, dryRun },
-          dryRun ? 'Would change taints (dry run)' : 'Changing taints',
-        );
+    if (change && change.taintSummary.length > 0) {
+      log.info(
+        { state: decision.state, taints: change.taintSummary, dryRun },
+        dryRun ? 'Would change taints (dry run)' : 'Changing taints',
+      );
+    }
+    if (change && !change.taints) {
+      // No taint to write: the label and annotation go with the condition, or alone when it already matches.
+      const status = conditionPatch(current, decision.condition, clock.now());
+      if (status) {
+        await this.send('condition', () => api.patchNodeStatus(node.name, withMetadata(status, change)));
+        return;
       }
+    }
+    if (change) {
       const before = current;
       current = await this.send('node', () => api.patchNode(before.name, nodePatch(before, change)));
       taintEvents.push(...writtenTaintEvents(before, current, decision.events, keys));

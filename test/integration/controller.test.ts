@@ -365,6 +365,33 @@ describe('nodecare-controller', () => {
     );
   });
 
+  it('a node registered with the bootstrap taint that stays held gets its label and condition in one status write, which the API server keeps', async () => {
+    const nodeName = uniqueName('ctl-held');
+    const web = await endpoint();
+    await web.stop();
+    await createNode(nodeName, { web: httpExtension(web.port) });
+    // Registered with the taint, as --register-with-taints or the admission policy does.
+    await core.patchNode(
+      { name: nodeName, body: { spec: { taints: [{ key: BOOTSTRAP, effect: 'NoSchedule' }] } } },
+      mergePatch,
+    );
+    await agentFor(nodeName);
+    const ctl = await controller();
+    const held = await waitForNode(
+      nodeName,
+      'label and condition written',
+      (n) => condition(n)?.status === 'False' && n.metadata?.labels?.[NODE_STATUS_LABEL] !== undefined,
+    );
+    expect(taintKeys(held)).toEqual([BOOTSTRAP]);
+    // docs/adr/0008's addendum: no taint changes, so the label went through nodes/status with the condition.
+    const owners = (held.metadata?.managedFields ?? []).filter((f) =>
+      JSON.stringify(f.fieldsV1 ?? {}).includes(`"f:${NODE_STATUS_LABEL}"`),
+    );
+    expect(owners.map((f) => f.subresource)).toEqual(['status']);
+    expect(JSON.stringify(owners[0]!.fieldsV1)).toContain('"k:{\\"type\\":\\"ExtensionsReady\\"}"');
+    expect(ctl.logs.map((l) => l.msg)).not.toContain('Changing taints');
+  });
+
   it('sends a Ready node back to Bootstrapping when its bootID changes', async () => {
     const nodeName = uniqueName('ctl-reboot');
     const web = await endpoint();
