@@ -782,8 +782,10 @@ export class Sink {
         'UnsupportedMediaType',
         `the sink applies merge and strategic merge patches, not ${contentType}`,
       );
-    // The status subresource writes status only; the main resource everything else (as the API server does).
-    if (sub === 'status') next = { ...stored, status: next.status };
+    // The status subresource writes status (and, for a Node, metadata too: the API server's
+    // nodeStatusStrategy puts back only the old spec); the main resource everything else, as the API server.
+    if (sub === 'status')
+      next = c === this.nodes ? { ...next, spec: stored.spec } : { ...stored, status: next.status };
     else if (stored.status !== undefined) next = { ...next, status: stored.status };
     const meta = { ...(next.metadata as Json), resourceVersion: String(++this.rv) } as Meta & Json;
     if (sub !== 'status' && JSON.stringify(next.spec) !== JSON.stringify(stored.spec))

@@ -177,6 +177,30 @@ describe('the recording sink', () => {
     ]);
   });
 
+  it("keeps the metadata a Node's status patch carries and drops its spec, as the API server's Node status strategy", async () => {
+    const { client } = await start(1, 1);
+    const node = (await client.get<{ items: Obj[] }>('/api/v1/nodes')).items[0]!;
+    const patched = await client.request<
+      Obj & { spec?: { taints?: unknown[] }; status: { conditions: Array<{ type: string }> } }
+    >('PATCH', `/api/v1/nodes/${node.metadata.name}/status`, {
+      body: {
+        metadata: {
+          resourceVersion: node.metadata.resourceVersion,
+          labels: { 'nodecare.io/status': 'held' },
+        },
+        spec: { taints: [{ key: 'k', effect: 'NoSchedule' }] },
+        status: { conditions: [{ type: 'ExtensionsReady', status: 'False' }] },
+      },
+      contentType: PatchType.strategic,
+    });
+    expect(patched.metadata.labels?.['nodecare.io/status']).toBe('held');
+    expect(patched.metadata.labels?.['kubernetes.io/os']).toBe('linux');
+    expect(patched.spec?.taints ?? []).toEqual([]);
+    expect(patched.status.conditions.map((c) => c.type)).toContain('ExtensionsReady');
+    const read = await client.get<Obj>(`/api/v1/nodes/${node.metadata.name}`);
+    expect(read.metadata.labels?.['nodecare.io/status']).toBe('held');
+  });
+
   it("answers a path it does not serve with 404 and counts it, and leases are the agents' to write", async () => {
     const { sink, client } = await start(2, 1);
     await expect(client.get('/apis/resource.k8s.io/v1')).rejects.toMatchObject({
