@@ -81,6 +81,7 @@ const OTHER_PROGRAMS_FLAGS = new Set([
   'max-old-space-size',
   'semi-space-growth-factor',
   'optimize-for-size',
+  'heap-growing-percent',
   'v8-pool-size',
   'cpu-prof',
   'cpu-prof-interval',
