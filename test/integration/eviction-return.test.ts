@@ -130,8 +130,12 @@ describe('validation before return: a node a remediator hands back is held until
       expect(ready(n)?.status).toBe('False');
     }, 4_000);
     await web.start();
-    const open = await waitForNode(name, 'Ready on boot-2', (n) => taintKeys(n).length === 0);
-    expect(ready(open)?.status).toBe('True');
+    // The taint patch goes first and the condition after it (docs/adr/0008): wait for both.
+    const open = await waitForNode(
+      name,
+      'Ready on boot-2',
+      (n) => taintKeys(n).length === 0 && ready(n)?.status === 'True',
+    );
     expect(open.metadata?.annotations?.['nodecare.io/bootstrapped-boot-id']).toBe('boot-2');
   });
 
@@ -150,7 +154,12 @@ describe('validation before return: a node a remediator hands back is held until
       expect(ready(n)?.status).toBe('False');
     }, 4_000);
     await web.start();
-    const open = await waitForNode(name, 'Ready again', (n) => taintKeys(n).length === 0);
-    expect(ready(open)?.status).toBe('True');
+    // As above: the taint patch, then the condition.
+    const open = await waitForNode(
+      name,
+      'Ready again',
+      (n) => taintKeys(n).length === 0 && ready(n)?.status === 'True',
+    );
+    expect(open.spec?.unschedulable ?? false).toBe(false);
   });
 });
