@@ -90,14 +90,18 @@ export function nodeChange(
   return change.taints || change.labels || change.annotations ? change : undefined;
 }
 
+/** The labels and annotations a NodeChange sets, as patch metadata (only those it has). */
+function changedMetadata(change: NodeChange): object {
+  return {
+    ...(change.labels ? { labels: change.labels } : {}),
+    ...(change.annotations ? { annotations: change.annotations } : {}),
+  };
+}
+
 /** The merge patch for a NodeChange, valid only against `node`'s resourceVersion. */
 export function nodePatch(node: CachedNode, change: NodeChange): object {
   return {
-    metadata: {
-      resourceVersion: node.resourceVersion,
-      ...(change.labels ? { labels: change.labels } : {}),
-      ...(change.annotations ? { annotations: change.annotations } : {}),
-    },
+    metadata: { resourceVersion: node.resourceVersion, ...changedMetadata(change) },
     ...(change.taints ? { spec: { taints: change.taints } } : {}),
   };
 }
@@ -108,15 +112,8 @@ export function nodePatch(node: CachedNode, change: NodeChange): object {
  */
 export function withMetadata(statusPatch: object, change: NodeChange): object {
   if (change.taints) throw new Error('a taint change cannot go through the status subresource');
-  const patch = statusPatch as { metadata: Record<string, unknown> };
-  return {
-    ...patch,
-    metadata: {
-      ...patch.metadata,
-      ...(change.labels ? { labels: change.labels } : {}),
-      ...(change.annotations ? { annotations: change.annotations } : {}),
-    },
-  };
+  const patch = statusPatch as { metadata: object };
+  return { ...patch, metadata: { ...patch.metadata, ...changedMetadata(change) } };
 }
 
 /**

@@ -60,8 +60,9 @@ export class NodeWriter {
 
   /**
    * One attempt at writing `decision` against `node`: taints, label and annotation, then the condition, each
-   * against the node it was computed on; a single status patch when no taint changes. The taint events it made are pushed to `taintEvents` as each patch
-   * returns: a taint patch that went through before the condition patch met a 409 happened.
+   * against the node it was computed on; a single status patch when no taint changes. The taint events it made
+   * are pushed to `taintEvents` as each patch returns: a taint patch that went through before the condition
+   * patch met a 409 happened.
    */
   async apply(
     node: CachedNode,
