@@ -568,3 +568,95 @@ describe('LeaderElector: a replica that cannot do the work does not lead (regres
     await a.stop();
   });
 });
+
+describe('LeaderElector: a candidate takes a lease its copy shows free or expired without reading it first', () => {
+  function gated(store: FakeLeaseStore, clock: FakeClock, identity: string) {
+    const state = { canLead: false };
+    const e = elector(store, clock, identity);
+    e.start({ onStartedLeading: () => {}, onStoppedLeading: () => {}, canLead: () => state.canLead });
+    return {
+      e,
+      /** canLead() turns true, as when the controller's caches sync. */
+      async turnAble() {
+        store.calls.length = 0;
+        state.canLead = true;
+        e.canLeadChanged();
+        await clock.advance(0);
+      },
+    };
+  }
+
+  it('the watch showed the lease released → one write takes it, from that copy', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z', { leaseTransitions: 2 }));
+    const { e, turnAble } = gated(store, clock, 'a');
+    await clock.advance(retryPeriodMs);
+    await turnAble();
+    expect(e.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 3 });
+    await e.stop();
+  });
+
+  it('the copy is stale (another took the lease, the watch silent) → refused, read in the same attempt, not taken', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
+    const { e, turnAble } = gated(store, clock, 'a');
+    await clock.advance(retryPeriodMs);
+    store.watchesDeliver = false;
+    store.put(otherHolder('b', new Date(clock.now()).toISOString()));
+    await turnAble();
+    expect(e.isLeader).toBe(false);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get']);
+    expect(e.leader).toBe('b');
+    expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('b');
+    await e.stop();
+  });
+
+  it('the copy’s lease was deleted (the watch silent) → not found, read, created in the same attempt', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
+    const { e, turnAble } = gated(store, clock, 'a');
+    await clock.advance(retryPeriodMs);
+    store.watchesDeliver = false;
+    await store.delete(NS, NAME, { timeoutMs: 1 });
+    await turnAble();
+    expect(e.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get', 'create']);
+    await e.stop();
+  });
+
+  it('a server error on that write → the attempt fails without a read; the next try takes the lease', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
+    const { e, turnAble } = gated(store, clock, 'a');
+    await clock.advance(retryPeriodMs);
+    store.failNext('replace', FakeLeaseStore.unavailable());
+    await turnAble();
+    expect(e.isLeader).toBe(false);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    await clock.advance(retryPeriodMs);
+    expect(e.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'replace']);
+    await e.stop();
+  });
+
+  it('a holder that stopped renewing → every try reads until it expires by our clock; the takeover is one write', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('b', new Date(clock.now()).toISOString(), { leaseTransitions: 7 }));
+    const a = elector(store, clock, 'a');
+    startRecording(a);
+    await clock.advance(0);
+    await clock.advance(leaseDurationMs - 1);
+    expect(a.isLeader).toBe(false);
+    const tries = store.calls.map((c) => c.op);
+    expect(tries.length).toBeGreaterThan(1);
+    expect(tries.every((op) => op === 'get')).toBe(true);
+    store.calls.length = 0;
+    await clock.advance(1);
+    expect(a.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 8 });
+    await a.stop();
+  });
+});

@@ -26,6 +26,10 @@
 //   up to a retry period later. The retries every retryPeriod go on, so a watch that delivers nothing changes
 //   nothing. A leader ignores the watch: it knows the lease from its own writes, and an event that arrives
 //   late (the release it took the lease from) must not make it step down.
+// - A candidate whose copy of the lease (the watch's, or its last read) shows it free or expired writes its
+//   takeover from that copy, without the read client-go makes first (writes.ts; ADR 0012's addendum). The
+//   write is conditional on the copy's resourceVersion, so it lands only on the record it judged; a 409 or
+//   404 falls back to the read in the same attempt.
 
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
 import type { Clock } from '../clock.ts';

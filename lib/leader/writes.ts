@@ -1,5 +1,6 @@
 // The elector's writes of its Lease (elector.ts), as client-go's tryAcquireOrRenew and release: each attempt is
-// optimistic (resourceVersion), never throws, and records what it read or wrote through `observe`.
+// optimistic (resourceVersion), never throws, and records what it read or wrote through `observe`. Unlike
+// client-go, a candidate whose copy already shows the lease free or expired writes its takeover without a read.
 
 import { isKubeError, KubeErrorCode } from '../kube/errors.ts';
 import type { Clock } from '../clock.ts';
@@ -25,6 +26,8 @@ export interface LeaseWritesDeps {
 
 export class LeaseWrites {
   private readonly d: LeaseWritesDeps;
+  /** The resourceVersion a write was refused on (409): that copy is stale, so it is read, not written from. */
+  private staleVersion: string | undefined;
 
   constructor(deps: LeaseWritesDeps) {
     this.d = deps;
@@ -58,6 +61,15 @@ export class LeaseWrites {
       }
     }
 
+    // A candidate whose copy (read, or delivered by the watch) shows the lease free or expired takes it from that
+    // copy, without reading first: the write is conditional on the copy's resourceVersion, so it lands only if
+    // the record is still the one we judged, as a read would have found it. A stale copy (409) or a lease gone
+    // (404) falls back to the read below, in the same attempt.
+    if (!isLeader) {
+      const taken = await this.takeOverFromCopy(now, wallNow, deadlineMs);
+      if (taken !== undefined) return taken;
+    }
+
     let current: LeaderLease;
     try {
       current = await this.d.store.get(this.d.namespace, this.d.name, this.callOptions(deadlineMs));
@@ -77,22 +89,52 @@ export class LeaseWrites {
     const spec = this.desiredSpec(wallNow, current.spec, takeover);
     try {
       this.d.observe(await this.d.store.replace({ ...current, spec }, this.callOptions(deadlineMs)), true);
-      if (takeover) {
-        this.d.log.info(
-          { previous: holder, transitions: spec?.leaseTransitions },
-          'Took over leadership lease',
-        );
-      }
+      if (takeover) this.tookOver(holder, spec);
       return true;
     } catch (err) {
       if (this.d.stopping.aborted) return false;
       if (isKubeError(err, KubeErrorCode.Conflict)) {
+        this.staleVersion = current.metadata.resourceVersion;
         this.d.log.debug({ err }, 'Lost a race for the leadership lease');
       } else {
         this.d.log.warn({ err }, 'Failed to update leadership lease');
       }
       return false;
     }
+  }
+
+  /**
+   * The takeover from the copy last observed, when that copy is another's (or nobody's) and free or expired:
+   * true or false as the attempt's answer, undefined when the copy does not qualify or was stale (read instead).
+   */
+  private async takeOverFromCopy(
+    now: number,
+    wallNow: number,
+    deadlineMs: number,
+  ): Promise<boolean | undefined> {
+    const copy = this.d.record.lease;
+    const holder = copy?.spec?.holderIdentity ?? '';
+    const version = copy?.metadata.resourceVersion;
+    if (!version || version === this.staleVersion || holder === this.d.identity) return undefined;
+    if (holder && this.d.record.isValid(now)) return undefined;
+    const spec = this.desiredSpec(wallNow, copy.spec, true);
+    try {
+      this.d.observe(await this.d.store.replace({ ...copy, spec }, this.callOptions(deadlineMs)), true);
+      this.tookOver(holder, spec);
+      return true;
+    } catch (err) {
+      if (this.d.stopping.aborted) return false;
+      if (isKubeError(err, KubeErrorCode.Conflict) || isKubeError(err, KubeErrorCode.NotFound)) {
+        this.d.log.debug({ err }, 'The copy of the leadership lease was stale; reading it');
+        return undefined;
+      }
+      this.d.log.warn({ err }, 'Failed to update leadership lease');
+      return false;
+    }
+  }
+
+  private tookOver(previous: string, spec: LeaderLease['spec']): void {
+    this.d.log.info({ previous, transitions: spec?.leaseTransitions }, 'Took over leadership lease');
   }
 
   private async create(wallNow: number, deadlineMs: number): Promise<boolean> {

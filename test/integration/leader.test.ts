@@ -6,9 +6,16 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { microTime } from '../../api/lease.ts';
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
 import { LEADER_ELECTION_DEFAULTS, LeaderElector, type LeaderLease } from '../../lib/leader/elector.ts';
-import { KubeLeaseStore } from '../../lib/kube/leases.ts';
+import {
+  KubeLeaseStore,
+  type LeaseCallOptions,
+  type LeaseStore,
+  type LeaseWatchHandlers,
+} from '../../lib/kube/leases.ts';
+import { isKubeError } from '../../lib/kube/errors.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { loadConnection } from '../../lib/kube/config.ts';
@@ -165,5 +172,149 @@ describe('leader election against the real API server', () => {
     // leaseDuration − retryPeriod after it.
     expect(takeoverMs).toBeGreaterThanOrEqual(leaseDurationMs - retryPeriodMs - 500);
     expect((await readLease(lease)).spec?.holderIdentity).toBe(standby.identity);
+  });
+});
+
+/**
+ * The real Lease port with each request's op and outcome recorded (its status code, or 'ok'), and a watch that
+ * can be muted: what a replica's copy of the Lease is once the watch stops telling it changes.
+ */
+class RecordingLeaseStore implements LeaseStore {
+  readonly calls: string[] = [];
+  watchTold = 0;
+  muted = false;
+  private readonly store: LeaseStore;
+
+  constructor(store: LeaseStore) {
+    this.store = store;
+  }
+
+  private async record<T>(op: string, call: () => Promise<T>): Promise<T> {
+    try {
+      const result = await call();
+      this.calls.push(`${op} ok`);
+      return result;
+    } catch (err) {
+      this.calls.push(`${op} ${isKubeError(err) ? err.status : 'error'}`);
+      throw err;
+    }
+  }
+
+  get(namespace: string, name: string, options: LeaseCallOptions): Promise<LeaderLease> {
+    return this.record('get', () => this.store.get(namespace, name, options));
+  }
+  create(lease: LeaderLease, options: LeaseCallOptions): Promise<LeaderLease> {
+    return this.record('create', () => this.store.create(lease, options));
+  }
+  replace(lease: LeaderLease, options: LeaseCallOptions): Promise<LeaderLease> {
+    return this.record('replace', () => this.store.replace(lease, options));
+  }
+  delete(namespace: string, name: string, options: LeaseCallOptions): Promise<void> {
+    return this.record('delete', () => this.store.delete(namespace, name, options));
+  }
+  watch(namespace: string, name: string, handlers: LeaseWatchHandlers, signal: AbortSignal): Promise<void> {
+    return this.store.watch(
+      namespace,
+      name,
+      {
+        changed: (lease) => {
+          if (this.muted) return;
+          this.watchTold++;
+          handlers.changed(lease);
+        },
+        error: handlers.error,
+      },
+      signal,
+    );
+  }
+}
+
+describe('a candidate takes a released Lease from the copy its watch told it (against the real API server)', () => {
+  const options = { timeoutMs: 10_000 };
+
+  /** A released Lease, and a candidate that watches it and may not lead until `able()`. */
+  async function releasedAndWatched() {
+    const client = new KubeClient(await loadConnection(inject('kubeconfig')));
+    const real = new KubeLeaseStore(client);
+    const name = uniqueName('copy');
+    await real.create(
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name, namespace: COMPONENT_NAMESPACE },
+        spec: { holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 4 },
+      },
+      options,
+    );
+    const store = new RecordingLeaseStore(real);
+    const identity = uniqueName('replica');
+    const elector = new LeaderElector({
+      store,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      identity,
+      name,
+      namespace: COMPONENT_NAMESPACE,
+    });
+    let canLead = false;
+    const c: Candidate = { identity, elector, startedAt: [], client };
+    elector.start({
+      onStartedLeading: () => c.startedAt.push(Date.now()),
+      onStoppedLeading: () => undefined,
+      canLead: () => canLead,
+    });
+    running.push(c);
+    await eventually(() => store.watchTold > 0 || undefined, { what: 'the watch to tell the Lease' });
+    return {
+      name,
+      real,
+      store,
+      c,
+      able: () => {
+        canLead = true;
+        elector.canLeadChanged();
+      },
+    };
+  }
+
+  it('the copy is current → one write takes it, and the Lease names the candidate', async () => {
+    const { name, store, c, able } = await releasedAndWatched();
+    expect(store.calls).toEqual([]);
+    able();
+    await eventually(() => c.startedAt[0], {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+      what: 'the candidate to lead',
+    });
+    expect(store.calls).toEqual(['replace ok']);
+    const spec = (await readLease(name)).spec;
+    expect(spec?.holderIdentity).toBe(c.identity);
+    expect(spec?.leaseTransitions).toBe(5);
+  });
+
+  it('the copy is stale (another replica took the Lease, the watch silent) → the API server refuses it; read, not taken', async () => {
+    const { name, real, store, c, able } = await releasedAndWatched();
+    store.muted = true;
+    const current = await real.get(COMPONENT_NAMESPACE, name, options);
+    await real.replace(
+      {
+        ...current,
+        spec: {
+          holderIdentity: 'another-replica',
+          leaseDurationSeconds: leaseDurationMs / 1000,
+          renewTime: microTime(new Date()),
+          leaseTransitions: 5,
+        },
+      },
+      options,
+    );
+    able();
+    await eventually(() => store.calls.includes('get ok') || undefined, {
+      what: 'the read after the refusal',
+    });
+    expect(store.calls.slice(0, 2)).toEqual(['replace 409', 'get ok']);
+    expect(c.elector.isLeader).toBe(false);
+    expect(c.elector.leader).toBe('another-replica');
+    expect((await readLease(name)).spec?.holderIdentity).toBe('another-replica');
   });
 });
