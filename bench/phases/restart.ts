@@ -26,6 +26,8 @@ export const RESTART_GOAL_MS = 10_000;
 interface RestartSample {
   ms: number | undefined;
   syncedMs: number | undefined;
+  /** When it held the leadership Lease (`Became leader`), before its term started (`Reconciling as leader`). */
+  electedMs: number | undefined;
   leadingMs: number | undefined;
   /** The new controller's CPU until the fleet converged (ms), all its threads. */
   cpuMs: number | undefined;
@@ -147,7 +149,7 @@ export async function measureRestart(
   const worst = samples.reduce((a, b) => ((b.ms ?? Infinity) > (a.ms ?? Infinity) ? b : a));
   const ms = worst.ms;
   const timing = (r: RestartSample) =>
-    `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, leading after ${fmtMs(r.leadingMs)}; ` +
+    `${fmtMs(r.ms)} (caches synced after ${fmtMs(r.syncedMs)}, elected after ${fmtMs(r.electedMs)}, leading after ${fmtMs(r.leadingMs)}; ` +
     `controller CPU ${fmtMs(r.cpuMs)}, its event loop ran ${fmtMs(r.mainRunMs)} and waited ${fmtMs(r.mainWaitMs)} for a core` +
     `${r.cores ? `; the cores meanwhile: ${fmtCores(r.cores)}` : ''})`;
   const others = samples.filter((r) => r !== worst).map((r) => fmtMs(r.ms));
@@ -164,6 +166,7 @@ export async function measureRestart(
     values: {
       ms: ms ?? null,
       syncedMs: worst.syncedMs ?? null,
+      electedMs: worst.electedMs ?? null,
       leadingMs: worst.leadingMs ?? null,
       cpuMs: worst.cpuMs ?? null,
       mainRunMs: worst.mainRunMs ?? null,
@@ -176,6 +179,8 @@ export async function measureRestart(
       notConverged: worst.notConverged,
       // Every round, in order: converged, caches synced, leading.
       rounds: perRound(samples, (r) => [r.ms, r.syncedMs, r.leadingMs]),
+      // Every round, in order: when the new controller held the Lease (after its caches synced).
+      roundsElected: perRound(samples, (r) => [r.electedMs]),
       // Every round, in order: the event loop's time on a CPU / waiting for one until converged.
       roundsMainThread: perRound(samples, (r) => [r.mainRunMs, r.mainWaitMs]),
       // Every round, in order: the API server's CPU / the controller's / idle, until converged.
@@ -253,6 +258,7 @@ async function restartOnce(
   const sample: RestartSample = {
     ms,
     syncedMs: await loggedAfterMs(restarted, 'Caches synced', startedAtMs),
+    electedMs: await loggedAfterMs(restarted, 'Became leader', startedAtMs),
     leadingMs: await loggedAfterMs(restarted, 'Reconciling as leader', startedAtMs),
     cpuMs,
     mainRunMs: sched?.runMs,

@@ -181,6 +181,15 @@ describe('npm run bench -- --smoke', () => {
     expect(rounds).toHaveLength(2);
     for (const round of rounds) expect(round).toMatch(/^\d+\/\d+\/\d+$/);
     expect(Math.round(restart.ms as number)).toBe(Math.max(...rounds.map((r) => Number(r.split('/')[0]))));
+    // Each round's new controller held the Lease after its caches synced (it campaigns only then) and before
+    // its term started.
+    const elected = String(restart.roundsElected).split(' ').map(Number);
+    expect(elected).toHaveLength(2);
+    rounds.forEach((round, i) => {
+      const [, synced, leading] = round.split('/').map(Number);
+      expect(elected[i]).toBeGreaterThanOrEqual(synced as number);
+      expect(elected[i]).toBeLessThanOrEqual(leading as number);
+    });
   });
 
   it("P8: the new controller's CPU and its event loop's time on a core and waiting for one, per round", () => {
