@@ -613,6 +613,23 @@ describe('LeaderElector: a candidate takes a lease its copy shows free or expire
     await e.stop();
   });
 
+  it('a stale copy whose read then fails → the next try reads, it does not write from that copy again', async () => {
+    const { store, clock } = setup();
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
+    const { e, turnAble } = gated(store, clock, 'a');
+    await clock.advance(retryPeriodMs);
+    store.watchesDeliver = false;
+    store.put(otherHolder('', '2026-01-01T00:00:01.000000Z'));
+    store.failNext('get', FakeLeaseStore.unavailable());
+    await turnAble();
+    expect(e.isLeader).toBe(false);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get']);
+    await clock.advance(retryPeriodMs);
+    expect(e.isLeader).toBe(true);
+    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get', 'get', 'replace']);
+    await e.stop();
+  });
+
   it('the copy’s lease was deleted (the watch silent) → not found, read, created in the same attempt', async () => {
     const { store, clock } = setup();
     store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));

@@ -125,6 +125,7 @@ export class LeaseWrites {
     } catch (err) {
       if (this.d.stopping.aborted) return false;
       if (isKubeError(err, KubeErrorCode.Conflict) || isKubeError(err, KubeErrorCode.NotFound)) {
+        this.staleVersion = version;
         this.d.log.debug({ err }, 'The copy of the leadership lease was stale; reading it');
         return undefined;
       }
