@@ -586,75 +586,69 @@ describe('LeaderElector: a candidate takes a lease its copy shows free or expire
     };
   }
 
-  it('the watch showed the lease released → one write takes it, from that copy', async () => {
+  /** A released Lease, and a candidate 'a' that cannot lead yet, once its watch has told it the Lease. */
+  async function released(extra: Partial<LeaderLease['spec']> = {}) {
     const { store, clock } = setup();
-    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z', { leaseTransitions: 2 }));
+    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z', extra));
     const { e, turnAble } = gated(store, clock, 'a');
     await clock.advance(retryPeriodMs);
+    return { store, clock, e, turnAble, ops: () => store.calls.map((c) => c.op) };
+  }
+
+  it('the watch showed the lease released → one write takes it, from that copy', async () => {
+    const { store, e, turnAble, ops } = await released({ leaseTransitions: 2 });
     await turnAble();
     expect(e.isLeader).toBe(true);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    expect(ops()).toEqual(['replace']);
     expect(store.lease(NS, NAME)?.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 3 });
     await e.stop();
   });
 
   it('the copy is stale (another took the lease, the watch silent) → refused, read in the same attempt, not taken', async () => {
-    const { store, clock } = setup();
-    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
-    const { e, turnAble } = gated(store, clock, 'a');
-    await clock.advance(retryPeriodMs);
+    const { store, clock, e, turnAble, ops } = await released();
     store.watchesDeliver = false;
     store.put(otherHolder('b', new Date(clock.now()).toISOString()));
     await turnAble();
     expect(e.isLeader).toBe(false);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get']);
+    expect(ops()).toEqual(['replace', 'get']);
     expect(e.leader).toBe('b');
     expect(store.lease(NS, NAME)?.spec?.holderIdentity).toBe('b');
     await e.stop();
   });
 
   it('a stale copy whose read then fails → the next try reads, it does not write from that copy again', async () => {
-    const { store, clock } = setup();
-    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
-    const { e, turnAble } = gated(store, clock, 'a');
-    await clock.advance(retryPeriodMs);
+    const { store, clock, e, turnAble, ops } = await released();
     store.watchesDeliver = false;
     store.put(otherHolder('', '2026-01-01T00:00:01.000000Z'));
     store.failNext('get', FakeLeaseStore.unavailable());
     await turnAble();
     expect(e.isLeader).toBe(false);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get']);
+    expect(ops()).toEqual(['replace', 'get']);
     await clock.advance(retryPeriodMs);
     expect(e.isLeader).toBe(true);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get', 'get', 'replace']);
+    expect(ops()).toEqual(['replace', 'get', 'get', 'replace']);
     await e.stop();
   });
 
   it('the copy’s lease was deleted (the watch silent) → not found, read, created in the same attempt', async () => {
-    const { store, clock } = setup();
-    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
-    const { e, turnAble } = gated(store, clock, 'a');
-    await clock.advance(retryPeriodMs);
+    const { store, e, turnAble, ops } = await released();
     store.watchesDeliver = false;
     await store.delete(NS, NAME, { timeoutMs: 1 });
     await turnAble();
     expect(e.isLeader).toBe(true);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'get', 'create']);
+    expect(ops()).toEqual(['replace', 'get', 'create']);
     await e.stop();
   });
 
   it('a server error on that write → the attempt fails without a read; the next try takes the lease', async () => {
-    const { store, clock } = setup();
-    store.put(otherHolder('', '2026-01-01T00:00:00.000000Z'));
-    const { e, turnAble } = gated(store, clock, 'a');
-    await clock.advance(retryPeriodMs);
+    const { store, clock, e, turnAble, ops } = await released();
     store.failNext('replace', FakeLeaseStore.unavailable());
     await turnAble();
     expect(e.isLeader).toBe(false);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace']);
+    expect(ops()).toEqual(['replace']);
     await clock.advance(retryPeriodMs);
     expect(e.isLeader).toBe(true);
-    expect(store.calls.map((c) => c.op)).toEqual(['replace', 'replace']);
+    expect(ops()).toEqual(['replace', 'replace']);
     await e.stop();
   });
 

@@ -3,10 +3,9 @@
 // released lease (no waiting for it to expire), and takeover after a crash only once the lease went
 // unrenewed for its duration. Order and outcome are asserted; how fast is the benchmark's business (P7).
 
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { microTime } from '../../api/lease.ts';
 import { COMPONENT_NAMESPACE } from '../../api/names.ts';
 import { LEADER_ELECTION_DEFAULTS, LeaderElector, type LeaderLease } from '../../lib/leader/elector.ts';
 import {
@@ -45,11 +44,19 @@ afterEach(async () => {
   running.length = 0;
 });
 
-/** A candidate as a separate replica would run it: its own client (connections), the system clock. */
-async function candidate(lease: string, identity: string): Promise<Candidate> {
+/**
+ * A candidate as a separate replica would run it: its own client (connections), the system clock. `store`
+ * wraps its Lease port; `canLead` gates its campaign as the controller's synced caches do.
+ */
+async function candidate(
+  lease: string,
+  identity: string,
+  gate: { store?: (real: LeaseStore) => LeaseStore; canLead?: () => boolean } = {},
+): Promise<Candidate> {
   const client = new KubeClient(await loadConnection(inject('kubeconfig')));
+  const real = new KubeLeaseStore(client);
   const elector = new LeaderElector({
-    store: new KubeLeaseStore(client),
+    store: gate.store?.(real) ?? real,
     clock: systemClock,
     log: pino({ level: 'silent' }),
     identity,
@@ -60,6 +67,7 @@ async function candidate(lease: string, identity: string): Promise<Candidate> {
   elector.start({
     onStartedLeading: () => c.startedAt.push(Date.now()),
     onStoppedLeading: () => undefined,
+    ...(gate.canLead ? { canLead: gate.canLead } : {}),
   });
   running.push(c);
   return c;
@@ -230,49 +238,31 @@ class RecordingLeaseStore implements LeaseStore {
 }
 
 describe('a candidate takes a released Lease from the copy its watch told it (against the real API server)', () => {
-  const options = { timeoutMs: 10_000 };
-
   /** A released Lease, and a candidate that watches it and may not lead until `able()`. */
   async function releasedAndWatched() {
-    const client = new KubeClient(await loadConnection(inject('kubeconfig')));
-    const real = new KubeLeaseStore(client);
     const name = uniqueName('copy');
-    await real.create(
-      {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
+    await coordination.createNamespacedLease({
+      namespace: COMPONENT_NAMESPACE,
+      body: {
         metadata: { name, namespace: COMPONENT_NAMESPACE },
         spec: { holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 4 },
       },
-      options,
-    );
-    const store = new RecordingLeaseStore(real);
-    const identity = uniqueName('replica');
-    const elector = new LeaderElector({
-      store,
-      clock: systemClock,
-      log: pino({ level: 'silent' }),
-      identity,
-      name,
-      namespace: COMPONENT_NAMESPACE,
     });
+    let store: RecordingLeaseStore | undefined;
     let canLead = false;
-    const c: Candidate = { identity, elector, startedAt: [], client };
-    elector.start({
-      onStartedLeading: () => c.startedAt.push(Date.now()),
-      onStoppedLeading: () => undefined,
+    const c = await candidate(name, uniqueName('replica'), {
+      store: (real) => (store = new RecordingLeaseStore(real)),
       canLead: () => canLead,
     });
-    running.push(c);
-    await eventually(() => store.watchTold > 0 || undefined, { what: 'the watch to tell the Lease' });
+    const recorded = store as RecordingLeaseStore;
+    await eventually(() => recorded.watchTold > 0 || undefined, { what: 'the watch to tell the Lease' });
     return {
       name,
-      real,
-      store,
+      store: recorded,
       c,
       able: () => {
         canLead = true;
-        elector.canLeadChanged();
+        c.elector.canLeadChanged();
       },
     };
   }
@@ -293,21 +283,22 @@ describe('a candidate takes a released Lease from the copy its watch told it (ag
   });
 
   it('the copy is stale (another replica took the Lease, the watch silent) → the API server refuses it; read, not taken', async () => {
-    const { name, real, store, c, able } = await releasedAndWatched();
+    const { name, store, c, able } = await releasedAndWatched();
     store.muted = true;
-    const current = await real.get(COMPONENT_NAMESPACE, name, options);
-    await real.replace(
-      {
+    const current = await readLease(name);
+    await coordination.replaceNamespacedLease({
+      name,
+      namespace: COMPONENT_NAMESPACE,
+      body: {
         ...current,
         spec: {
           holderIdentity: 'another-replica',
           leaseDurationSeconds: leaseDurationMs / 1000,
-          renewTime: microTime(new Date()),
+          renewTime: new V1MicroTime(),
           leaseTransitions: 5,
         },
       },
-      options,
-    );
+    });
     able();
     await eventually(() => store.calls.includes('get ok') || undefined, {
       what: 'the read after the refusal',
